@@ -1,0 +1,5 @@
+"""``python -m dlcluster``."""
+
+from dlcluster.cli import main
+
+main()

@@ -1,0 +1,71 @@
+"""The ``dlcluster`` command: a thin layer over the library.
+
+Every command module registers itself on :data:`app`. User-facing errors print one line
+and exit with status 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from dlcluster.errors import DlclusterError
+
+app = typer.Typer(
+    name="dlcluster",
+    help="Job traces of multi-tenant GPU clusters: read, characterise, predict, simulate.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True, highlight=False)
+_state = {"debug": False}
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors.")) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    from dlcluster.cli import trace_cmds  # noqa: F401
+
+    for optional in ("synth_cmd", "simulate_cmd"):
+        try:
+            __import__(f"dlcluster.cli.{optional}")
+        except ModuleNotFoundError as exc:  # a command module not yet present in this checkout
+            if exc.name != f"dlcluster.cli.{optional}":
+                raise
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    _register()
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        app(args=argv, standalone_mode=False)
+    except DlclusterError as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; no partial output was left behind")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort,):
+        sys.exit(1)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if debug:
+            raise
+        err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug for details)",
+                          soft_wrap=True)
+        sys.exit(1)

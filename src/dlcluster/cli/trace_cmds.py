@@ -1,0 +1,70 @@
+"""``dlcluster info`` and ``dlcluster convert``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dlcluster.analysis.info import trace_info
+from dlcluster.cli import app
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
+from dlcluster.errors import ConfigError
+
+
+@app.command()
+def info(
+    path: Path = typer.Argument(..., help="Trace file or folder."),
+    fmt: str = FormatOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
+) -> None:
+    """Summarise a trace: jobs, GPU jobs, VCs, users, time span, statuses, GPU-hours."""
+    trace = load(path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    summary = trace_info(trace)
+    if as_json:
+        typer.echo(json.dumps(summary, sort_keys=False))
+        return
+    table = Table(title=f"{path}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    for key, value in summary.items():
+        if key == "status_counts":
+            value = ", ".join(f"{k} {v:,}" for k, v in value.items())
+        elif isinstance(value, int):
+            value = f"{value:,}"
+        elif isinstance(value, float):
+            value = f"{value:,.1f}"
+        table.add_row(key, str(value))
+    Console().print(table)
+
+
+@app.command()
+def convert(
+    path: Path = typer.Argument(..., help="Trace file or folder."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output file (.parquet, .swf or .csv)."),
+    fmt: str = FormatOpt,
+    lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
+) -> None:
+    """Convert a trace to canonical Parquet (or SWF/CSV by the output's suffix), atomically."""
+    trace = load(path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    suffix = output.suffix.lower()
+    if suffix == ".parquet":
+        from dlcluster.io.parquet import write
+    elif suffix == ".swf":
+        from dlcluster.io.swf import write
+    elif suffix == ".csv":
+        from dlcluster.io.csv_mapped import write
+    else:
+        raise ConfigError(f"--output {output}: unknown suffix {suffix!r} (use .parquet, .swf or .csv)")
+    write(trace, output)
+    Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")

@@ -1,0 +1,43 @@
+"""One exception family whose messages are meant for the user, one line each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DlclusterError(Exception):
+    """Base of every error dlcluster reports to a user (CLI exit status 2)."""
+
+
+class InputError(DlclusterError):
+    """Bad input: names the file, the row (or record) and the field, and what is wrong."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        row: int | None = None,
+        field: str | None = None,
+        row_label: str = "line",
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.row = row
+        self.field = field
+        self.row_label = row_label
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if self.row is not None:
+            where.append(f"{self.row_label} {self.row}")
+        if self.field is not None:
+            where.append(f"field '{self.field}'")
+        return (", ".join(where) + ": " if where else "") + self.detail
+
+
+class ConfigError(DlclusterError):
+    """A bad option or configuration value."""

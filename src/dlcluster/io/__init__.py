@@ -1,0 +1,64 @@
+"""Trace readers: every supported source → one canonical :class:`~dlcluster.trace.Trace`.
+
+Each reader module exposes ``sniff(path) -> bool`` (cheap format detection) and
+``read(path, *, lenient=False, **options) -> Trace``. Formats are tried for detection in
+the order of :data:`FORMATS`; ``format=`` forces one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.trace import Trace
+
+# name -> (module, one-line description); detection order matters: most specific first.
+FORMATS: dict[str, tuple[str, str]] = {
+    "parquet": ("dlcluster.io.parquet", "dlcluster's canonical Parquet job table"),
+    "helios": ("dlcluster.io.helios", "Helios (SenseTime) folder or cluster_log.csv"),
+    "philly": ("dlcluster.io.philly", "Philly raw folder or cluster_job_log (JSON)"),
+    "philly-jobs": ("dlcluster.io.philly_jobs", "derived Philly job table (jobs_processed.csv)"),
+    "pai": ("dlcluster.io.pai", "Alibaba PAI 2020 folder (pai_job_table + pai_task_table)"),
+    "openb": ("dlcluster.io.openb", "Alibaba GPU-sharing 2023 pod list (openb_pod_list_*.csv)"),
+    "swf": ("dlcluster.io.swf", "Standard Workload Format (.swf)"),
+    "sacct": ("dlcluster.io.sacct", "Slurm sacct --parsable2 export"),
+    "csv": ("dlcluster.io.csv_mapped", "any CSV/Parquet job table through a column mapping"),
+}
+
+
+def _module(fmt: str) -> ModuleType:
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown trace format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    return importlib.import_module(FORMATS[fmt][0])
+
+
+def detect_format(path: str | Path) -> str:
+    """Name of the first format whose sniffer accepts ``path``."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    for fmt in FORMATS:
+        if fmt == "csv":
+            continue
+        try:
+            if _module(fmt).sniff(path):
+                return fmt
+        except OSError:
+            continue
+        except ModuleNotFoundError as exc:  # TEMP(dev): reader module not written yet
+            if exc.name != FORMATS[fmt][0]:
+                raise
+    raise InputError(
+        "cannot tell the trace format; pass --format (" + ", ".join(FORMATS) + ")", path=path
+    )
+
+
+def read_trace(path: str | Path, format: str | None = None, **options: object) -> Trace:  # noqa: A002
+    """Read ``path`` into a canonical trace, detecting its format unless ``format`` is given."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    fmt = format or detect_format(path)
+    return _module(fmt).read(path, **options)

@@ -1,0 +1,159 @@
+"""Shared reader machinery: text-first CSV loading, row checks, lenient dropping.
+
+Readers load raw columns as text, parse them with vectorised Polars expressions, and hand
+a list of :class:`Check` to :func:`apply_checks`. Strict mode raises one
+:class:`InputError` naming the first bad row; lenient mode drops every bad row and counts
+the reasons. Nothing is coerced silently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.errors import InputError
+
+ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
+NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "null", "NULL", "Unknown")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row rule: rows where ``bad`` is true are invalid for ``reason``."""
+
+    field: str
+    bad: pl.Expr
+    reason: str
+    describe: Callable[[object], str]
+
+
+def read_csv_text(
+    path: str | Path,
+    *,
+    separator: str = ",",
+    has_header: bool = True,
+    new_columns: Sequence[str] | None = None,
+    comment_prefix: str | None = None,
+) -> pl.DataFrame:
+    """Read a delimited file with every column as text plus a ``_row`` line-number column."""
+    try:
+        df = pl.read_csv(
+            path,
+            separator=separator,
+            has_header=has_header,
+            new_columns=list(new_columns) if new_columns else None,
+            infer_schema=False,
+            comment_prefix=comment_prefix,
+            truncate_ragged_lines=False,
+        )
+    except pl.exceptions.ComputeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(f"not a readable CSV file ({first})", path=path) from exc
+    except pl.exceptions.NoDataError as exc:
+        raise InputError("the file is empty", path=path) from exc
+    if has_header:
+        df = df.rename({c: c.strip() for c in df.columns})
+    df = df.with_row_index(ROW, offset=2 if has_header else 1).with_columns(pl.col(ROW).cast(pl.Int64))
+    # blank lines (e.g. a trailing empty line) come back as all-null rows: not data
+    return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c != ROW]))
+
+
+def require_columns(df: pl.DataFrame, required: Iterable[str], path: str | Path) -> None:
+    """Raise naming the first required column the file lacks."""
+    for col in required:
+        if col not in df.columns:
+            have = ", ".join(c for c in df.columns if c != ROW)
+            raise InputError(f"missing column '{col}' (found: {have})", path=path)
+
+
+def is_null_token(col: str) -> pl.Expr:
+    """True where a raw text cell means 'no value'."""
+    return pl.col(col).is_null() | pl.col(col).str.strip_chars().is_in(list(NULL_TOKENS))
+
+
+def parse_datetime(col: str, fmt: str | None, tz: str) -> pl.Expr:
+    """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty)."""
+    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
+    parsed = raw.str.to_datetime(fmt, strict=False, time_unit="us") if fmt else raw.str.to_datetime(
+        strict=False, time_unit="us"
+    )
+    return parsed.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.epoch("s")
+
+
+def parse_int(col: str) -> pl.Expr:
+    """Parse an integer text column (accepts ``12.0``; null where empty or not integral)."""
+    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
+    as_float = raw.cast(pl.Float64, strict=False)
+    return pl.when(as_float == as_float.floor()).then(as_float).otherwise(None).cast(pl.Int64)
+
+
+def parse_float(col: str) -> pl.Expr:
+    """Parse a float text column (null where empty or unparsable)."""
+    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
+    return raw.cast(pl.Float64, strict=False)
+
+
+def unparsable(col: str, parsed: str, what: str) -> Check:
+    """A check failing where ``col`` holds text but its parsed twin ``parsed`` is null."""
+    return Check(
+        col,
+        (~is_null_token(col)) & pl.col(parsed).is_null(),
+        f"unparsable {col}",
+        lambda v, what=what: f"cannot parse {v!r} as {what}",
+    )
+
+
+def required_value(col: str, source_col: str | None = None) -> Check:
+    """A check failing where a required value is missing."""
+    return Check(source_col or col, pl.col(col).is_null(), f"missing {source_col or col}", lambda v: "value is empty")
+
+
+def negative(col: str, source_col: str | None = None) -> Check:
+    """A check failing where a numeric value is negative."""
+    return Check(
+        source_col or col, pl.col(col) < 0, f"negative {source_col or col}", lambda v: f"negative value {v}"
+    )
+
+
+def apply_checks(
+    df: pl.DataFrame,
+    checks: Sequence[Check],
+    *,
+    path: str | Path,
+    lenient: bool,
+    row_label: str = "line",
+) -> tuple[pl.DataFrame, Counter[str]]:
+    """Strict: raise on the first bad row. Lenient: drop bad rows, return counts by reason."""
+    if not checks or df.height == 0:
+        return df, Counter()
+    flags = [f"_bad{i}" for i in range(len(checks))]
+    flagged = df.with_columns([c.bad.fill_null(False).alias(f) for c, f in zip(checks, flags, strict=True)])
+    any_bad = pl.any_horizontal(flags)
+    bad_rows = flagged.filter(any_bad)
+    if bad_rows.height == 0:
+        return df, Counter()
+    if not lenient:
+        first = bad_rows.sort(ROW).row(0, named=True)
+        for check, flag in zip(checks, flags, strict=True):
+            if first[flag]:
+                value = first.get(check.field)
+                raise InputError(check.describe(value), path=path, row=first[ROW], field=check.field,
+                                 row_label=row_label)
+    reason = pl.coalesce([pl.when(pl.col(f)).then(pl.lit(c.reason)) for c, f in zip(checks, flags, strict=True)])
+    counts = Counter(dict(bad_rows.select(reason.alias("r"))["r"].value_counts().iter_rows()))
+    return flagged.filter(~any_bad).drop(flags), counts
+
+
+def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
+    """Map raw status text (case-insensitive keys) onto the canonical vocabulary; null where unknown."""
+    lowered = {k.lower(): v for k, v in mapping.items()}
+    return pl.col(col).str.strip_chars().str.to_lowercase().replace_strict(lowered, default=None)
+
+
+def unknown_status(col: str, mapped: str) -> Check:
+    """A check failing on a status outside the reader's vocabulary."""
+    return Check(col, pl.col(mapped).is_null(), f"unknown {col}", lambda v: f"unknown status {v!r}")

@@ -1,0 +1,71 @@
+"""The derived Philly job table (``jobs_processed.csv``, from the Pollux artifact).
+
+Columns ``timestamp, duration, num_gpus, gpu_time, cluster``: submit time as naive
+America/Los_Angeles wall clock, duration in seconds (sum of attempts), GPUs, GPU time,
+and the VC id. It has no user, status, start or attempts; ``job_id`` is the 0-based data
+row index in file order, as a string.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.io._common import (
+    ROW,
+    apply_checks,
+    negative,
+    parse_datetime,
+    parse_int,
+    read_csv_text,
+    require_columns,
+    required_value,
+    unparsable,
+)
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+TIMEZONE = "America/Los_Angeles"
+COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+
+
+def sniff(path: Path) -> bool:
+    """A CSV whose header has the derived table's columns."""
+    if not path.is_file():
+        return False
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        header = [c.strip() for c in fh.readline().split(",")]
+    return all(c in header for c in COLUMNS)
+
+
+def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE, **_: object) -> Trace:
+    """Read the derived Philly job table into the canonical schema."""
+    raw = read_csv_text(path)
+    require_columns(raw, COLUMNS, path)
+    df = raw.with_columns(
+        (pl.col(ROW) - 2).cast(pl.String).alias("job_id"),
+        parse_datetime("timestamp", "%Y-%m-%d %H:%M:%S", timezone).alias("submit_time"),
+        parse_int("duration").alias("duration_"),
+        parse_int("num_gpus").alias("gpu_num"),
+    )
+    checks = [
+        unparsable("timestamp", "submit_time", "a time (YYYY-MM-DD HH:MM:SS)"),
+        required_value("submit_time", "timestamp"),
+        unparsable("duration", "duration_", "a whole number of seconds"),
+        negative("duration_", "duration"),
+        unparsable("num_gpus", "gpu_num", "a whole number of GPUs"),
+        required_value("gpu_num", "num_gpus"),
+        negative("gpu_num", "num_gpus"),
+        required_value("cluster"),
+    ]
+    df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
+    jobs = conform(
+        df.with_columns(
+            pl.col("cluster").str.strip_chars().alias("vc"),
+            pl.lit("philly").alias("cluster"),
+            pl.col("duration_").alias("duration"),
+            pl.lit("other").alias("status"),
+        )
+    )
+    return Trace(jobs, format="philly-jobs", timezone=timezone, source=str(path), dropped=dropped)
