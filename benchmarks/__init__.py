@@ -1,0 +1,1 @@
+"""Benchmarks: run all with ``make bench`` (or ``.venv/bin/python -m benchmarks``)."""
