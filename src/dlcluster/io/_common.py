@@ -38,6 +38,7 @@ def read_csv_text(
     has_header: bool = True,
     new_columns: Sequence[str] | None = None,
     comment_prefix: str | None = None,
+    quote_char: str | None = '"',
 ) -> pl.DataFrame:
     """Read a delimited file with every column as text plus a ``_row`` line-number column."""
     try:
@@ -48,6 +49,7 @@ def read_csv_text(
             new_columns=list(new_columns) if new_columns else None,
             infer_schema=False,
             comment_prefix=comment_prefix,
+            quote_char=quote_char,
             truncate_ragged_lines=False,
         )
     except pl.exceptions.ComputeError as exc:
@@ -116,6 +118,14 @@ def negative(col: str, source_col: str | None = None) -> Check:
     """A check failing where a numeric value is negative."""
     return Check(
         source_col or col, pl.col(col) < 0, f"negative {source_col or col}", lambda v: f"negative value {v}"
+    )
+
+
+def duplicate(col: str, source_col: str | None = None) -> Check:
+    """A check failing on every repeat of a value already seen in an earlier row (the id column)."""
+    return Check(
+        source_col or col, ~pl.col(col).is_first_distinct(), f"duplicate {source_col or col}",
+        lambda v: f"{v!r} occurs more than once",
     )
 
 

@@ -1,0 +1,184 @@
+"""Any CSV or Parquet job table, through a mapping from canonical to source column names.
+
+Unmapped canonical columns are taken from same-named source columns when present. Only
+``submit_time`` and ``gpu_num`` must exist; job_id defaults to the 0-based data row
+index, cluster to the file's stem (the ``cluster`` option overrides), vc to ``default``,
+status to ``other``, duration to end − start and queue_delay to start − submit.
+
+A time column is numeric epochs in ``time_unit`` (s, ms, us; default s) when ``time_unit``
+is given or its first value is a number, else date-time text in ``timezone`` (text with an
+explicit offset keeps it). Sub-second parts of times and durations are dropped; durations
+are seconds. :func:`write` produces a canonical CSV this reader reads back losslessly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import polars as pl
+
+from dlcluster.atomic import write_atomic
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    duplicate,
+    is_null_token,
+    map_status,
+    negative,
+    parse_float,
+    parse_int,
+    read_csv_text,
+    required_value,
+    unknown_status,
+    unparsable,
+)
+from dlcluster.schema import JOB_SCHEMA, conform
+from dlcluster.trace import Trace
+
+UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000}
+TIMES = ("submit_time", "start_time", "end_time")
+COUNTS = ("gpu_num", "gpu_milli", "cpu_num", "node_num")
+SPANS = ("duration", "queue_delay")
+STATUS_WORDS = {
+    **dict.fromkeys(("completed", "complete", "success", "succeeded", "pass", "passed", "done"), "completed"),
+    **dict.fromkeys(("failed", "failure", "error"), "failed"),
+    **dict.fromkeys(("cancelled", "canceled", "killed"), "cancelled"),
+    **dict.fromkeys(("pending", "queued", "waiting"), "pending"),
+    "timeout": "timeout", "node_fail": "node_fail", "running": "running", "other": "other",
+}
+
+
+def sniff(path: Path) -> bool:
+    """A ``.csv`` or ``.parquet`` file (this reader is used only when asked for)."""
+    return path.is_file() and path.suffix.lower() in (".csv", ".parquet")
+
+
+def _load(path: Path) -> tuple[pl.DataFrame, str]:
+    """The source table as text columns plus ``_row``, and the label of its rows (line / row)."""
+    with path.open("rb") as fh:
+        parquet = fh.read(4) == b"PAR1"
+    if not parquet:
+        return read_csv_text(path), "line"
+    try:
+        df = pl.read_parquet(path)
+    except Exception as exc:  # pyarrow/polars raise several types for a damaged file
+        raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
+    as_text = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
+            col = col.dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S%.f+00:00")
+        as_text.append(col.cast(pl.String).alias(name))
+    return df.select(as_text).with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)), "row"
+
+
+def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str, str]:
+    """Canonical column → source column, after the mapping and same-named defaults."""
+    unknown = [c for c in mapping if c not in JOB_SCHEMA]
+    if unknown:
+        raise ConfigError(f"--map: {unknown[0]!r} is not a canonical column ({', '.join(JOB_SCHEMA)})")
+    have = [c for c in df.columns if c != ROW]
+    for canonical, source in mapping.items():
+        if source not in have:
+            raise InputError(f"missing column '{source}' (mapped to {canonical}; found: {', '.join(have)})", path=path)
+    sources = {c: mapping.get(c, c) for c in JOB_SCHEMA if mapping.get(c, c) in have}
+    for needed in ("submit_time", "gpu_num"):
+        if needed not in sources:
+            raise InputError(f"no column for canonical '{needed}' (found: {', '.join(have)}); "
+                             f"name it with --map {needed}=COLUMN", path=path)
+    return sources
+
+
+def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path) -> tuple[pl.Series, str]:
+    """One time column as UTC epoch seconds (aligned with ``df``), and what it was expected to be."""
+    raw = df.select(pl.when(is_null_token(source)).then(None).otherwise(pl.col(source).str.strip_chars()))
+    raw_s = raw.to_series()
+    present = raw_s.drop_nulls()
+    first = present[0] if present.len() else None
+    if unit is not None or first is None or _is_number(first):
+        unit = unit or "s"
+        return (raw_s.cast(pl.Float64, strict=False) / UNITS[unit]).floor().cast(pl.Int64), f"epoch {unit}"
+    try:
+        # eager on purpose: only a Series infers a zone-aware type from text like '...+02:00'
+        parsed = raw_s.str.to_datetime(strict=False, time_unit="us")
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"cannot tell the date-time format of {first!r}", path=path, field=source) from exc
+    assert isinstance(parsed.dtype, pl.Datetime)
+    zoned = parsed.dt.convert_time_zone("UTC") if parsed.dtype.time_zone else parsed.dt.replace_time_zone(
+        timezone, ambiguous="earliest", non_existent="null")
+    return zoned.dt.epoch("s"), "a date-time like the first one"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read(
+    path: Path,
+    *,
+    mapping: dict[str, str] | None = None,
+    time_unit: str | None = None,
+    timezone: str = "UTC",
+    cluster: str | None = None,
+    lenient: bool = False,
+    **_: object,
+) -> Trace:
+    """Read a CSV/Parquet job table through a canonical→source column mapping."""
+    if time_unit is not None and time_unit not in UNITS:
+        raise ConfigError(f"--time-unit: {time_unit!r} is not one of {', '.join(UNITS)}")
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"unknown time zone {timezone!r}") from exc
+    df, row_label = _load(path)
+    src = _sources(df, mapping or {}, path)
+    df = df.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("_index"))
+    parsed: list[pl.Expr] = []
+    checks: list[Check] = []
+    for c in TIMES:
+        if c in src:
+            series, what = _time(df, src[c], time_unit, timezone, path)
+            parsed.append(pl.lit(series.alias(f"_{c}")))
+            checks.append(unparsable(src[c], f"_{c}", what))
+    for c in COUNTS + SPANS:
+        if c in src:
+            parsed.append((parse_int(src[c]) if c in COUNTS else parse_float(src[c]).floor().cast(pl.Int64))
+                          .alias(f"_{c}"))
+            checks += [unparsable(src[c], f"_{c}", "a whole number" if c in COUNTS else "seconds"),
+                       negative(f"_{c}", src[c])]
+    if "status" in src:
+        parsed.append(map_status(src["status"], STATUS_WORDS).alias("_status"))
+        checks.append(unknown_status(src["status"], "_status"))
+    text = {c: pl.col(src[c]) for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
+    text.setdefault("job_id", pl.col("_index"))
+    text["cluster"] = pl.lit(cluster or path.stem) if cluster or "cluster" not in src else text["cluster"]
+    text.setdefault("vc", pl.lit("default"))
+    parsed += [expr.alias(f"_{c}") for c, expr in text.items()]
+    df = df.with_columns(parsed)
+    checks += [required_value(f"_{c}", src.get(c)) for c in ("job_id", "cluster", "vc", "submit_time", "gpu_num")]
+    checks.append(duplicate("_job_id", src.get("job_id")))
+    df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
+
+    def have(c: str) -> pl.Expr:
+        return pl.col(f"_{c}") if f"_{c}" in df.columns else pl.lit(None, JOB_SCHEMA[c])
+
+    jobs = conform(df.select(
+        *[have(c).alias(c) for c in ("job_id", "cluster", "vc", "user", "name", *COUNTS, *TIMES)],
+        pl.coalesce(have("duration"), have("end_time") - have("start_time")).alias("duration"),
+        pl.coalesce(have("queue_delay"), have("start_time") - have("submit_time")).alias("queue_delay"),
+        (have("status") if "status" in src else pl.lit("other")).alias("status"),
+    ))
+    return Trace(jobs, format="csv", timezone=timezone, source=str(path), dropped=dropped)
+
+
+def write(trace: Trace, target: str | Path) -> Path:
+    """Write the job table as a canonical CSV (epoch-second integers, canonical header), atomically."""
+    jobs = conform(trace.jobs).with_columns(pl.col("status").cast(pl.String))
+    return write_atomic(target, lambda tmp: jobs.write_csv(tmp))

@@ -1,0 +1,123 @@
+"""Alibaba GPU-sharing trace 2023 ("openb", ATC'23): pod lists and, when present, the node list.
+
+A pod list has ``name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, qos, pod_phase,
+creation_time, deletion_time, scheduled_time`` with times in seconds from an origin 0; they
+are kept as epoch seconds (zone UTC). submit = creation, start = scheduled, end = deletion.
+``gpu_milli`` is each GPU's share (1000 = whole GPU; null for CPU pods), vc = ``qos``.
+
+Some variants (``openb_pod_list_multigpu50.csv``) have only the first five columns: then
+every pod gets submit_time 0, no start or end, and status ``other``.
+
+If ``openb_node_list_gpu_node.csv`` (else ``openb_node_list_all_node.csv``) lies beside the
+pod list, its GPU nodes become the trace's :class:`ClusterSpec` (one VC ``openb``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    duplicate,
+    is_null_token,
+    map_status,
+    negative,
+    parse_int,
+    read_csv_text,
+    require_columns,
+    required_value,
+    unknown_status,
+    unparsable,
+)
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+BASE = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+TIMED = ("pod_phase", "creation_time", "deletion_time", "scheduled_time")
+PHASES = {"Running": "running", "Succeeded": "completed", "Failed": "failed", "Pending": "pending"}
+NODE_LISTS = ("openb_node_list_gpu_node.csv", "openb_node_list_all_node.csv")
+
+
+def sniff(path: Path) -> bool:
+    """A CSV whose header starts with the pod-list columns."""
+    if not path.is_file():
+        return False
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        header = [c.strip() for c in fh.readline().split(",")]
+    return all(c in header for c in BASE)
+
+
+def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:
+    return [parse_int(c).alias(f"{c}_") for c in cols]
+
+
+def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
+    """Read an openb pod list (and the node list beside it) into the canonical schema."""
+    raw = read_csv_text(path)
+    require_columns(raw, BASE, path)
+    timed = any(c in raw.columns for c in TIMED)
+    if timed:
+        require_columns(raw, TIMED, path)
+    numeric = ("cpu_milli", "num_gpu", "gpu_milli") + (TIMED[1:] if timed else ())
+    df = raw.with_columns(_ints(numeric))
+    checks = [required_value("name"), duplicate("name")]
+    for col in numeric:
+        checks += [unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
+    checks += [
+        required_value("num_gpu_", "num_gpu"),
+        Check("gpu_milli", (pl.col("num_gpu_") > 0) & ~pl.col("gpu_milli_").is_between(1, 1000), "bad gpu_milli",
+              lambda v: f"GPU share {v!r} is not between 1 and 1000 for a pod with GPUs"),
+    ]
+    if timed:
+        df = df.with_columns(map_status("pod_phase", PHASES).alias("status"))
+        checks += [required_value("creation_time_", "creation_time"), unknown_status("pod_phase", "status")]
+    df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
+
+    if timed:
+        times = [
+            pl.col("creation_time_").alias("submit_time"),
+            pl.col("scheduled_time_").alias("start_time"),
+            pl.col("deletion_time_").alias("end_time"),
+            (pl.col("deletion_time_") - pl.col("scheduled_time_")).alias("duration"),
+            (pl.col("scheduled_time_") - pl.col("creation_time_")).alias("queue_delay"),
+        ]
+    else:
+        times = [pl.lit(0).alias("submit_time"), pl.lit("other").alias("status")]
+    has_qos = "qos" in df.columns
+    vc = pl.when(is_null_token("qos")).then(pl.lit("default")).otherwise(pl.col("qos").str.strip_chars()) \
+        if has_qos else pl.lit("default")
+    jobs = conform(df.with_columns(
+        pl.col("name").str.strip_chars().alias("job_id"),
+        pl.lit("openb").alias("cluster"),
+        vc.alias("vc"),
+        pl.col("name").str.strip_chars().alias("name"),
+        pl.col("num_gpu_").alias("gpu_num"),
+        pl.when(pl.col("num_gpu_") > 0).then(pl.col("gpu_milli_")).alias("gpu_milli"),
+        ((pl.col("cpu_milli_") + 999) // 1000).alias("cpu_num"),
+        *times,
+    ))
+    return Trace(jobs, format="openb", timezone="UTC", cluster=_node_list(path.parent), source=str(path),
+                 dropped=dropped)
+
+
+def _node_list(folder: Path) -> ClusterSpec | None:
+    """The GPU nodes of the node list beside a pod list, as one VC ``openb`` (None when absent)."""
+    path = next((folder / n for n in NODE_LISTS if (folder / n).is_file()), None)
+    if path is None:
+        return None
+    raw = read_csv_text(path)
+    require_columns(raw, ("sn", "gpu"), path)
+    df = raw.with_columns(parse_int("gpu").alias("gpu_"))
+    # a broken node list is a broken cluster description: never silently shrink it, even when lenient
+    df, _ = apply_checks(df, [unparsable("gpu", "gpu_", "a whole number of GPUs"), required_value("gpu_", "gpu"),
+                              negative("gpu_", "gpu")], path=path, lenient=False)
+    gpus = df.filter(pl.col("gpu_") > 0).sort(ROW)["gpu_"].to_list()
+    if not gpus:
+        raise InputError("node list has no GPU nodes", path=path)
+    return ClusterSpec({"openb": tuple(int(g) for g in gpus)}, source=str(path))

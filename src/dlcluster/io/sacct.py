@@ -1,0 +1,133 @@
+"""Slurm accounting exports (``sacct --parsable2``): ``|``-separated, one header line.
+
+Job steps (``123.batch``, ``123.extern``, ``123.0``) are skipped; array (``123_4``) and
+heterogeneous (``123+0``) ids are jobs. GPUs come from ``AllocTRES`` (``ReqTRES`` when the
+allocation is empty): the untyped ``gres/gpu=N`` entry, else the sum of typed
+``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
+(default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
+(``[D-]HH:MM:SS``) when either is missing. vc = Partition (else Account, else ``default``);
+cluster = the ``Cluster`` column, else the file's stem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    duplicate,
+    map_status,
+    negative,
+    parse_datetime,
+    parse_int,
+    read_csv_text,
+    require_columns,
+    required_value,
+    unknown_status,
+    unparsable,
+)
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+STATES = {
+    "COMPLETED": "completed", "FAILED": "failed", "OUT_OF_MEMORY": "failed", "BOOT_FAIL": "failed",
+    "CANCELLED": "cancelled", "TIMEOUT": "timeout", "DEADLINE": "timeout", "NODE_FAIL": "node_fail",
+    "RUNNING": "running", "COMPLETING": "running", "PENDING": "pending", "REQUEUED": "pending",
+    "REQUEUE_HOLD": "pending", "REQUEUE_FED": "pending", "PREEMPTED": "other", "SUSPENDED": "other",
+    "REVOKED": "other", "RESIZING": "other", "SPECIAL_EXIT": "other", "STOPPED": "other",
+}
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+_ELAPSED = r"^(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)$"
+
+
+def sniff(path: Path) -> bool:
+    """A file whose first line contains ``JobID|``."""
+    if not path.is_file():
+        return False
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        return "JobID|" in fh.readline()
+
+
+def _text(col: str, df: pl.DataFrame) -> pl.Expr:
+    """A text column trimmed, null where empty (or absent from the export)."""
+    if col not in df.columns:
+        return pl.lit(None, pl.String)
+    value = pl.col(col).str.strip_chars()
+    return pl.when(value != "").then(value)
+
+
+def _gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
+    """GPU count of a TRES string (null when it has no GPU entry) and a flag for an unparsable count."""
+    untyped = pl.col(col).str.extract(r"(?:^|,)gres/gpu=([^,]*)", 1)
+    typed = pl.col(col).str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=[^,]*").list.eval(
+        pl.element().str.extract(r"=([^,]*)$", 1))
+    typed_n = typed.list.eval(pl.element().cast(pl.Int64, strict=False))
+    untyped_n = untyped.cast(pl.Int64, strict=False)
+    bad = (untyped.is_not_null() & untyped_n.is_null()) | typed_n.list.eval(pl.element().is_null()).list.any()
+    count = pl.when(untyped.is_not_null()).then(untyped_n).when(typed.list.len() > 0).then(typed_n.list.sum())
+    return count, bad
+
+
+def _elapsed() -> pl.Expr:
+    parts = [pl.col("Elapsed").str.strip_chars().str.extract(_ELAPSED, i).cast(pl.Int64) for i in range(1, 5)]
+    return parts[0].fill_null(0) * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
+
+
+def read(path: Path, *, lenient: bool = False, timezone: str = "UTC", **_: object) -> Trace:
+    """Read a ``sacct --parsable2`` export into the canonical schema."""
+    raw = read_csv_text(path, separator="|", quote_char=None)
+    require_columns(raw, ("JobID", "Submit", "State"), path)
+    for col in ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes"):
+        if col not in raw.columns:
+            raw = raw.with_columns(pl.lit(None, pl.String).alias(col))
+    jobs = raw.filter(~pl.col("JobID").str.contains(".", literal=True))
+    alloc, alloc_bad = _gpus("AllocTRES")
+    req, req_bad = _gpus("ReqTRES")
+    df = jobs.with_columns(
+        pl.col("JobID").str.strip_chars().alias("job_id"),
+        parse_datetime("Submit", TIME_FORMAT, timezone).alias("submit_time"),
+        parse_datetime("Start", TIME_FORMAT, timezone).alias("start_time"),
+        parse_datetime("End", TIME_FORMAT, timezone).alias("end_time"),
+        _elapsed().alias("elapsed"),
+        parse_int("NCPUS").alias("cpu_num"),
+        parse_int("NNodes").alias("node_num"),
+        pl.when(_text("AllocTRES", raw).is_not_null()).then(alloc.fill_null(0))
+        .otherwise(req.fill_null(0)).alias("gpu_num"),
+        alloc_bad.alias("_alloc_bad"),
+        req_bad.alias("_req_bad"),
+        # 'CANCELLED by 1234': the state is the first word
+        pl.col("State").str.strip_chars().str.split(" ").list.first().alias("_state"),
+    ).with_columns(map_status("_state", STATES).alias("status"))
+    checks = [
+        required_value("job_id", "JobID"),
+        duplicate("job_id", "JobID"),
+        unparsable("Submit", "submit_time", f"a time ({TIME_FORMAT})"),
+        required_value("submit_time", "Submit"),
+        unparsable("Start", "start_time", f"a time ({TIME_FORMAT})"),
+        unparsable("End", "end_time", f"a time ({TIME_FORMAT})"),
+        unparsable("Elapsed", "elapsed", "an elapsed time ([D-]HH:MM:SS)"),
+        Check("AllocTRES", pl.col("_alloc_bad"), "unparsable AllocTRES", lambda v: f"bad GPU count in {v!r}"),
+        Check("ReqTRES", pl.col("_req_bad"), "unparsable ReqTRES", lambda v: f"bad GPU count in {v!r}"),
+        unparsable("NCPUS", "cpu_num", "a whole number of CPUs"),
+        negative("cpu_num", "NCPUS"),
+        unparsable("NNodes", "node_num", "a whole number of nodes"),
+        negative("node_num", "NNodes"),
+        unknown_status("State", "status"),
+        Check("End", pl.col("end_time") < pl.col("start_time"), "end before start", lambda v: f"{v!r} is before Start"),
+    ]
+    df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
+    cluster = _text("Cluster", df).fill_null(pl.lit(path.stem))
+    out = conform(df.with_columns(
+        cluster.alias("cluster"),
+        pl.coalesce(_text("Partition", df), _text("Account", df), pl.lit("default")).alias("vc"),
+        _text("User", df).alias("user"),
+        _text("JobName", df).alias("name"),
+        pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed")).alias("duration"),
+        (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
+    ).sort(ROW))
+    return Trace(out, format="sacct", timezone=timezone, source=str(path), dropped=dropped)
+

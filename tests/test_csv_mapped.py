@@ -1,0 +1,143 @@
+"""Any CSV/Parquet job table through a column mapping (``--format csv``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.io import read_trace
+from dlcluster.io.csv_mapped import write
+
+SOURCE = (
+    "id,submitted,began,ended,runtime_s,gpus,queue,who,state\n"
+    "a,2020-06-09 18:41:01,2020-06-09 18:42:01,2020-06-09 19:42:01,3600.7,8,q1,alice,Succeeded\n"
+    "b,2020-06-09 19:00:00,,,,1,q2,,QUEUED\n"
+    "c,2020-06-09 19:30:00,2020-06-09 19:30:30,2020-06-09 19:31:00,,0,q2,bob,killed\n"
+)
+MAPPING = {"job_id": "id", "submit_time": "submitted", "start_time": "began", "end_time": "ended",
+           "duration": "runtime_s", "gpu_num": "gpus", "vc": "queue", "user": "who", "status": "state"}
+
+
+def _write(tmp_path: Path, text: str, name: str = "jobs.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_mapping_and_wall_clock_times(tmp_path: Path) -> None:
+    trace = read_trace(_write(tmp_path, SOURCE), format="csv", mapping=MAPPING, timezone="Europe/Berlin")
+    jobs = trace.jobs
+    assert jobs["job_id"].to_list() == ["a", "b", "c"]
+    assert jobs["cluster"].unique().to_list() == ["jobs"]
+    # 18:41:01 CEST (UTC+2) = 16:41:01 UTC
+    assert jobs["submit_time"][0] == int(dt.datetime(2020, 6, 9, 16, 41, 1, tzinfo=dt.UTC).timestamp())
+    assert jobs["duration"].to_list() == [3600, None, 30]  # given (sub-second dropped), else end − start
+    assert jobs["queue_delay"].to_list() == [60, None, 30]
+    assert jobs["status"].cast(pl.String).to_list() == ["completed", "pending", "cancelled"]
+    assert jobs["vc"].to_list() == ["q1", "q2", "q2"] and jobs["user"].to_list() == ["alice", None, "bob"]
+
+
+def test_same_named_columns_and_defaults(tmp_path: Path) -> None:
+    path = _write(tmp_path, "submit_time,gpu_num,duration\n1000,2,5\n2000,0,\n")
+    jobs = read_trace(path, format="csv", cluster="mine").jobs
+    assert jobs["job_id"].to_list() == ["0", "1"] and jobs["vc"].to_list() == ["default", "default"]
+    assert jobs["cluster"].to_list() == ["mine", "mine"] and jobs["status"].cast(pl.String).to_list() == ["other"] * 2
+    assert jobs["submit_time"].to_list() == [1000, 2000]
+
+
+def test_numeric_millisecond_epochs(tmp_path: Path) -> None:
+    path = _write(tmp_path, "t,g\n1591720861123,1\n")
+    jobs = read_trace(path, format="csv", mapping={"submit_time": "t", "gpu_num": "g"}, time_unit="ms").jobs
+    assert jobs["submit_time"].to_list() == [1591720861]
+
+
+def test_explicit_offsets_are_kept(tmp_path: Path) -> None:
+    path = _write(tmp_path, "submit_time,gpu_num\n2020-06-09T19:00:00+02:00\n2020-06-09T17:00:00Z,1\n"
+                  .replace("+02:00\n", "+02:00,1\n"))
+    jobs = read_trace(path, format="csv", timezone="Asia/Tokyo").jobs
+    assert jobs["submit_time"][0] == jobs["submit_time"][1]
+
+
+def test_parquet_source(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"sub": [dt.datetime(2020, 1, 1)], "g": [4]}).write_parquet(path)
+    jobs = read_trace(path, format="csv", mapping={"submit_time": "sub", "gpu_num": "g"}, timezone="Asia/Shanghai").jobs
+    assert jobs["submit_time"].to_list() == [int(dt.datetime(2019, 12, 31, 16, tzinfo=dt.UTC).timestamp())]
+    assert jobs["gpu_num"].to_list() == [4]
+
+
+def test_round_trip_is_lossless(tmp_path: Path) -> None:
+    original = read_trace(_write(tmp_path, SOURCE), format="csv", mapping=MAPPING)
+    original = original.with_jobs(original.jobs.with_columns(
+        pl.Series("name", ["x,y", "", None]), pl.Series("gpu_milli", [500, None, None], pl.Int32)))
+    out = write(original, tmp_path / "jobs_out.csv")
+    back = read_trace(out, format="csv")
+    assert back.jobs.equals(original.jobs.with_columns(pl.lit("jobs").alias("cluster")))
+
+
+def test_missing_canonical_column_suggests_map(tmp_path: Path) -> None:
+    path = _write(tmp_path, SOURCE)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv", mapping={"submit_time": "submitted"})
+    assert str(err.value) == (f"{path}: no column for canonical 'gpu_num' (found: id, submitted, began, ended, "
+                              "runtime_s, gpus, queue, who, state); name it with --map gpu_num=COLUMN")
+
+
+def test_mapping_to_absent_column_and_unknown_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, SOURCE)
+    with pytest.raises(InputError, match=r"missing column 'gpu' \(mapped to gpu_num"):
+        read_trace(path, format="csv", mapping={**MAPPING, "gpu_num": "gpu"})
+    with pytest.raises(ConfigError, match="'gpus' is not a canonical column"):
+        read_trace(path, format="csv", mapping={"gpus": "gpus"})
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("d,2020-06-09 20:00:00,,,,1,q,u,exploded", "line 5, field 'state': unknown status 'exploded'"),
+        ("d,2020-06-09 25:00:00,,,,1,q,u,done", "line 5, field 'submitted': cannot parse '2020-06-09 25:00:00' as a "
+                                                 "date-time like the first one"),
+        ("d,2020-06-09 20:00:00,,,,1.5,q,u,done", "line 5, field 'gpus': cannot parse '1.5' as a whole number"),
+        ("d,2020-06-09 20:00:00,,,-3,1,q,u,done", "line 5, field 'runtime_s': negative value -3"),
+        ("a,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': 'a' occurs more than once"),
+    ],
+)
+def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: str) -> None:
+    path = _write(tmp_path, SOURCE + row + "\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv", mapping=MAPPING)
+    assert str(err.value) == f"{path}, {message}"
+
+
+def test_lenient_drops_and_counts(tmp_path: Path) -> None:
+    path = _write(tmp_path, SOURCE + "d,2020-06-09 20:00:00,,,,x,q,u,done\ne,2020-06-09 20:00:00,,,,1,q,u,lost\n"
+                  "f,2020-06-09 20:00:00,,,,1,q,u,DONE\n")
+    trace = read_trace(path, format="csv", mapping=MAPPING, lenient=True)
+    assert trace.jobs["job_id"].to_list() == ["a", "b", "c", "f"]
+    assert trace.dropped == {"unparsable gpus": 1, "unknown state": 1}
+
+
+def test_cli_info_with_map(tmp_path: Path) -> None:
+    path = _write(tmp_path, SOURCE)
+    spec = ",".join(f"{k}={v}" for k, v in MAPPING.items())
+    out = subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "--format", "csv", "--map", spec,
+                          "--json"], capture_output=True, text=True, check=True)
+    info = json.loads(out.stdout)
+    assert info["format"] == "csv" and info["jobs"] == 3 and info["gpu_jobs"] == 2 and info["users"] == 2
+    assert info["status_counts"] == {"completed": 1, "cancelled": 1, "pending": 1}
+    assert info["start"] == "2020-06-09T18:41:01Z"
+
+
+def test_cli_missing_column_exits_2(tmp_path: Path) -> None:
+    path = _write(tmp_path, SOURCE)
+    out = subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "--format", "csv"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "no column for canonical 'submit_time'" in out.stderr and "--map submit_time=COLUMN" in out.stderr

@@ -1,0 +1,101 @@
+"""The Slurm sacct --parsable2 reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dlcluster.errors import InputError
+from dlcluster.io import detect_format, read_trace
+
+HEADER = "JobID|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|NNodes|NCPUS|AllocTRES|ReqTRES\n"
+TRES = "billing=8,cpu=32,gres/gpu=8,mem=256G,node=1"
+BODY = (
+    f"100|train|alice|acct|gpu|2020-06-09T18:41:01|2020-06-09T18:42:01|2020-06-09T19:42:01|01:00:00|COMPLETED|1|32|{TRES}|{TRES}\n"
+    "100.batch|batch||acct||2020-06-09T18:42:01|2020-06-09T18:42:01|2020-06-09T19:42:01|01:00:00|COMPLETED|1|32|cpu=32,gres/gpu=8|\n"
+    "100.extern|extern||acct||2020-06-09T18:42:01|2020-06-09T18:42:01|2020-06-09T19:42:01|01:00:00|COMPLETED|1|32|cpu=32|\n"
+    "101_4|sweep \"v2\"|bob|acct||2020-06-09T19:00:00|2020-06-09T19:00:10|Unknown|1-02:00:05|RUNNING|2|16|"
+    "cpu=16,gres/gpu:a100=2,gres/gpu:v100=1,node=2|\n"
+    "101_4.0|step||acct||2020-06-09T19:00:10|2020-06-09T19:00:10|Unknown|1-02:00:05|RUNNING|2|16|cpu=16|\n"
+    "102+0|het|carol|acct2||2020-06-09T19:00:00|Unknown|Unknown|00:00:00|PENDING|1|4||cpu=4,gres/gpu=1,node=1\n"
+    "103|x|dave|acct|cpu|2020-06-09T20:00:00|None|2020-06-09T20:10:00|00:00:00|CANCELLED by 1234|1|2|cpu=2,node=1|"
+    "cpu=2,gres/gpu:a100=1,gres/gpu=4\n"
+)
+
+
+def _write(tmp_path: Path, body: str, header: str = HEADER) -> Path:
+    path = tmp_path / "mycluster.txt"
+    path.write_text(header + body)
+    return path
+
+
+def test_jobs_steps_tres_states(tmp_path: Path) -> None:
+    path = _write(tmp_path, BODY)
+    assert detect_format(path) == "sacct"
+    trace = read_trace(path)
+    jobs = trace.jobs
+    assert jobs["job_id"].to_list() == ["100", "101_4", "102+0", "103"]
+    assert jobs["cluster"].unique().to_list() == ["mycluster"]
+    # untyped gres/gpu; typed entries summed; ReqTRES when AllocTRES is empty; alloc without GPUs → 0
+    assert jobs["gpu_num"].to_list() == [8, 3, 1, 0]
+    assert jobs["vc"].to_list() == ["gpu", "acct", "acct2", "cpu"]
+    assert jobs["name"].to_list() == ["train", 'sweep "v2"', "het", "x"]
+    assert jobs["status"].cast(pl.String).to_list() == ["completed", "running", "pending", "cancelled"]
+    assert jobs["cpu_num"].to_list() == [32, 16, 4, 2] and jobs["node_num"].to_list() == [1, 2, 1, 1]
+    assert jobs["submit_time"][0] == 1591728061  # 2020-06-09T18:41:01Z
+    assert jobs["start_time"].to_list()[2:] == [None, None]
+    # End − Start when both known, else Elapsed (1-02:00:05 = 93605 s)
+    assert jobs["duration"].to_list() == [3600, 93605, 0, 0]
+    assert jobs["queue_delay"].to_list() == [60, 10, None, None]
+
+
+def test_timezone_option_shifts_wall_clock(tmp_path: Path) -> None:
+    trace = read_trace(_write(tmp_path, BODY), timezone="Asia/Shanghai")
+    assert trace.jobs["submit_time"][0] == 1591728061 - 8 * 3600
+    assert trace.timezone == "Asia/Shanghai"
+
+
+def test_state_vocabulary(tmp_path: Path) -> None:
+    states = ["TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "FAILED"]
+    body = "".join(f"{i}|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|{s}|1|1||\n" for i, s in enumerate(states))
+    jobs = read_trace(_write(tmp_path, body)).jobs
+    assert jobs["status"].cast(pl.String).to_list() == ["timeout", "node_fail", "failed", "other", "pending", "failed"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (BODY + "104|j|u|a|p|2020-06-31T00:00:00|None|None|00:00:00|COMPLETED|1|1||\n",
+         "line 9, field 'Submit': cannot parse '2020-06-31T00:00:00' as a time (%Y-%m-%dT%H:%M:%S)"),
+        ("104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|EXPLODED|1|1||\n",
+         "line 2, field 'State': unknown status 'EXPLODED'"),
+        ("104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1|cpu=1,gres/gpu=many|\n",
+         "line 2, field 'AllocTRES': bad GPU count in 'cpu=1,gres/gpu=many'"),
+        ("104|j|u|a|p|2020-06-09T18:41:01|None|None|3h|COMPLETED|1|1||\n",
+         "line 2, field 'Elapsed': cannot parse '3h' as an elapsed time ([D-]HH:MM:SS)"),
+        ("104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n"
+         "104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n",
+         "line 3, field 'JobID': '104' occurs more than once"),
+    ],
+)
+def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:
+    path = _write(tmp_path, body)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="sacct")
+    assert str(err.value) == f"{path}, {message}"
+
+
+def test_missing_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "1|x\n", header="JobID|JobName\n")
+    with pytest.raises(InputError, match="missing column 'Submit'"):
+        read_trace(path, format="sacct")
+
+
+def test_lenient_drops_and_counts(tmp_path: Path) -> None:
+    path = _write(tmp_path, BODY + "104|j|u|a|p|yesterday|None|None|00:00:00|COMPLETED|1|1||\n"
+                  "105|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|LOST|1|1||\n")
+    trace = read_trace(path, lenient=True)
+    assert trace.jobs["job_id"].to_list() == ["100", "101_4", "102+0", "103"]
+    assert trace.dropped == {"unparsable Submit": 1, "unknown State": 1}
