@@ -1,0 +1,122 @@
+"""Cluster specs from files: Helios daily GPU counts, Philly machine lists, ``vc,nodes`` CSVs.
+
+Three layouts are told apart by their header:
+
+- Helios ``cluster_gpu_number.csv`` (``date, vc..., total``): GPUs per VC per day. One
+  day's row becomes the spec; a VC's GPUs become 8-GPU nodes plus one smaller node for
+  any remainder; VCs with 0 GPUs that day are left out.
+- Philly machine lists (``machineId, number of GPUs[, single GPU mem]``, possibly with a
+  leading unnamed index column): Philly does not map machines to VCs, so the whole list
+  is one pool VC ``philly`` of heterogeneous nodes, in file order (0-GPU machines kept).
+- ``vc,nodes[,gpus_per_node]`` (``node num`` also accepted; 8 GPUs per node by default):
+  rows for the same VC add up, in file order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.atomic import write_text_atomic
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    negative,
+    parse_int,
+    read_csv_text,
+    require_columns,
+    required_value,
+    unparsable,
+)
+
+GPUS_PER_NODE = 8
+PHILLY_POOL = "philly"
+_MACHINE_ID, _MACHINE_GPUS = "machineId", "number of GPUs"
+
+
+def read_cluster_spec(path: str | Path, date: str | None = None) -> ClusterSpec:
+    """Read a cluster spec file of any supported layout (``date`` picks a Helios day; default the last)."""
+    path = Path(path)
+    raw = read_csv_text(path)
+    cols = set(raw.columns)
+    if {"date", "total"} <= cols:
+        return _helios(raw, path, date)
+    if date is not None:
+        raise InputError(f"a date ({date}) was given but this is not a Helios cluster_gpu_number.csv", path=path)
+    if {_MACHINE_ID, _MACHINE_GPUS} <= cols:
+        return _machine_list(raw, path)
+    if "vc" in cols:
+        return _vc_nodes(raw, path)
+    have = ", ".join(c for c in raw.columns if c != ROW)
+    raise InputError(
+        "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs' or 'vc,nodes' columns "
+        f"(found: {have})",
+        path=path,
+    )
+
+
+def _counts(raw: pl.DataFrame, path: Path, columns: list[str], what: str) -> pl.DataFrame:
+    """Parse integer count columns strictly: present, whole, not negative."""
+    parsed = raw.with_columns(parse_int(c).alias(f"_{c}") for c in columns)
+    checks: list[Check] = []
+    for c in columns:
+        checks += [unparsable(c, f"_{c}", what), required_value(f"_{c}", c), negative(f"_{c}", c)]
+    parsed, _ = apply_checks(parsed, checks, path=path, lenient=False)
+    return parsed
+
+
+def _helios(raw: pl.DataFrame, path: Path, date: str | None) -> ClusterSpec:
+    vcs = [c for c in raw.columns if c not in (ROW, "date", "total")]
+    df = _counts(raw, path, [*vcs, "total"], "a whole number of GPUs")
+    df = df.with_columns(pl.col("date").str.strip_chars())
+    if df.height == 0:
+        raise InputError("no dates in the file", path=path)
+    day = date if date is not None else df["date"][-1]
+    rows = df.filter(pl.col("date") == day)
+    if rows.height == 0:
+        raise InputError(f"no row for date {day!r} (the file covers {df['date'][0]}..{df['date'][-1]})", path=path)
+    row = rows.row(0, named=True)
+    spec: dict[str, tuple[int, ...]] = {}
+    for vc in vcs:
+        gpus = row[f"_{vc}"]
+        if gpus > 0:
+            full, rest = divmod(gpus, GPUS_PER_NODE)
+            spec[vc] = (GPUS_PER_NODE,) * full + ((rest,) if rest else ())
+    return ClusterSpec(spec, source=str(path))
+
+
+def _machine_list(raw: pl.DataFrame, path: Path) -> ClusterSpec:
+    df = _counts(raw, path, [_MACHINE_GPUS], "a whole number of GPUs")
+    dup = Check(_MACHINE_ID, pl.col(_MACHINE_ID).is_first_distinct().not_(), "duplicate machineId",
+                lambda v: f"machine {v!r} is listed more than once")
+    df, _ = apply_checks(df, [required_value(_MACHINE_ID), dup], path=path, lenient=False)
+    return ClusterSpec({PHILLY_POOL: tuple(df[f"_{_MACHINE_GPUS}"].to_list())}, source=str(path))
+
+
+def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
+    nodes_col = "nodes" if "nodes" in raw.columns else "node num"
+    require_columns(raw, ["vc", nodes_col], path)
+    count_cols = [nodes_col] + (["gpus_per_node"] if "gpus_per_node" in raw.columns else [])
+    df = _counts(raw, path, count_cols, "a whole number")
+    df, _ = apply_checks(df, [required_value("vc")], path=path, lenient=False)
+    size = pl.col("_gpus_per_node") if "gpus_per_node" in count_cols else pl.lit(GPUS_PER_NODE)
+    df = df.select(pl.col("vc").str.strip_chars(), pl.col(f"_{nodes_col}").alias("n"), size.alias("g"))
+    spec: dict[str, tuple[int, ...]] = {}
+    for vc, n, g in df.iter_rows():  # one row per (VC, node size): a handful of rows
+        spec[vc] = spec.get(vc, ()) + (g,) * n
+    return ClusterSpec(spec, source=str(path))
+
+
+def write_cluster_spec(spec: ClusterSpec, path: str | Path) -> Path:
+    """Write ``vc,nodes,gpus_per_node`` (one row per VC and node size, sizes in first-seen order), atomically."""
+    lines = ["vc,nodes,gpus_per_node"]
+    for vc, nodes in spec.vcs.items():
+        if not nodes:
+            lines.append(f"{vc},0,{GPUS_PER_NODE}")
+        for size in dict.fromkeys(nodes):
+            lines.append(f"{vc},{nodes.count(size)},{size}")
+    return write_text_atomic(path, "\n".join(lines) + "\n")

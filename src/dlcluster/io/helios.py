@@ -1,0 +1,175 @@
+"""Helios (SenseTime, SC'21): a cluster folder with ``cluster_log.csv`` (and ``cluster_gpu_number.csv``).
+
+``cluster_log.csv`` has one row per Slurm job: ``job_id, user, vc, gpu_num, cpu_num,
+node_num, state, submit_time, start_time, end_time, duration, queue``, times as
+``YYYY-MM-DD HH:MM:SS`` wall clock of the datacentre (Asia/Shanghai). Start and end may
+be empty for jobs that had not started or ended (pending, running, cancelled while
+queued); a completed, failed, timed-out or node-failed job must have both. The cluster
+name is the folder's name, lower-cased, unless given.
+
+Writing uses Asia/Shanghai wall clock whatever the trace's zone: that is what the format
+means, and a zone without daylight saving keeps every instant distinct, so write → read
+is exact. The format holds no job name or GPU share, and its cluster name is the folder's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.atomic import write_atomic
+from dlcluster.errors import ConfigError
+from dlcluster.io._common import (
+    Check,
+    apply_checks,
+    map_status,
+    negative,
+    parse_datetime,
+    parse_int,
+    read_csv_text,
+    require_columns,
+    required_value,
+    unknown_status,
+    unparsable,
+)
+from dlcluster.io.cluster_spec import read_cluster_spec
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+TIMEZONE = "Asia/Shanghai"
+LOG, GPU_NUMBER = "cluster_log.csv", "cluster_gpu_number.csv"
+COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state", "submit_time", "start_time",
+           "end_time", "duration", "queue")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+TIME_TEXT = "a time (YYYY-MM-DD HH:MM:SS)"
+STATES = {"COMPLETED": "completed", "CANCELLED": "cancelled", "FAILED": "failed", "TIMEOUT": "timeout",
+          "NODE_FAIL": "node_fail", "RUNNING": "running", "PENDING": "pending", "SUSPENDED": "other"}
+_WRITE_STATES = {v: k for k, v in STATES.items()}
+_MAY_LACK_START = ("pending", "cancelled")
+_MAY_LACK_END = ("pending", "running", "cancelled")
+
+
+def _log_path(path: Path) -> Path:
+    return path / LOG if path.is_dir() else path
+
+
+def sniff(path: Path) -> bool:
+    """A folder holding ``cluster_log.csv``, or a CSV whose header has Helios' columns."""
+    log = _log_path(path)
+    if not log.is_file():
+        return False
+    with log.open("r", encoding="utf-8", errors="replace") as fh:
+        header = {c.strip() for c in fh.readline().split(",")}
+    return header.issuperset(COLUMNS)
+
+
+def _checks() -> list[Check]:
+    checks = [
+        required_value("job_id"),
+        Check("job_id", pl.col("job_id").is_first_distinct().not_(), "duplicate job_id",
+              lambda v: f"job_id {v!r} occurs more than once"),
+        required_value("vc"),
+        required_value("state"),
+        unknown_status("state", "status"),
+        unparsable("submit_time", "submit_time_", TIME_TEXT),
+        required_value("submit_time_", "submit_time"),
+        unparsable("start_time", "start_time_", TIME_TEXT),
+        Check("start_time", pl.col("start_time_").is_null() & ~pl.col("status").is_in(_MAY_LACK_START),
+              "missing start_time", lambda v: "value is empty (required unless the job is pending or cancelled)"),
+        unparsable("end_time", "end_time_", TIME_TEXT),
+        Check("end_time", pl.col("end_time_").is_null() & ~pl.col("status").is_in(_MAY_LACK_END),
+              "missing end_time",
+              lambda v: "value is empty (required unless the job is pending, running or cancelled)"),
+    ]
+    counts = (("gpu_num", "GPUs"), ("cpu_num", "CPUs"), ("node_num", "nodes"), ("duration", "seconds"),
+              ("queue", "seconds"))
+    for col, unit in counts:
+        checks.append(unparsable(col, f"{col}_", f"a whole number of {unit}"))
+        if col == "gpu_num":  # the one count the canonical table requires
+            checks.append(required_value("gpu_num_", "gpu_num"))
+        checks.append(negative(f"{col}_", col))
+    return checks
+
+
+def read(
+    path: Path,
+    *,
+    lenient: bool = False,
+    timezone: str = TIMEZONE,
+    cluster: str | None = None,
+    cluster_date: str | None = None,
+    **_: object,
+) -> Trace:
+    """Read a Helios cluster folder (or its ``cluster_log.csv``) into the canonical schema."""
+    path = Path(path)
+    log = _log_path(path)
+    folder = log.parent
+    raw = read_csv_text(log)
+    require_columns(raw, COLUMNS, log)
+    df = raw.with_columns(
+        pl.col("job_id", "user", "vc").str.strip_chars(),
+        map_status("state", STATES).alias("status"),
+        *(parse_datetime(c, TIME_FORMAT, timezone).alias(f"{c}_") for c in ("submit_time", "start_time", "end_time")),
+        *(parse_int(c).alias(f"{c}_") for c in ("gpu_num", "cpu_num", "node_num", "duration", "queue")),
+    )
+    df, dropped = apply_checks(df, _checks(), path=log, lenient=lenient)
+    jobs = conform(
+        df.select(
+            "job_id", "vc", "user", "status",
+            pl.lit(cluster or folder.name.lower()).alias("cluster"),
+            *(pl.col(f"{c}_").alias(c) for c in ("gpu_num", "cpu_num", "node_num", "submit_time", "start_time",
+                                                  "end_time", "duration")),
+            pl.col("queue_").alias("queue_delay"),
+        )
+    )
+    spec = None
+    if (folder / GPU_NUMBER).is_file():
+        spec = read_cluster_spec(folder / GPU_NUMBER, cluster_date)
+    elif cluster_date is not None:
+        raise ConfigError(f"cluster_date {cluster_date} given but {folder} has no {GPU_NUMBER}")
+    return Trace(jobs, format="helios", timezone=timezone, cluster=spec, source=str(path), dropped=dropped)
+
+
+def _wall_clock(col: str) -> pl.Expr:
+    return (pl.from_epoch(pl.col(col), time_unit="s").dt.replace_time_zone("UTC")
+            .dt.convert_time_zone(TIMEZONE).dt.strftime(TIME_FORMAT).alias(col))
+
+
+def _gpu_number_table(trace: Trace) -> pl.DataFrame:
+    """One row per local day over the trace's span, each VC's GPUs (constant) and the total."""
+    assert trace.cluster is not None
+    span = trace.jobs.select(
+        pl.col("submit_time").min().alias("lo"),
+        pl.max_horizontal(pl.col("submit_time").max(), pl.col("end_time").max()).alias("hi"),
+    ).row(0)
+    if span[0] is None:
+        days: list[dt.date] = []
+    else:
+        zone = pl.from_epoch(pl.Series(span), time_unit="s").dt.replace_time_zone("UTC")
+        lo, hi = zone.dt.convert_time_zone(TIMEZONE).dt.date().to_list()
+        days = pl.date_range(lo, hi, interval="1d", eager=True).to_list()
+    gpus = {vc: trace.cluster.gpus(vc) for vc in trace.cluster.vcs}
+    return pl.DataFrame({"date": [d.isoformat() for d in days]}, schema={"date": pl.String}).with_columns(
+        *(pl.lit(g, dtype=pl.Int64).alias(vc) for vc, g in gpus.items()),
+        pl.lit(sum(gpus.values()), dtype=pl.Int64).alias("total"),
+    )
+
+
+def write(trace: Trace, target: str | Path) -> Path:
+    """Write the trace as a Helios folder (``cluster_log.csv`` and, with a cluster spec, ``cluster_gpu_number.csv``)."""
+    folder = Path(target)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = conform(trace.jobs).select(
+        "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
+        pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),
+        *(_wall_clock(c) for c in ("submit_time", "start_time", "end_time")),
+        "duration",
+        pl.col("queue_delay").alias("queue"),
+    )
+    write_atomic(folder / LOG, lambda tmp: log.write_csv(tmp))
+    if trace.cluster is not None:
+        table = _gpu_number_table(trace)
+        write_atomic(folder / GPU_NUMBER, lambda tmp: table.write_csv(tmp))
+    return folder

@@ -1,0 +1,78 @@
+"""Lazy access to Philly's per-minute utilisation files (several GB: never loaded eagerly).
+
+``cluster_gpu_util`` (``time, machineId, gpu0_util .. gpu7_util``), ``cluster_cpu_util``
+(``time, machine_id, cpu_util``) and ``cluster_mem_util`` (``time, machine_id, mem_total,
+mem_free``) become DuckDB relations with ``time`` as UTC epoch seconds, the machine column
+named ``machine_id``, and NULL for ``NA``. Times carry a ``PDT``/``PST`` suffix, which
+fixes the UTC offset exactly (-7 h / -8 h), so the repeated hour of the autumn change
+stays unambiguous. Rows may end with a trailing comma. Nothing is read until a relation
+is queried; a bad value then fails the query with DuckDB's error naming the line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from dlcluster.errors import InputError
+
+FILES = {"gpu": "cluster_gpu_util", "cpu": "cluster_cpu_util", "mem": "cluster_mem_util"}
+_OFFSETS = {"PDT": 7 * 3600, "PST": 8 * 3600}
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class PhillyUtilization:
+    """Per-minute GPU, CPU and memory utilisation of a Philly folder, as lazy DuckDB relations."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._con = duckdb.connect()
+
+    @property
+    def available(self) -> tuple[str, ...]:
+        """Which of ``gpu``, ``cpu``, ``mem`` have a file in the folder."""
+        return tuple(kind for kind, name in FILES.items() if (self.folder / name).is_file())
+
+    def gpu(self) -> duckdb.DuckDBPyRelation:
+        """``time, machine_id, gpu0_util .. gpu7_util`` (percent, NULL where NA)."""
+        return self._relation("gpu")
+
+    def cpu(self) -> duckdb.DuckDBPyRelation:
+        """``time, machine_id, cpu_util`` (percent, NULL where NA)."""
+        return self._relation("cpu")
+
+    def mem(self) -> duckdb.DuckDBPyRelation:
+        """``time, machine_id, mem_total, mem_free`` (NULL where NA)."""
+        return self._relation("mem")
+
+    def _relation(self, kind: str) -> duckdb.DuckDBPyRelation:
+        path = self.folder / FILES[kind]
+        if not path.is_file():
+            raise InputError(f"no {FILES[kind]} file in this Philly folder", path=self.folder)
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            header = [c.strip() for c in fh.readline().split(",")]
+        names = [c for c in header if c]
+        if len(names) < 3:
+            raise InputError(f"expected a header 'time, machine id, values...', found {header!r}", path=path)
+        values = names[2:]
+        # one spare column absorbs the trailing comma; null_padding accepts rows without it
+        columns = {"time": "VARCHAR", "machine_id": "VARCHAR", **{v: "DOUBLE" for v in values}, "_trailing": "VARCHAR"}
+        columns_sql = "{" + ", ".join(f"{_sql_text(k)}: {_sql_text(t)}" for k, t in columns.items()) + "}"
+        suffix = "right(trim(time), 3)"
+        offset = " ".join(f"WHEN {_sql_text(z)} THEN {s}" for z, s in _OFFSETS.items())
+        value_cols = ", ".join(f'"{v}"' for v in values)
+        return self._con.sql(
+            f"""
+            SELECT
+              CAST(epoch(strptime(trim(left(trim(time), length(trim(time)) - 3)), '%Y-%m-%d %H:%M:%S')) AS BIGINT)
+                + CASE {suffix} {offset}
+                  ELSE error({_sql_text(f'{path}: time without a PDT/PST suffix: ')} || time) END AS time,
+              trim(machine_id) AS machine_id, {value_cols}
+            FROM read_csv({_sql_text(str(path))}, header = false, skip = 1, columns = {columns_sql},
+                          nullstr = ['NA', ''], null_padding = true, auto_detect = false)
+            """
+        )

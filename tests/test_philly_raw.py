@@ -1,0 +1,216 @@
+"""The raw Philly reader and writer (cluster_job_log JSON, machine list, utilisation files)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+from dlcluster.io import detect_format, philly, read_trace
+from dlcluster.schema import conform, validate
+from dlcluster.trace import Trace
+
+
+def _attempt(start: str, end: str, *placed: tuple[str, int]) -> dict[str, Any]:
+    return {"start_time": start, "end_time": end,
+            "detail": [{"ip": ip, "gpus": [f"gpu{i}" for i in range(n)]} for ip, n in placed]}
+
+
+def _job(jobid: str, status: str, submitted: str, attempts: list[Any], vc: str = "vc1", user: str = "u1") -> dict:
+    return {"status": status, "vc": vc, "jobid": jobid, "attempts": attempts, "submitted_time": submitted,
+            "user": user}
+
+
+JOBS = [
+    _job("app_0", "Pass", "2017-10-03 02:40:13", [
+        _attempt("2017-10-03 02:40:20", "2017-10-03 03:00:00", ("m1", 8), ("m2", 8)),
+        _attempt("2017-10-03 04:00:00", "2017-10-03 05:00:00", ("m3", 4)),
+    ]),
+    _job("app_1", "Killed", "2017-10-04 10:00:00", []),
+    _job("app_2", "Pass", "2017-10-05 10:00:00", [_attempt("2017-10-05 10:01:00", "None", ("m4", 1))]),
+    _job("app_3", "Failed", "2017-10-06 10:00:00", [_attempt("2017-10-06 10:00:30", "None", ("m5", 2))], user="u2"),
+    _job("app_4", "Pass", "2017-10-07 10:00:00", [], vc="vc2"),
+    _job("app_5", "Failed", "2017-10-08 10:00:00", [_attempt("None", "2017-10-08 11:00:00", ("m6", 1))]),
+]
+
+
+def _folder(tmp_path: Path, jobs: list[Any], name: str = "philly") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "cluster_job_log").write_text(json.dumps(jobs, indent=1))
+    return folder
+
+
+def test_notebook_conventions(tmp_path: Path) -> None:
+    trace = read_trace(_folder(tmp_path, JOBS))
+    assert trace.format == "philly" and trace.timezone == "America/Los_Angeles"
+    jobs = validate(trace.jobs).to_dicts()
+    first = jobs[0]
+    # 2017-10-03 02:40:13 PDT = 09:40:13 UTC
+    assert first["submit_time"] == 1507023613
+    assert first["start_time"] == 1507023620 and first["end_time"] == 1507032000  # first start, last end
+    assert first["duration"] == 1507032000 - 1507023620 and first["queue_delay"] == 7
+    assert (first["gpu_num"], first["node_num"]) == (16, 2)  # the first attempt's, not the second's 4
+    assert [j["status"] for j in jobs] == ["completed", "cancelled", "running", "failed", "pending", "failed"]
+    never = jobs[1]
+    assert (never["start_time"], never["end_time"], never["gpu_num"], never["node_num"]) == (None, None, 0, None)
+    assert jobs[2]["end_time"] is None and jobs[2]["duration"] is None
+    assert jobs[5]["start_time"] is None and jobs[5]["end_time"] is not None
+    assert {j["cluster"] for j in jobs} == {"philly"} and jobs[3]["user"] == "u2" and jobs[4]["vc"] == "vc2"
+
+
+def test_attempts_table(tmp_path: Path) -> None:
+    att = read_trace(_folder(tmp_path, JOBS)).attempts
+    assert att["job_id"].to_list() == ["app_0", "app_0", "app_2", "app_3", "app_5"]
+    assert att["attempt"].to_list() == [0, 1, 0, 0, 0]
+    assert att["servers"].to_list()[:2] == [["m1", "m2"], ["m3"]]
+    assert att["gpus"].to_list() == [16, 4, 1, 2, 1]
+    assert att["end_time"].to_list()[2:4] == [None, None]
+
+
+def test_dst_summer_winter_and_the_repeated_hour(tmp_path: Path) -> None:
+    jobs = [_job("s", "Killed", "2017-07-01 12:00:00", []), _job("w", "Killed", "2017-12-01 12:00:00", []),
+            _job("a", "Killed", "2017-11-05 01:30:00", [])]
+    submit = read_trace(_folder(tmp_path, jobs)).jobs["submit_time"].to_list()
+    # PDT is UTC-7, PST UTC-8; the repeated 01:30 on 2017-11-05 is taken as the earlier (PDT) instant
+    assert submit == [1498935600, 1512158400, 1509870600]
+
+
+def test_utilisation_is_lazy_utc_with_nulls(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, JOBS)
+    (folder / "cluster_gpu_util").write_text(
+        "time,machineId,gpu0_util,gpu1_util,gpu2_util,gpu3_util,gpu4_util,gpu5_util,gpu6_util,gpu7_util\n"
+        "2017-11-05 01:30:00 PDT,m1,10.5,NA,NA,NA,NA,NA,NA,NA,\n"
+        "2017-11-05 01:30:00 PST,m1,20,30,NA,NA,NA,NA,NA,NA,\n")
+    (folder / "cluster_cpu_util").write_text("time,machine_id,cpu_util\n2017-12-01 00:00:00 PST,m2,NA\n")
+    util = read_trace(folder).utilization
+    assert util.available == ("gpu", "cpu")
+    gpu = util.gpu().pl()
+    assert gpu.columns == ["time", "machine_id"] + [f"gpu{i}_util" for i in range(8)]
+    assert gpu["time"].to_list() == [1509870600, 1509874200]  # 08:30 and 09:30 UTC: the suffix decides
+    assert gpu["gpu0_util"].to_list() == [10.5, 20.0] and gpu["gpu1_util"].to_list() == [None, 30.0]
+    assert util.cpu().fetchall() == [(1512115200, "m2", None)]
+    with pytest.raises(InputError, match="no cluster_mem_util file"):
+        util.mem()
+
+
+def test_no_utilisation_files_means_none(tmp_path: Path) -> None:
+    assert read_trace(_folder(tmp_path, JOBS)).utilization is None
+
+
+def test_machine_list_pool_prefers_revised(shared_data: Path, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, JOBS)
+    shutil.copy(shared_data / "philly/cluster_machine_list", folder)
+    spec = read_trace(folder).cluster
+    assert list(spec.vcs) == ["philly"] and Counter(spec.vcs["philly"]) == {2: 321, 8: 231}
+    shutil.copy(shared_data / "philly/revised_machine_list.csv", folder)
+    revised = read_trace(folder).cluster
+    assert revised.total_nodes == 552 and revised.total_gpus != spec.total_gpus
+
+
+def test_sniff(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, JOBS)
+    assert detect_format(folder) == "philly"
+    named = tmp_path / "cluster_job_log_sample"
+    named.write_text("  [" + json.dumps(JOBS[0]) + "]")
+    assert philly.sniff(named)
+    notarray = tmp_path / "cluster_job_log"
+    notarray.write_text('{"jobs": []}')
+    assert not philly.sniff(notarray)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "message"),
+    [
+        ([JOBS[0], _job("x", "Pass", "2017-13-01 00:00:00", [])],
+         "record 1, field 'submitted_time': cannot parse '2017-13-01 00:00:00' as a time (YYYY-MM-DD HH:MM:SS)"),
+        ([JOBS[0], JOBS[1], _job("x", "Pass", "2017-10-01 00:00:00", [
+            _attempt("2017-10-01 00:00:00", "2017-10-01 01:00:00", ("m1", 1)),
+            _attempt("2017-10-01 02:00:00", "yesterday", ("m1", 1))])],
+         "record 2, field 'attempts[1].end_time': cannot parse 'yesterday' as a time (YYYY-MM-DD HH:MM:SS)"),
+        ([_job("x", "Pass", "2017-10-01 00:00:00", [_attempt("later", "never", ("m1", 1))])],
+         "record 0, field 'attempts[0].start_time': cannot parse 'later' as a time (YYYY-MM-DD HH:MM:SS)"),
+        ([_job("x", "Succeeded", "2017-10-01 00:00:00", [])], "record 0, field 'status': unknown status 'Succeeded'"),
+        ([{k: v for k, v in JOBS[1].items() if k != "attempts"}], "record 0, field 'attempts': field is missing"),
+        ([JOBS[0], _job("x", "Pass", "2017-10-01 00:00:00", [{"start_time": "None", "end_time": "None",
+                                                             "detail": [{"ip": 7, "gpus": []}]}])],
+         "record 1, field 'attempts[0].detail[0].ip': expected a string, found 7"),
+        ([JOBS[0], JOBS[0]], "record 1, field 'jobid': jobid 'app_0' occurs more than once"),
+        ([_job("x", "Pass", "2017-10-01 00:00:00", [_attempt("2017-10-01 05:00:00", "2017-10-01 04:00:00")])],
+         "record 0, field 'attempts': the last attempt ends before the first attempt starts"),
+        # a value error in an earlier record wins over a structural error in a later one
+        ([_job("x", "Nope", "2017-10-01 00:00:00", []), {"jobid": "y"}],
+         "record 0, field 'status': unknown status 'Nope'"),
+    ],
+)
+def test_malformed_records_name_file_record_field(tmp_path: Path, jobs: list[Any], message: str) -> None:
+    log = _folder(tmp_path, jobs) / "cluster_job_log"
+    with pytest.raises(InputError) as err:
+        read_trace(log.parent)
+    assert str(err.value) == f"{log}, {message}"
+
+
+def test_not_an_array_and_broken_json(tmp_path: Path) -> None:
+    log = tmp_path / "cluster_job_log"
+    log.write_text('{"jobs": []}')
+    with pytest.raises(InputError) as err:
+        philly.read(log)
+    assert str(err.value) == f"{log}: expected a JSON array of jobs"
+    log.write_text("[" + json.dumps(JOBS[0]) + ", {\"status\": ")
+    with pytest.raises(InputError, match=r"record 1: not valid JSON"):
+        philly.read(log)
+
+
+def test_lenient_drops_and_counts(tmp_path: Path) -> None:
+    bad = [
+        _job("b1", "Pass", "soon", []),
+        {"status": "Pass"},
+        _job("b2", "Pass", "2017-10-01 00:00:00", [_attempt("later", "None", ("m1", 1))]),
+        JOBS[0],  # duplicate of record 0
+    ]
+    trace = read_trace(_folder(tmp_path, JOBS + bad), lenient=True)
+    assert trace.jobs["job_id"].to_list() == [j["jobid"] for j in JOBS]
+    assert trace.attempts["job_id"].unique(maintain_order=True).to_list() == ["app_0", "app_2", "app_3", "app_5"]
+    assert trace.dropped == {"unparsable submitted_time": 1, "malformed jobid": 1,
+                             "unparsable attempts.start_time": 1, "duplicate jobid": 1}
+
+
+def test_round_trip_with_attempts(shared_data: Path, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, JOBS)
+    shutil.copy(shared_data / "philly/cluster_machine_list", folder)
+    trace = read_trace(folder)
+    back = read_trace(philly.write(trace, tmp_path / "out"))
+    assert back.jobs.equals(trace.jobs)
+    assert back.attempts.equals(trace.attempts)
+    assert back.cluster == trace.cluster
+
+
+def test_round_trip_without_attempts_uses_synthetic_servers(tmp_path: Path) -> None:
+    jobs = conform(pl.DataFrame({
+        "job_id": ["a", "b", "c", "d"], "cluster": "philly", "vc": ["v1", "v1", "v2", "v2"],
+        "user": ["u1", "u2", None, "u3"], "gpu_num": [20, 1, 0, 2], "node_num": [3, 1, 0, None],
+        "submit_time": [1507023613, 1507100000, 1507200000, 1507300000],
+        "start_time": [1507023620, 1507100060, 1507200000, None], "end_time": [1507030000, None, 1507200010, None],
+        "duration": [6380, None, 10, None], "queue_delay": [7, 60, 0, None],
+        "status": ["completed", "running", "cancelled", "pending"],
+    }))
+    spec = ClusterSpec({"a": (8, 8), "b": (2,)})
+    folder = philly.write(Trace(jobs, "helios", timezone="UTC", cluster=spec), tmp_path / "out")
+    back = read_trace(folder)
+    # GPUs live only in attempts: the never-started job "d" comes back with gpu_num 0, all else intact
+    assert back.jobs["gpu_num"].to_list() == [20, 1, 0, 0]
+    assert back.jobs.drop("gpu_num").equals(jobs.drop("gpu_num"))
+    assert back.attempts["servers"].to_list() == [["m0", "m1", "m2"], ["m0"], []]
+    assert back.attempts["gpus"].to_list() == [20, 1, 0]
+    assert back.cluster.vcs == {"philly": (8, 8, 2)}
+    record = json.loads((folder / "cluster_job_log").read_text())[0]
+    assert list(record) == ["status", "vc", "jobid", "attempts", "submitted_time", "user"]
+    assert [len(d["gpus"]) for d in record["attempts"][0]["detail"]] == [7, 7, 6]
+    assert record["submitted_time"] == "2017-10-03 02:40:13"  # Los Angeles wall clock whatever the trace's zone
