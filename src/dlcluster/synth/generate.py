@@ -1,0 +1,140 @@
+"""Sample a canonical :class:`~dlcluster.trace.Trace` from a model: vectorised and seeded."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import polars as pl
+from scipy.special import ndtr, ndtri
+
+from dlcluster.errors import ConfigError
+from dlcluster.schema import conform
+from dlcluster.synth.calendar import HOUR, hour_bins
+from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of
+from dlcluster.trace import Trace
+
+
+def _p(weights: list[float] | np.ndarray) -> np.ndarray:
+    # model shares are rounded to 6 digits; numpy's choice wants an exact sum of 1
+    w = np.asarray(weights, dtype=float)
+    return w / w.sum()
+
+
+def sample_seconds(dist: Dist, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Draw ``size`` whole-second values from a distribution."""
+    u = rng.random(size)
+    if dist.quantiles:
+        q = np.asarray(dist.quantiles)
+        return np.rint(np.expm1(np.interp(u * (len(q) - 1), np.arange(len(q)), q))).astype(np.int64)
+    assert dist.mu is not None and dist.sigma is not None
+    if dist.max_seconds is not None and dist.sigma > 0:
+        # exact truncation: draw the uniform below the CDF at the cap instead of clipping
+        u = u * ndtr((math.log(dist.max_seconds) - dist.mu) / dist.sigma)
+    return np.rint(np.exp(dist.mu + dist.sigma * ndtri(u))).astype(np.int64)
+
+
+def _user_weights(users: Users) -> np.ndarray:
+    ranks = np.arange(1, users.count + 1, dtype=float)
+    if users.zipf is not None:
+        w = ranks ** -users.zipf
+    else:
+        curve = np.asarray(users.top_share)
+        cum = np.interp(np.concatenate([[0.0], ranks]) / users.count, np.linspace(0, 1, len(curve)), curve)
+        w = np.diff(cum)
+    return _p(w)
+
+
+def _hash_ids(prefix: str, salt: str, n: int) -> list[str]:
+    return [prefix + hashlib.blake2b(f"{salt}/{i}".encode(), digest_size=4).hexdigest() for i in range(n)]
+
+
+def _vcs(model: Model, gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    names = list(model.vc_share)
+    share = np.array([model.vc_share[v] for v in names])
+    capacity = np.array([sum(model.vcs.get(v, ())) for v in names])
+    out = np.zeros(len(gpus), dtype=np.int64)
+    for g in np.unique(gpus):
+        # a job only goes to a VC that could ever hold it; with no such VC, to the largest
+        fits = share * (capacity >= g) if model.vcs else share
+        if fits.sum() == 0:
+            fits = share * (capacity == capacity[share > 0].max())
+        mask = gpus == g
+        out[mask] = rng.choice(len(names), size=int(mask.sum()), p=_p(fits))
+    return out
+
+
+def _check(days: float, load: float) -> None:
+    if not (math.isfinite(days) and days > 0):
+        raise ConfigError(f"--days must be a positive number, got {days}")
+    if not (math.isfinite(load) and load > 0):
+        raise ConfigError(f"--load must be a positive number, got {load}")
+
+
+def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed: int = 0,
+             start: int | None = None) -> Trace:
+    """A synthetic trace of ``days`` days (default: the source's span) from ``start`` (UTC epoch)."""
+    days = model.days if days is None else float(days)
+    _check(days, float(load))
+    rng = np.random.default_rng(seed)
+    t0 = model.start if start is None else int(start)
+
+    starts, exposure, how = hour_bins(t0, days, model.timezone)
+    lam = model.jobs_per_day / 24.0 * load * np.asarray(model.weekly_profile)[how] * exposure
+    counts = rng.poisson(lam)
+    n = int(counts.sum())
+    offsets = np.floor(rng.random(n) * np.repeat(exposure, counts) * HOUR).astype(np.int64)
+    submit = np.sort(np.repeat(starts, counts) + offsets)
+
+    sizes = np.array(sorted(model.gpu_mix))
+    gpus = rng.choice(sizes, size=n, p=_p([model.gpu_mix[g] for g in sizes]))
+    labels = [label for label, _, _ in BUCKETS]
+    bucket = np.array([labels.index(bucket_of(int(g))) for g in sizes])[np.searchsorted(sizes, gpus)]
+
+    statuses = sorted({s for b in model.buckets.values() for s in b.status_mix})
+    status = np.zeros(n, dtype=np.int64)
+    duration = np.zeros(n, dtype=np.int64)
+    queue = np.zeros(n, dtype=np.int64)
+    for i, label in enumerate(labels):
+        in_bucket = bucket == i
+        k = int(in_bucket.sum())
+        if k == 0:
+            continue
+        spec = model.buckets[label]
+        names = sorted(spec.status_mix)
+        drawn = rng.choice(len(names), size=k, p=_p([spec.status_mix[s] for s in names]))
+        status[in_bucket] = np.array([statuses.index(s) for s in names])[drawn]
+        part = np.zeros(k, dtype=np.int64)
+        for j, s in enumerate(names):
+            cell = drawn == j
+            part[cell] = sample_seconds(spec.duration_for(s), rng, int(cell.sum()))
+        duration[in_bucket] = part
+        waits = rng.random(k) >= spec.queue.zero_share
+        if spec.queue.positive is not None:
+            q = np.zeros(k, dtype=np.int64)
+            q[waits] = np.maximum(sample_seconds(spec.queue.positive, rng, int(waits.sum())), 1)
+            queue[in_bucket] = q
+
+    cols: dict[str, object] = {
+        "job_id": pl.int_range(n, eager=True).cast(pl.String),
+        "cluster": pl.repeat(model.cluster, n, eager=True),
+        "gpu_num": gpus.astype(np.int32),
+        "submit_time": submit,
+        "queue_delay": queue,
+        "duration": duration,
+        "status": pl.Series(statuses).gather(status),
+    }
+    if model.vc_share:
+        vc_names = pl.Series(list(model.vc_share))
+        cols["vc"] = vc_names.gather(_vcs(model, gpus, rng))
+    else:
+        cols["vc"] = pl.repeat("default", n, eager=True)
+    if model.users is not None:
+        idx = rng.choice(model.users.count, size=n, p=_user_weights(model.users))
+        cols["user"] = pl.Series(_hash_ids("u", model.name, model.users.count)).gather(idx)
+    jobs = pl.DataFrame(cols).with_columns(
+        (pl.col("submit_time") + pl.col("queue_delay")).alias("start_time"),
+    ).with_columns((pl.col("start_time") + pl.col("duration")).alias("end_time"))
+    return Trace(conform(jobs), format="synth", timezone=model.timezone, cluster=model.cluster_spec,
+                 source=f"synth:{model.name}")

@@ -1,0 +1,202 @@
+"""The workload model behind ``dlcluster synth``: a small dataclass tree with a JSON form.
+
+Durations and positive queue waits are kept in ``log1p`` seconds (so zero-second jobs need
+no special case), either as empirical quantiles at evenly spaced probabilities or as a
+lognormal fitted from a mean and a median. Probabilities are plain ``{label: share}`` maps.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import ConfigError, InputError
+
+PRESET_DIR = Path(__file__).with_name("presets")
+# GPU-count buckets: (label, smallest, largest) inclusive
+BUCKETS: tuple[tuple[str, int, int], ...] = (("0", 0, 0), ("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8),
+                                             (">8", 9, 2**31 - 1))
+# statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
+OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
+ANY = "any"  # duration key used for statuses without a distribution of their own
+
+
+def bucket_of(gpus: int) -> str:
+    """Label of the GPU-count bucket holding ``gpus``."""
+    return next(label for label, lo, hi in BUCKETS if lo <= gpus <= hi)
+
+
+@dataclass(frozen=True)
+class Dist:
+    """Seconds as empirical quantiles of ``log1p(seconds)``, or a lognormal (``mu``, ``sigma`` of ``ln seconds``,
+    optionally truncated at ``max_seconds``)."""
+
+    quantiles: tuple[float, ...] = ()
+    mu: float | None = None
+    sigma: float | None = None
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.quantiles) == (self.mu is not None):
+            raise ConfigError("a distribution needs either quantiles or mu/sigma, not both or neither")
+        if self.mu is not None and (self.sigma is None or self.sigma < 0):
+            raise ConfigError("a lognormal distribution needs sigma >= 0")
+        if self.quantiles and any(b < a for a, b in zip(self.quantiles, self.quantiles[1:], strict=False)):
+            raise ConfigError("distribution quantiles must be non-decreasing")
+
+    @classmethod
+    def lognormal(cls, mean: float, median: float, max_seconds: float | None = None) -> Dist:
+        """The lognormal (truncated at ``max_seconds`` if given) whose mean and median are these."""
+        import math
+
+        from scipy.optimize import brentq
+        from scipy.special import ndtr
+
+        if median <= 0 or mean < median:
+            raise ConfigError(f"lognormal needs 0 < median <= mean, got median {median}, mean {mean}")
+        if mean == median:
+            return cls(mu=math.log(median), sigma=0.0, max_seconds=max_seconds)
+        if max_seconds is None:
+            return cls(mu=math.log(median), sigma=math.sqrt(2.0 * math.log(mean / median)))
+        if not mean < max_seconds / 2:
+            raise ConfigError(f"a lognormal truncated at {max_seconds} s cannot have mean {mean}")
+        cap = math.log(max_seconds)
+
+        def mu_for(sigma: float) -> float:
+            # truncation lowers the median, so the untruncated one sits above it: F(median) = F(cap) / 2
+            return brentq(lambda mu: ndtr((math.log(median) - mu) / sigma) - ndtr((cap - mu) / sigma) / 2,
+                          math.log(median), cap + 5 * sigma)
+
+        def mean_gap(sigma: float) -> float:
+            mu = mu_for(sigma)
+            truncated = math.exp(mu + sigma**2 / 2) * ndtr((cap - mu - sigma**2) / sigma) / ndtr((cap - mu) / sigma)
+            return truncated - mean
+
+        sigma = brentq(mean_gap, 1e-3, 10.0)
+        return cls(mu=mu_for(sigma), sigma=sigma, max_seconds=max_seconds)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Queue delay: the share of jobs that start at once, and the distribution of positive waits."""
+
+    zero_share: float = 1.0
+    positive: Dist | None = None
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One GPU-count bucket: its status mix, durations per status, and queue delay."""
+
+    status_mix: dict[str, float]
+    durations: dict[str, Dist]
+    queue: Queue = field(default_factory=Queue)
+
+    def duration_for(self, status: str) -> Dist:
+        """The duration distribution of jobs ending with ``status``."""
+        return self.durations.get(status) or self.durations[ANY]
+
+
+@dataclass(frozen=True)
+class Users:
+    """User popularity: ``count`` users; job shares from a Zipf exponent or an empirical top-share curve.
+
+    ``top_share[i]`` is the share of jobs submitted by the busiest ``i/(len-1)`` of users.
+    """
+
+    count: int
+    zipf: float | None = None
+    top_share: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Model:
+    """Everything ``generate`` needs to sample a trace shaped like its source."""
+
+    name: str
+    cluster: str
+    timezone: str
+    start: int  # UTC epoch of the source window's first local midnight
+    days: float  # length of the source window
+    jobs_per_day: float  # at profile weight 1
+    weekly_profile: tuple[float, ...]  # 168 weights, Monday 00:00 local first, mean 1
+    gpu_mix: dict[int, float]
+    buckets: dict[str, Bucket]
+    users: Users | None = None
+    vcs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    vc_share: dict[str, float] = field(default_factory=dict)
+    provenance: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.weekly_profile) != 168:
+            raise ConfigError(f"model {self.name!r}: weekly_profile needs 168 weights, has {len(self.weekly_profile)}")
+        for what, mix in (("gpu_mix", self.gpu_mix), ("vc_share", self.vc_share),
+                          *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
+            if mix and abs(sum(mix.values()) - 1.0) > 1e-3:
+                raise ConfigError(f"model {self.name!r}: {what} sums to {sum(mix.values()):.4f}, not 1")
+        needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
+        if needed - set(self.buckets):
+            raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
+
+    @property
+    def cluster_spec(self) -> ClusterSpec | None:
+        """The VC sizes as a :class:`ClusterSpec` (None when the source had none)."""
+        return ClusterSpec(dict(self.vcs), source=f"synth:{self.name}") if self.vcs else None
+
+    def to_json(self) -> str:
+        """Compact, stable JSON (sorted keys) for preset files."""
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<model>") -> Model:
+        """Parse :meth:`to_json` output, with a one-line error for a malformed file."""
+        try:
+            raw = json.loads(text)
+            return _model(raw)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not a dlcluster synth model ({type(exc).__name__}: {exc})", path=source) from exc
+
+
+def _dist(raw: dict[str, Any] | None) -> Dist | None:
+    if raw is None:
+        return None
+    return Dist(tuple(raw["quantiles"]), raw["mu"], raw["sigma"], raw["max_seconds"])
+
+
+def _model(raw: dict[str, Any]) -> Model:
+    buckets = {
+        label: Bucket(
+            b["status_mix"],
+            {s: d for s, d in ((s, _dist(d)) for s, d in b["durations"].items()) if d is not None},
+            Queue(b["queue"]["zero_share"], _dist(b["queue"]["positive"])),
+        )
+        for label, b in raw["buckets"].items()
+    }
+    users = raw.get("users")
+    return Model(
+        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=int(raw["start"]),
+        days=float(raw["days"]), jobs_per_day=float(raw["jobs_per_day"]),
+        weekly_profile=tuple(raw["weekly_profile"]),
+        gpu_mix={int(g): p for g, p in raw["gpu_mix"].items()},
+        buckets=buckets,
+        users=Users(users["count"], users["zipf"], tuple(users["top_share"])) if users else None,
+        vcs={vc: tuple(n) for vc, n in raw.get("vcs", {}).items()},
+        vc_share=raw.get("vc_share", {}),
+        provenance=raw.get("provenance", ""),
+    )
+
+
+def preset_names() -> list[str]:
+    """Names of the bundled presets."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+def load_preset(name: str) -> Model:
+    """A bundled preset by name (``philly``, ``helios-venus``, ...)."""
+    path = PRESET_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ConfigError(f"unknown synth preset {name!r}; choose one of: {', '.join(preset_names())}")
+    return Model.from_json(path.read_text(encoding="utf-8"), source=str(path))

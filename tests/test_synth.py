@@ -1,0 +1,322 @@
+"""The calibrated workload generator: model, fit, generate, presets, closeness, CLI."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.io import read_trace
+from dlcluster.schema import STATUSES, conform, validate
+from dlcluster.synth import Model, closeness, fit, generate, load_preset, preset_names
+from dlcluster.synth.calendar import hour_of_week
+from dlcluster.synth.generate import sample_seconds
+from dlcluster.synth.model import ANY, Bucket, Dist, Queue, Users
+from dlcluster.trace import Trace
+
+HELIOS = ("helios-venus", "helios-earth", "helios-saturn", "helios-uranus")
+
+
+def _flat_model(**changes: object) -> Model:
+    base = dict(
+        name="toy", cluster="toy", timezone="Europe/Berlin", start=1_700_000_000 - 1_700_000_000 % 86400,
+        days=28.0, jobs_per_day=2400.0, weekly_profile=(1.0,) * 168,
+        gpu_mix={0: 0.2, 1: 0.5, 4: 0.2, 16: 0.1},
+        buckets={
+            label: Bucket({"completed": 0.7, "failed": 0.3},
+                          {ANY: Dist.lognormal(600.0, 100.0), "failed": Dist(quantiles=(0.0, 2.0, 4.0))},
+                          Queue(0.5, Dist(quantiles=(1.0, 5.0))))
+            for label in ("0", "1", "2-4", ">8")
+        },
+        users=Users(50, zipf=1.2),
+        vcs={"small": (8,), "big": (8, 8, 8, 8)},
+        vc_share={"small": 0.5, "big": 0.5},
+    )
+    return Model(**(base | changes))  # type: ignore[arg-type]
+
+
+def _hand_trace() -> Trace:
+    n = 4000
+    i = np.arange(n)
+    jobs = pl.DataFrame({
+        "job_id": [f"j{k}" for k in i],
+        "cluster": ["hand"] * n,
+        "vc": np.where(i % 4 == 0, "a", "b"),
+        "user": np.where(i % 10 < 7, "u1", np.where(i % 10 < 9, "u2", "u3")),
+        "gpu_num": np.where(i % 5 == 0, 0, np.where(i % 5 == 1, 8, 1)),
+        "submit_time": 1_600_000_000 + i * 300,
+        "queue_delay": np.where(i % 4 == 0, 0, 10 + i % 50),
+        "duration": 30 + (i * 7919) % 5000,
+        "status": np.where(i % 3 == 0, "failed", "completed"),
+    })
+    return Trace(conform(jobs), format="hand", timezone="Asia/Tokyo")
+
+
+# --- model ---------------------------------------------------------------------------------------
+
+
+def test_model_json_round_trip_is_lossless() -> None:
+    model = _flat_model()
+    assert Model.from_json(model.to_json()) == model
+    assert Model.from_json(model.to_json()).to_json() == model.to_json()
+
+
+def test_every_preset_loads_and_stays_small() -> None:
+    assert set(preset_names()) == {"philly", *HELIOS}
+    for name in preset_names():
+        model = load_preset(name)
+        assert model.name == name and model.provenance
+        assert len(model.to_json()) < 8000
+
+
+def test_unknown_preset_is_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown synth preset 'nope'; choose one of: helios-earth"):
+        load_preset("nope")
+
+
+def test_malformed_model_json_names_the_file() -> None:
+    with pytest.raises(InputError, match=r"^m\.json: not a dlcluster synth model"):
+        Model.from_json('{"name": "x"}', source="m.json")
+
+
+def test_bad_mixes_are_rejected() -> None:
+    with pytest.raises(ConfigError, match="gpu_mix sums to 0.9000"):
+        _flat_model(gpu_mix={1: 0.9})
+    with pytest.raises(ConfigError, match="168 weights"):
+        _flat_model(weekly_profile=(1.0,) * 24)
+    with pytest.raises(ConfigError, match="no bucket for GPU counts"):
+        _flat_model(gpu_mix={1: 0.5, 6: 0.5})
+
+
+def test_truncated_lognormal_keeps_mean_and_median() -> None:
+    dist = Dist.lognormal(mean=300.0, median=60.0, max_seconds=3000.0)
+    x = sample_seconds(dist, np.random.default_rng(3), 400_000)
+    assert x.max() <= 3000
+    assert np.median(x) == pytest.approx(60.0, rel=0.02)
+    assert x.mean() == pytest.approx(300.0, rel=0.02)
+
+
+# --- generate ------------------------------------------------------------------------------------
+
+
+def test_same_seed_same_frame_other_seed_other_frame() -> None:
+    model = load_preset("philly")
+    a = generate(model, days=5, seed=7).jobs
+    assert a.equals(generate(model, days=5, seed=7).jobs)
+    assert not a.equals(generate(model, days=5, seed=8).jobs)
+
+
+def test_generated_trace_is_canonical_and_consistent() -> None:
+    trace = generate(_flat_model(), days=3, seed=1)
+    jobs = validate(trace.jobs)
+    assert jobs.height > 5000
+    assert (jobs["start_time"] == jobs["submit_time"] + jobs["queue_delay"]).all()
+    assert (jobs["end_time"] == jobs["start_time"] + jobs["duration"]).all()
+    assert (jobs["submit_time"].diff().drop_nulls() >= 0).all()
+    assert set(jobs["status"].cast(pl.String).unique()) <= set(STATUSES)
+    assert jobs["user"].str.contains(r"^u[0-9a-f]{8}$").all()
+    assert trace.cluster is not None and trace.cluster.total_gpus == 40
+    # the failed cell's own quantiles (log1p seconds 0..4) bound failed durations below e^4 - 1
+    assert jobs.filter(pl.col("status") == "failed")["duration"].max() <= round(math.expm1(4.0))
+    # half the jobs wait; waits come from log1p quantiles 1..5
+    share_zero = (jobs["queue_delay"] == 0).mean()
+    assert share_zero == pytest.approx(0.5, abs=0.02)
+
+
+def test_jobs_only_go_to_vcs_that_can_hold_them() -> None:
+    jobs = generate(_flat_model(), days=3, seed=2).jobs
+    assert jobs.filter(pl.col("gpu_num") > 8)["vc"].unique().to_list() == ["big"]
+    assert set(jobs.filter(pl.col("gpu_num") <= 8)["vc"].unique()) == {"small", "big"}
+
+
+def test_load_two_doubles_the_jobs() -> None:
+    model = load_preset("philly")
+    one = generate(model, days=30, seed=1).jobs.height
+    two = generate(model, days=30, load=2, seed=1).jobs.height
+    assert two / one == pytest.approx(2.0, rel=0.05)
+
+
+@pytest.mark.parametrize(("days", "load", "message"), [
+    (0, 1.0, "--days must be a positive number, got 0.0"),
+    (-3, 1.0, "--days must be a positive number"),
+    (1, 0.0, "--load must be a positive number, got 0.0"),
+    (1, float("nan"), "--load must be a positive number"),
+])
+def test_non_positive_days_or_load_is_rejected(days: float, load: float, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        generate(load_preset("philly"), days=days, load=load, seed=0)
+
+
+def test_daily_and_weekly_cycle_follow_the_profile_in_local_time() -> None:
+    # jobs only 09:00-17:00 local on weekdays, in a zone with a DST change inside the window
+    weights = np.zeros(168)
+    for day in range(5):
+        weights[day * 24 + 9: day * 24 + 17] = 1.0
+    profile = tuple(weights / weights.mean())
+    start = 1_711_238_400  # 2024-03-24 00:00 UTC; Berlin switches to summer time on 2024-03-31
+    trace = generate(_flat_model(weekly_profile=profile, start=start), days=14, seed=4)
+    local = trace.jobs.select(
+        hour_of_week(pl.col("submit_time"), "Europe/Berlin").alias("how"),
+        trace.local_times().dt.hour().alias("hour"),
+        trace.local_times().dt.weekday().alias("weekday"),
+    )
+    assert local["hour"].is_between(9, 16).all()
+    assert local["weekday"].is_between(1, 5).all()
+    assert local["how"].n_unique() == 40
+
+
+def test_preset_weekly_cycle_is_present() -> None:
+    jobs = generate(load_preset("helios-saturn"), days=28, seed=3).jobs
+    local = jobs.select(pl.from_epoch("submit_time").dt.replace_time_zone("UTC")
+                        .dt.convert_time_zone("Asia/Shanghai").alias("t"))
+    by_hour = local.group_by(pl.col("t").dt.hour()).len()["len"]
+    by_day = local.group_by(pl.col("t").dt.weekday()).len().sort("t")["len"].to_numpy()
+    assert by_hour.max() / by_hour.min() > 2.0  # the assumed profile swings 0.5..1.5
+    assert by_day[:5].mean() / by_day[5:].mean() == pytest.approx(1.25, rel=0.05)
+
+
+# --- fit -----------------------------------------------------------------------------------------
+
+
+def test_fit_recovers_a_hand_made_trace() -> None:
+    trace = _hand_trace()
+    model = fit(trace)
+    assert model.timezone == "Asia/Tokyo" and model.cluster == "hand"
+    assert model.gpu_mix == {0: 0.2, 1: 0.6, 8: 0.2}
+    assert model.vc_share == {"a": 0.25, "b": 0.75}
+    assert model.users == Users(3, None, model.users.top_share) and model.users.top_share[-1] == 1.0
+    assert model.buckets["1"].queue.zero_share == pytest.approx(0.25, abs=0.01)
+    # submissions every 5 minutes: 288 per day
+    generated = generate(model, seed=5, load=5).jobs
+    assert generated.height / 5 == pytest.approx(trace.jobs.height, rel=0.05)
+    shares = generated["user"].value_counts()["count"].sort(descending=True).to_numpy() / generated.height
+    assert shares == pytest.approx([0.7, 0.2, 0.1], abs=0.01)
+    assert (generated["status"] == "failed").mean() == pytest.approx(1 / 3, abs=0.01)
+
+
+def test_fit_needs_durations() -> None:
+    trace = _hand_trace()
+    trace = trace.with_jobs(trace.jobs.with_columns(pl.lit(None, pl.Int64).alias("duration")))
+    with pytest.raises(InputError, match="field 'duration': no job has a duration to fit"):
+        fit(trace)
+
+
+# --- against the real data -----------------------------------------------------------------------
+
+
+def test_fit_then_generate_is_close_to_philly_and_another_model_is_not(shared_data: Path) -> None:
+    real = read_trace(shared_data / "philly/jobs_processed.csv")
+    model = fit(real)
+    near = closeness(real, generate(model, seed=11))
+    # measured over seeds 1-3: KS 0.004-0.005, GPU TV <= 0.0011, rate error <= 0.4%, daily r >= 0.998
+    assert near["ks_duration"] < 0.02
+    assert near["ks_duration_1"] < 0.02
+    assert near["tv_gpu_mix"] < 0.01
+    assert abs(near["job_rate_rel_error"]) < 0.02
+    assert near["daily_profile_corr"] > 0.95
+    far = closeness(real, generate(load_preset("helios-saturn"), days=model.days, start=model.start, seed=11))
+    assert far["ks_duration"] > 0.2 and far["tv_gpu_mix"] > 0.3
+    assert abs(far["job_rate_rel_error"]) > 1.0
+
+
+def test_philly_preset_matches_its_source(shared_data: Path) -> None:
+    real = read_trace(shared_data / "philly/jobs_processed.csv")
+    synthetic = generate(load_preset("philly"), seed=1)
+    assert synthetic.jobs.height == pytest.approx(real.jobs.height, rel=0.02)
+    assert closeness(real, synthetic)["ks_duration"] < 0.02
+    status = synthetic.jobs["status"].cast(pl.String).value_counts()
+    completed = status.filter(pl.col("status") == "completed")["count"][0] / synthetic.jobs.height
+    assert completed == pytest.approx(66_696 / 96_260, abs=0.01)  # study, Table 6
+    assert set(synthetic.jobs["vc"].unique()) == set(pl.read_csv(shared_data / "philly/vc_nodes.csv",
+                                                                 schema_overrides={"vc": pl.String})["vc"])
+
+
+@pytest.mark.parametrize("name", HELIOS)
+def test_helios_presets_match_the_published_summary(shared_data: Path, name: str) -> None:
+    row = pl.read_csv(shared_data / "helios/cluster_summary.csv").filter(
+        pl.col("id").str.to_lowercase() == name.removeprefix("helios-")).row(0, named=True)
+    jobs = generate(load_preset(name), days=183, seed=1).jobs
+    gpu = jobs.filter(pl.col("gpu_num") > 0)
+    assert jobs.height == pytest.approx(row["job_num"], rel=0.01)
+    assert gpu.height == pytest.approx(row["gpu_job_num"], rel=0.01)
+    assert gpu["gpu_num"].mean() == pytest.approx(row["avg_gpu_num"], rel=0.03)
+    assert gpu["gpu_num"].median() == row["med_gpu_num"]
+    assert gpu["duration"].median() == pytest.approx(row["med_run_time_gpu"], rel=0.05, abs=1)
+    assert (gpu["status"] == "completed").mean() == pytest.approx(row["complete_rate_gpu"], abs=0.01)
+    assert (gpu["status"] == "cancelled").mean() == pytest.approx(row["cancel_rate_gpu"], abs=0.01)
+
+
+def test_venus_daily_cycle_resembles_the_real_one(shared_data: Path) -> None:
+    # the Lucid throughput file is licensed for tests only: used here to check, never to fit
+    real = pl.read_csv(shared_data / "helios/venus/throughput_10min.csv").group_by(
+        pl.col("time").str.to_datetime().dt.hour()).agg(pl.col("submit_job_all").sum()).sort("time")
+    jobs = generate(load_preset("helios-venus"), seed=1).jobs
+    hours = jobs.select(pl.from_epoch("submit_time").dt.replace_time_zone("UTC")
+                        .dt.convert_time_zone("Asia/Shanghai").dt.hour().alias("h")).group_by("h").len().sort("h")
+    r = np.corrcoef(real["submit_job_all"].to_numpy(), hours["len"].to_numpy())[0, 1]
+    assert r > 0.6  # measured 0.77 with seed 1
+    assert jobs.height == pytest.approx(real["submit_job_all"].sum(), rel=0.02)
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
+
+
+def test_cli_round_trip_through_parquet_is_byte_identical(tmp_path: Path) -> None:
+    out = tmp_path / "a.parquet"
+    done = _cli("synth", "--preset", "philly", "--days", "3", "--seed", "5", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "synth philly:" in done.stderr and "seed 5" in done.stderr
+    back = read_trace(out)
+    expected = generate(load_preset("philly"), days=3, seed=5)
+    assert back.jobs.equals(expected.jobs)
+    assert back.timezone == "America/Los_Angeles" and back.cluster == expected.cluster
+    again = tmp_path / "b.parquet"
+    assert _cli("synth", "--preset", "philly", "--days", "3", "--seed", "5", "-o", str(again)).returncode == 0
+    assert out.read_bytes() == again.read_bytes()
+
+
+def test_cli_fit_and_saved_model_agree(tmp_path: Path) -> None:
+    source = tmp_path / "src.parquet"
+    from dlcluster.io.parquet import write
+
+    write(_hand_trace(), source)
+    model_json = tmp_path / "m.json"
+    fitted = tmp_path / "fitted.parquet"
+    done = _cli("synth", "--fit", str(source), "--save-model", str(model_json), "--seed", "2", "-o", str(fitted))
+    assert done.returncode == 0, done.stderr
+    again = tmp_path / "again.parquet"
+    assert _cli("synth", "--model", str(model_json), "--seed", "2", "-o", str(again)).returncode == 0
+    assert fitted.read_bytes() == again.read_bytes()
+    assert Model.from_json(model_json.read_text()).gpu_mix == {0: 0.2, 1: 0.6, 8: 0.2}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--preset", "nope"], "error: unknown synth preset 'nope'; choose one of: helios-earth, helios-saturn"),
+    (["--preset", "philly", "--days", "0"], "error: --days must be a positive number, got 0.0"),
+    (["--preset", "philly", "--load", "-1"], "error: --load must be a positive number, got -1.0"),
+    ([], "error: give exactly one of --preset NAME, --fit TRACE or --model FILE"),
+    (["--preset", "philly", "--model", "m.json"], "error: give exactly one of --preset NAME"),
+    (["--preset", "philly", "--format", "xml"], "error: --format 'xml': choose one of parquet, helios"),
+])
+def test_cli_errors_are_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    done = _cli("synth", *args, "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(message)
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_cli_unknown_suffix_needs_format(tmp_path: Path) -> None:
+    done = _cli("synth", "--preset", "philly", "-o", str(tmp_path / "x.txt"))
+    assert done.returncode == 2
+    assert "cannot tell the output format from suffix '.txt'" in done.stderr
