@@ -40,16 +40,11 @@ def detect_format(path: str | Path) -> str:
     if not path.exists():
         raise InputError("no such file or folder", path=path)
     for fmt in FORMATS:
-        if fmt == "csv":
-            continue
         try:
             if _module(fmt).sniff(path):
                 return fmt
         except OSError:
             continue
-        except ModuleNotFoundError as exc:  # TEMP(dev): reader module not written yet
-            if exc.name != FORMATS[fmt][0]:
-                raise
     raise InputError(
         "cannot tell the trace format; pass --format (" + ", ".join(FORMATS) + ")", path=path
     )

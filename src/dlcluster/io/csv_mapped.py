@@ -35,7 +35,7 @@ from dlcluster.io._common import (
     unknown_status,
     unparsable,
 )
-from dlcluster.schema import JOB_SCHEMA, conform
+from dlcluster.schema import REQUIRED, JOB_SCHEMA, conform
 from dlcluster.trace import Trace
 
 UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000}
@@ -52,8 +52,12 @@ STATUS_WORDS = {
 
 
 def sniff(path: Path) -> bool:
-    """A ``.csv`` or ``.parquet`` file (this reader is used only when asked for)."""
-    return path.is_file() and path.suffix.lower() in (".csv", ".parquet")
+    """A CSV whose header already names the canonical required columns (any other needs ``--format csv``)."""
+    if not (path.is_file() and path.suffix.lower() == ".csv"):
+        return False
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        header = {c.strip() for c in fh.readline().strip().split(",")}
+    return set(REQUIRED) <= header
 
 
 def _load(path: Path) -> tuple[pl.DataFrame, str]:
