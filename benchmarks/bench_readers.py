@@ -37,7 +37,7 @@ def main() -> list[dict]:
                     dlcluster("synth", "--preset", "helios-saturn", "--days", "183", "--seed", "7",
                               "--format", "helios", "-o", str(WORK / "saturn-helios"))).parent
     philly = ensure(WORK / "philly-raw" / "cluster_job_log",
-                    dlcluster("synth", "--preset", "philly", "--days", "108", "--load", "1.42", "--seed", "7",
+                    dlcluster("synth", "--preset", "philly", "--days", "137", "--load", "1.147", "--seed", "7",
                               "--format", "philly", "-o", str(WORK / "philly-raw"))).parent
     results = [
         bench_read("Helios Saturn look-alike cluster_log.csv", str(saturn), "helios", 10, 2048),

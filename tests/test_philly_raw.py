@@ -83,6 +83,15 @@ def test_dst_summer_winter_and_the_repeated_hour(tmp_path: Path) -> None:
     assert submit == [1498935600, 1512158400, 1509870600]
 
 
+def test_attempt_ending_in_the_repeated_hour_takes_the_later_instant(tmp_path: Path) -> None:
+    # starts 01:50 PDT, runs 30 min, ends 01:20 PST: as naive wall clock the end precedes the start
+    jobs = [_job("d", "Pass", "2017-11-05 01:40:00",
+                 [_attempt("2017-11-05 01:50:00", "2017-11-05 01:20:00", ("m1", 1))])]
+    trace = read_trace(_folder(tmp_path, jobs))
+    assert trace.jobs["duration"].to_list() == [1800]
+    assert trace.attempts["end_time"].to_list() == [1509873600]  # 09:20 UTC
+
+
 def test_utilisation_is_lazy_utc_with_nulls(tmp_path: Path) -> None:
     folder = _folder(tmp_path, JOBS)
     (folder / "cluster_gpu_util").write_text(

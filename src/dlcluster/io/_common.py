@@ -77,13 +77,17 @@ def is_null_token(col: str) -> pl.Expr:
     return pl.col(col).is_null() | pl.col(col).str.strip_chars().is_in(list(NULL_TOKENS))
 
 
-def parse_datetime(col: str, fmt: str | None, tz: str) -> pl.Expr:
-    """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty)."""
+def parse_datetime(col: str, fmt: str | None, tz: str, ambiguous: str = "earliest") -> pl.Expr:
+    """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
+
+    A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous;
+    ``ambiguous`` picks the ``earliest`` (default) or ``latest`` instant.
+    """
     raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
     parsed = raw.str.to_datetime(fmt, strict=False, time_unit="us") if fmt else raw.str.to_datetime(
         strict=False, time_unit="us"
     )
-    return parsed.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.epoch("s")
+    return parsed.dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null").dt.epoch("s")
 
 
 def parse_int(col: str) -> pl.Expr:
