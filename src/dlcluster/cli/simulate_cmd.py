@@ -1,0 +1,144 @@
+"""``dlcluster simulate`` and ``dlcluster policies``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dlcluster.atomic import write_atomic, write_text_atomic
+from dlcluster.cli import app
+from dlcluster.cli.options import FormatOpt, LenientOpt, load
+from dlcluster.errors import ConfigError
+
+SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
+                "makespan", "unschedulable")
+
+
+def _instant(text: str, option: str, timezone: str, wall: bool) -> int:
+    """A ``YYYY-MM-DD[ HH:MM:SS]`` wall-clock time → epoch seconds (UTC, or the naive wall clock if ``wall``)."""
+    try:
+        parsed = pl.Series([text.strip()]).str.to_datetime(strict=True, time_unit="us")
+    except pl.exceptions.PolarsError as exc:
+        raise ConfigError(f"{option} {text!r}: expected a time like 2017-10-01 00:00:00") from exc
+    if not wall:
+        parsed = parsed.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="raise")
+    return int(parsed.dt.epoch("s")[0])
+
+
+def _write_outputs(result: Any, outdir: Path, csv: bool) -> None:
+    outdir.mkdir(parents=True, exist_ok=True)
+    write_atomic(outdir / "jobs.parquet", lambda p: result.jobs.write_parquet(p, compression="zstd"))
+    write_atomic(outdir / "timeline.parquet", lambda p: result.timeline.write_parquet(p, compression="zstd"))
+    write_atomic(outdir / "placements.parquet", lambda p: result.placements.write_parquet(p, compression="zstd"))
+    if csv:
+        write_atomic(outdir / "jobs.csv", lambda p: result.jobs.write_csv(p))
+        write_atomic(outdir / "timeline.csv", lambda p: result.timeline.write_csv(p))
+    write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.0f}"
+    return f"{value:,}"
+
+
+def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title="whole cluster (seconds)")
+    table.add_column("metric", style="bold")
+    for name in summaries:
+        table.add_column(name, justify="right")
+    for key in (*SUMMARY_KEYS, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions"):
+        table.add_row(key, *(_fmt(s["overall"].get(key)) for s in summaries.values()))
+    table.add_row("wall_seconds", *(_fmt(s["wall_seconds"]) for s in summaries.values()))
+    return table
+
+
+@app.command()
+def simulate(
+    trace_path: Path = typer.Argument(..., metavar="TRACE", help="Trace file or folder."),
+    policy: str = typer.Option("fifo", "--policy", "-p", help="Policy, or several comma-separated (fifo,sjf,qssf)."),
+    placement: str = typer.Option("consolidate", "--placement", help="Placement (see `dlcluster policies`)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output folder (one subfolder per policy if several)."),
+    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file (default: the trace's own)."),
+    cluster_date: str = typer.Option(None, "--cluster-date", help="Day of a Helios GPU-count file to use as spec."),
+    start: str = typer.Option(None, "--start", help="Keep jobs submitted at or after this wall-clock time."),
+    end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this wall-clock time."),
+    compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact."),
+    estimates: Path = typer.Option(None, "--estimates", help="CSV job_id,duration (or jobname,priority) for qssf."),
+    load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor."),
+    pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC."),
+    skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
+                                      help="Count jobs of VCs missing from the spec as unschedulable."),
+    csv: bool = typer.Option(False, "--csv", help="Also write jobs.csv and timeline.csv."),
+    fmt: str = FormatOpt,
+    lenient: bool = LenientOpt,
+) -> None:
+    """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
+    from dlcluster.sim import simulate as run
+    from dlcluster.sim.estimates import read_estimates
+    from dlcluster.sim.policies import get_policy
+
+    names = [p.strip() for p in policy.split(",") if p.strip()]
+    if not names:
+        raise ConfigError("--policy: give at least one policy")
+    for name in names:
+        get_policy(name)
+    opts: dict[str, Any] = {"lenient": lenient}
+    if cluster_date and cluster is None:
+        opts["cluster_date"] = cluster_date
+    trace = load(trace_path, fmt, **opts)
+    if cluster is not None:
+        from dlcluster.io.cluster_spec import read_cluster_spec
+
+        spec = read_cluster_spec(cluster, cluster_date)
+    elif trace.cluster is not None:
+        spec = trace.cluster
+    else:
+        raise ConfigError(f"{trace_path} carries no cluster spec; pass --cluster FILE")
+    wall = compat is not None
+    window = None
+    if start or end:
+        lo = _instant(start, "--start", trace.timezone, wall) if start else -(2**62)
+        hi = _instant(end, "--end", trace.timezone, wall) if end else 2**62
+        window = (lo, hi)
+    est = read_estimates(estimates) if estimates is not None else None
+    console = Console(stderr=True)
+    summaries: dict[str, dict[str, Any]] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        for name in names:
+            task = bar.add_task(f"{name}", total=len(spec.vcs) if not pooled else 1)
+            result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
+                         unknown_vc="unschedulable" if skip_unknown else "error", window=window,
+                         timezone=trace.timezone, load=load_factor, source=str(trace_path),
+                         progress=lambda vc, done, total, task=task, name=name: bar.update(
+                             task, completed=done, total=total, description=f"{name} {vc}"))
+            _write_outputs(result, output / name if len(names) > 1 else output, csv)
+            summaries[name] = result.summary
+    Console().print(_comparison(summaries))
+
+
+@app.command()
+def policies() -> None:
+    """List scheduling policies and placements."""
+    from dlcluster.sim.placement import PLACEMENTS
+    from dlcluster.sim.policies import POLICIES
+
+    console = Console()
+    table = Table(title="policies", show_header=False)
+    for name, cls in POLICIES.items():
+        table.add_row(name, cls.help)
+    console.print(table)
+    table = Table(title="placements", show_header=False)
+    for name, cls in PLACEMENTS.items():
+        table.add_row(name, cls.help)
+    console.print(table)

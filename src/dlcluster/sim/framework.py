@@ -1,0 +1,233 @@
+"""The policy protocol and the scheduling cycle run at every event second of one VC.
+
+A policy is a small class (see :class:`Policy`): a sort key ``priority(job, now)``
+(smaller runs sooner; ties keep arrival order because every sort is stable), and two
+flags. ``blocking`` policies stop a pass at the first queued job that does not fit
+(head-of-line blocking); non-blocking ones skip it. ``preemptive`` policies rank queued
+*and* running jobs together each pass; jobs are admitted in that order while their GPU
+count fits the VC's GPU quota, running jobs left out are preempted (checkpoint overhead
+added to their remaining time). Two optional hooks cover the rest: ``order`` (re-order the
+queue in place, for rules that depend on more than one job) and ``next_review`` (an extra
+wake-up second). Policies read job data through :class:`Jobs` and never change state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from dlcluster.sim.cluster import Allocation, VCState
+from dlcluster.sim.engine import Engine
+
+
+def checkpoint_overhead(gpus: int) -> int:
+    """Seconds a preempted job loses to checkpoint/restore: 7 s (1 GPU), 30 s (2–8), 60 s (more)."""
+    return 7 if gpus <= 1 else 30 if gpus <= 8 else 60
+
+
+@dataclass(slots=True)
+class Jobs:
+    """Per-job inputs and run state of one simulation, as plain lists indexed by job number."""
+
+    gpu: list[int]
+    submit: list[int]
+    duration: list[int]  # run time the job needs (compat SRTF: recorded duration + 1)
+    estimate: list[float] | None = None  # predicted duration (s), for estimate-driven policies
+    remaining: list[int] = field(init=False)  # work left, as of the last (re)start or preemption
+    started_at: list[int] = field(init=False)  # start of the current run segment (-1 when not running)
+    end_at: list[int] = field(init=False)  # end of the current run segment
+
+    def __post_init__(self) -> None:
+        self.remaining = list(self.duration)
+        self.started_at = [-1] * len(self.gpu)
+        self.end_at = [-1] * len(self.gpu)
+
+    def remaining_at(self, job: int, now: int) -> int:
+        """Work left for ``job`` at ``now``."""
+        return self.end_at[job] - now if self.started_at[job] >= 0 else self.remaining[job]
+
+
+class Policy:
+    """Base class of ordering policies: override ``priority`` (and the flags); hooks are optional."""
+
+    name: ClassVar[str] = ""
+    help: ClassVar[str] = ""
+    preemptive: ClassVar[bool] = False
+    blocking: ClassVar[bool] = True
+    needs_estimates: ClassVar[bool] = False
+
+    def __init__(self, jobs: Jobs, *, compat: bool = False) -> None:
+        self.jobs = jobs
+        self.compat = compat
+
+    def priority(self, job: int, now: int) -> Any:
+        """Sort key of ``job`` at ``now``: smaller runs sooner."""
+        raise NotImplementedError
+
+    def order(self, queue: list[int], now: int, arrived: int) -> None:
+        """Sort ``queue`` in place (stable); ``arrived`` = how many of its jobs arrived at ``now``."""
+        queue.sort(key=lambda j: self.priority(j, now))
+
+    def next_review(self, queue: Sequence[int], now: int, arrived: int) -> int | None:
+        """An extra second at which to run a pass although nothing arrives or ends (None: no need)."""
+        return None
+
+
+@dataclass(slots=True)
+class Record:
+    """What happened to the jobs of one simulation (indexed by job number)."""
+
+    start: list[int]
+    end: list[int]
+    queue: list[int]
+    preemptions: list[int]
+    nodes: list[int]
+    # run segments, flat for cheap appends: per segment, and per (segment, node)
+    seg_job: list[int] = field(default_factory=list)
+    seg_start: list[int] = field(default_factory=list)
+    seg_end: list[int] = field(default_factory=list)
+    seg_gpus: list[int] = field(default_factory=list)
+    node_job: list[int] = field(default_factory=list)
+    node_id: list[int] = field(default_factory=list)
+    node_gpus: list[int] = field(default_factory=list)
+    node_start: list[int] = field(default_factory=list)
+    node_end: list[int] = field(default_factory=list)
+
+    def close_segment(self, job: int, start: int, end: int, alloc: Allocation, gpus: int) -> None:
+        """Record that ``job`` held ``alloc`` (``gpus`` GPUs in all) over [start, end)."""
+        self.seg_job.append(job)
+        self.seg_start.append(start)
+        self.seg_end.append(end)
+        self.seg_gpus.append(gpus)
+        for node, g in alloc:
+            self.node_job.append(job)
+            self.node_id.append(node)
+            self.node_gpus.append(g)
+            self.node_start.append(start)
+            self.node_end.append(end)
+
+    @classmethod
+    def empty(cls, n: int) -> Record:
+        """A record for ``n`` jobs, none started."""
+        return cls([-1] * n, [-1] * n, [0] * n, [0] * n, [0] * n)
+
+
+class Cycle:
+    """The scheduling pass of one VC: ends, arrivals, ordering, placement (and preemption)."""
+
+    def __init__(self, jobs: Jobs, policy: Policy, placement: Any, state: VCState, engine: Engine) -> None:
+        self.jobs, self.policy, self.place, self.state, self.engine = jobs, policy, placement.place, state, engine
+        self.queue: list[int] = []
+        self.running: dict[int, Allocation] = {}  # insertion order = start order
+        self.waiting_since = [0] * len(jobs.gpu)
+        self.rec = Record.empty(len(jobs.gpu))
+        self.step = self._preemptive if policy.preemptive else self._pass
+
+    def _finish(self, ended: list[int]) -> None:
+        jobs, rec = self.jobs, self.rec
+        for j in ended:
+            alloc = self.running.pop(j)
+            self.state.release(alloc)
+            rec.end[j] = jobs.end_at[j]
+            rec.close_segment(j, jobs.started_at[j], jobs.end_at[j], alloc, jobs.gpu[j])
+            jobs.remaining[j] = 0
+            jobs.started_at[j] = -1
+
+    def _start(self, j: int, now: int, alloc: Allocation) -> None:
+        jobs, rec = self.jobs, self.rec
+        self.state.allocate(alloc)
+        self.running[j] = alloc
+        if rec.start[j] < 0:
+            rec.start[j] = now
+        rec.queue[j] += now - self.waiting_since[j]
+        rec.nodes[j] = len(alloc)
+        jobs.started_at[j] = now
+        jobs.end_at[j] = now + jobs.remaining[j]
+        self.engine.finish_at(j, jobs.end_at[j])
+
+    def _preempt(self, j: int, now: int) -> None:
+        jobs = self.jobs
+        alloc = self.running.pop(j)
+        self.state.release(alloc)
+        self.engine.cancel(j)
+        self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.rec.preemptions[j] += 1
+        jobs.remaining[j] = jobs.end_at[j] - now + checkpoint_overhead(jobs.gpu[j])
+        jobs.started_at[j] = -1
+        self.waiting_since[j] = now
+        self.queue.append(j)
+
+    def _pass(self, now: int, ended: list[int], arrived: list[int]) -> None:
+        if ended:
+            self._finish(ended)
+        queue = self.queue
+        for j in arrived:
+            self.waiting_since[j] = self.jobs.submit[j]
+        queue.extend(arrived)
+        if not queue:
+            return
+        policy, place, state, gpu = self.policy, self.place, self.state, self.jobs.gpu
+        policy.order(queue, now, len(arrived))
+        kept: list[int] = []
+        for idx, j in enumerate(queue):
+            alloc = place(state, gpu[j])
+            if alloc is None:
+                if policy.blocking:
+                    kept.extend(queue[idx:])
+                    break
+                kept.append(j)
+            else:
+                self._start(j, now, alloc)
+        self.queue = kept
+        self._review(now, len(arrived))
+
+    def _preemptive(self, now: int, ended: list[int], arrived: list[int]) -> None:
+        if ended:
+            self._finish(ended)
+        for j in arrived:
+            self.waiting_since[j] = self.jobs.submit[j]
+        self.queue.extend(arrived)
+        if not self.queue:
+            self._review(now, len(arrived))
+            return
+        policy, gpu, running, state = self.policy, self.jobs.gpu, self.running, self.state
+        if state.total - state.free_total + sum(gpu[j] for j in self.queue) <= state.total:
+            # every job fits the quota: nobody is preempted, queued jobs are placed in priority order
+            self.queue.sort(key=lambda j: policy.priority(j, now))
+            self._place_in_order(list(self.queue), now)
+            self._review(now, len(arrived))
+            return
+        candidates = self.queue + list(running)
+        candidates.sort(key=lambda j: policy.priority(j, now))
+        quota = self.state.total
+        admitted: list[int] = []
+        victims: list[int] = []
+        for j in candidates:
+            if gpu[j] <= quota:
+                quota -= gpu[j]
+                if j not in running:
+                    admitted.append(j)
+            elif j in running:
+                victims.append(j)
+        for j in victims:
+            self._preempt(j, now)
+        self._place_in_order(admitted, now)
+        self._review(now, len(arrived))
+
+    def _review(self, now: int, arrived: int) -> None:
+        wake = self.policy.next_review(self.queue, now, arrived)
+        if wake is not None and wake > now:
+            self.engine.wake_at(wake)
+
+    def _place_in_order(self, admitted: list[int], now: int) -> None:
+        """Start every admitted job that fits now, in order; the others stay queued."""
+        started = set()
+        place, state, gpu = self.place, self.state, self.jobs.gpu
+        for j in admitted:
+            alloc = place(state, gpu[j])
+            if alloc is not None:
+                self._start(j, now, alloc)
+                started.add(j)
+        if started:
+            self.queue = [j for j in self.queue if j not in started]

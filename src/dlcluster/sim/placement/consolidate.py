@@ -1,0 +1,83 @@
+"""Best-fit consolidation: a job that fits one node never spans two."""
+
+from __future__ import annotations
+
+from dlcluster.sim.cluster import Allocation, VCState
+
+
+def _best_fit(free: list[int], gpus: int, largest: int) -> int:
+    """Index of the node with the fewest free GPUs that still has ``gpus`` (lowest index on ties), or -1."""
+    # at most `largest` C-level scans of a short list beat one Python-level scan
+    for f in range(gpus, largest + 1):
+        if f in free:
+            return free.index(f)
+    return -1
+
+
+class Consolidate:
+    """Best fit on one node when the job fits the largest node; else whole free nodes plus a best-fit remainder."""
+
+    name = "consolidate"
+    help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
+
+    def place(self, state: VCState, gpus: int) -> Allocation | None:
+        """Consolidated gang placement or None."""
+        if state.free_total < gpus:
+            return None
+        free, sizes = state.free, state.sizes
+        if gpus <= max(sizes):
+            node = _best_fit(free, gpus, max(sizes))
+            return None if node < 0 else [(node, gpus)]
+        whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
+        alloc: Allocation = []
+        need = gpus
+        for node in whole:
+            if sizes[node] <= need:
+                alloc.append((node, sizes[node]))
+                need -= sizes[node]
+        if need == 0:
+            return alloc
+        used = {n for n, _ in alloc}
+        rest = [f if n not in used else 0 for n, f in enumerate(free)]
+        node = _best_fit(rest, need, max(sizes))
+        if node >= 0:
+            return [*alloc, (node, need)]
+        # no single node holds the remainder: spread it over the emptiest nodes
+        for node in sorted(range(len(rest)), key=lambda n: -rest[n]):
+            if need == 0 or rest[node] == 0:
+                break
+            take = min(need, rest[node])
+            alloc.append((node, take))
+            need -= take
+        return alloc if need == 0 else None
+
+
+class ArtifactConsolidate:
+    """The Helios artifact's consolidate placer, rule for rule (homogeneous nodes)."""
+
+    name = "consolidate"
+    help = "the SC'21 artifact's consolidate placer (compatibility mode)"
+
+    def place(self, state: VCState, gpus: int) -> Allocation | None:
+        """The artifact's placement or None."""
+        if state.free_total < gpus:
+            return None
+        free = state.free
+        size = state.sizes[0]
+        if gpus <= size:
+            node = _best_fit(free, gpus, size)
+            return None if node < 0 else [(node, gpus)]
+        # candidates: nodes with a free GPU, most free first, node index breaking ties
+        order = sorted((n for n, f in enumerate(free) if f > 0), key=lambda n: -free[n])
+        whole, rem = divmod(gpus, size)
+        needed = whole + (1 if rem else 0)
+        alloc: Allocation = []
+        for node in order:
+            if len(alloc) == needed - 1 and rem:
+                return [*alloc, (node, rem)] if free[node] >= rem else None
+            if free[node] < size:
+                return None
+            alloc.append((node, size))
+            if len(alloc) == needed:
+                return alloc
+        return None

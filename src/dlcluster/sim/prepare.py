@@ -1,0 +1,110 @@
+"""From a canonical job table to simulation groups: filters, VC checks, tie order, load scaling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.sim.compat import artifact_order, wall_seconds
+
+NEEDED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
+UNKNOWN_VC = ("error", "unschedulable")
+
+
+@dataclass
+class Prepared:
+    """GPU jobs in arrival order (``row``, ``group``, ``submit``), the unschedulable ones, the time origin."""
+
+    jobs: pl.DataFrame
+    unschedulable: pl.DataFrame  # job_id, vc, group, gpu_num, reason
+    spec: ClusterSpec
+    origin: int | None  # compat: wall-clock epoch seconds of time 0
+
+
+def _check(jobs: pl.DataFrame, source: str) -> None:
+    missing = [c for c in NEEDED if c not in jobs.columns]
+    if missing:
+        raise InputError(f"job table lacks column(s) {', '.join(missing)}", path=source)
+    bad = jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_null())
+    if bad.height:
+        raise InputError(f"job {bad['job_id'][0]!r} has no duration; a simulation needs one for every GPU job",
+                         path=source, field="duration")
+
+
+def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
+    """Divide inter-arrival times by ``load`` (floored to whole seconds), keeping the first submit."""
+    if load <= 0:
+        raise ConfigError(f"--load must be positive, got {load}")
+    if load == 1 or df.height == 0:
+        return df
+    first = df["submit"].min()
+    return df.with_columns((first + ((pl.col("submit") - first) / load).floor()).cast(pl.Int64).alias("submit"))
+
+
+def prepare(
+    jobs: pl.DataFrame,
+    spec: ClusterSpec,
+    *,
+    compat: bool,
+    pooled: bool,
+    unknown_vc: str,
+    window: tuple[int, int] | None,
+    timezone: str,
+    load: float,
+    source: str,
+) -> Prepared:
+    """Order and group the simulated jobs; split off those that can never run."""
+    _check(jobs, source)
+    if unknown_vc not in UNKNOWN_VC:
+        raise ConfigError(f"unknown_vc must be one of {', '.join(UNKNOWN_VC)}, got {unknown_vc!r}")
+    df = jobs.select(
+        "job_id", "vc",
+        (pl.col("user") if "user" in jobs.columns else pl.lit(None, pl.String)).alias("user"),
+        pl.col("gpu_num").cast(pl.Int64), pl.col("submit_time").cast(pl.Int64), pl.col("duration").cast(pl.Int64),
+    ).with_row_index("row")
+    gpu = df.filter(pl.col("gpu_num") > 0)
+    known = pl.col("vc").is_in(list(spec.vcs))
+    origin = None
+    if compat:
+        # the artifact's VCs are whole nodes of one size (GPUs // 8): smaller remainder nodes do not exist there
+        size = max((g for nodes in spec.vcs.values() for g in nodes), default=0)
+        spec = ClusterSpec({vc: tuple(g for g in nodes if g == size) for vc, nodes in spec.vcs.items()},
+                           spec.cpus_per_gpu, spec.source)
+        walled = df.with_columns(wall_seconds(pl.col("submit_time"), timezone).alias("wall"))
+        df, origin = artifact_order(walled, (pl.col("gpu_num") > 0) & known, window)
+        df = df.drop("wall")
+        unknown = walled.filter((pl.col("gpu_num") > 0) & ~known)
+        if window is not None:
+            unknown = unknown.filter(pl.col("wall").is_between(window[0], origin + window[1] - window[0]))
+    else:
+        df = gpu.filter(known).rename({"submit_time": "submit"})
+        unknown = gpu.filter(~known)
+        if window is not None:
+            df = df.filter(pl.col("submit").is_between(*window))
+            unknown = unknown.filter(pl.col("submit_time").is_between(*window))
+        df = df.sort("submit", maintain_order=True)
+    if unknown.height and unknown_vc == "error":
+        vc, job = unknown["vc"][0], unknown["job_id"][0]
+        raise InputError(f"VC {vc!r} of job {job!r} is not in the cluster spec "
+                         f"(known: {', '.join(sorted(spec.vcs))})", path=source, field="vc")
+    df = _scale(df, load)
+    if pooled:
+        spec = spec.pooled()
+        df = df.with_columns(pl.lit("all").alias("group"))
+    else:
+        df = df.with_columns(pl.col("vc").alias("group"))
+    sizes = pl.DataFrame({"group": list(spec.vcs), "vc_gpus": [sum(n) for n in spec.vcs.values()]})
+    df = df.join(sizes, on="group", how="left", maintain_order="left")
+    too_big = pl.col("gpu_num") > pl.col("vc_gpus")
+    unschedulable = pl.concat([
+        unknown.select("job_id", "vc", pl.col("vc").alias("group"), "gpu_num",
+                       pl.lit("VC not in the cluster spec").alias("reason")),
+        df.filter(too_big).select(
+            "job_id", "vc", "group", "gpu_num",
+            pl.format("needs {} GPUs, its VC has {}", "gpu_num", "vc_gpus").alias("reason"),
+        ),
+    ])
+    return Prepared(df.filter(~too_big).drop("vc_gpus"), unschedulable, spec, origin)

@@ -1,0 +1,189 @@
+"""Result tables of a run: ``jobs`` (one row per job), ``timeline`` (per VC every 60 s) and ``summary``.
+
+Everything here is computed after the run from start/end intervals, vectorised; the
+simulation loop only records what happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from dlcluster.sim.framework import Record
+from dlcluster.sim.prepare import Prepared
+
+TAU = 10  # seconds: the bounded-slowdown threshold
+SAMPLE = 60  # seconds between timeline samples
+
+
+@dataclass
+class GroupRun:
+    """One simulated group (a VC, or the pooled cluster) and what happened in it."""
+
+    name: str
+    jobs: pl.DataFrame
+    record: Record
+    sizes: tuple[int, ...]
+    events: int
+    wall_seconds: float
+
+
+def _jobs_table(run: GroupRun) -> pl.DataFrame:
+    rec = run.record
+    return run.jobs.select(
+        "row", "job_id", "vc", pl.lit(run.name).alias("group"), "user", "gpu_num", "submit",
+        pl.Series("start", rec.start, pl.Int64), pl.Series("end", rec.end, pl.Int64), "duration",
+        pl.Series("queue_delay", rec.queue, pl.Int64),
+        pl.Series("preemptions", rec.preemptions, pl.Int32), pl.Series("nodes_spanned", rec.nodes, pl.Int32),
+    )
+
+
+def _segments(run: GroupRun) -> dict[str, np.ndarray]:
+    """Run segments as arrays: per segment (start, end, gpus) and per (segment, node) (node, n_start, n_end)."""
+    rec = run.record
+    cols = {"start": rec.seg_start, "end": rec.seg_end, "gpus": rec.seg_gpus,
+            "node": rec.node_id, "n_start": rec.node_start, "n_end": rec.node_end}
+    return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
+
+
+def _placements(run: GroupRun) -> pl.DataFrame:
+    """Which GPUs of which node each job held, over which interval (one row per run segment and node)."""
+    rec = run.record
+    ids = run.jobs["job_id"]
+    return pl.DataFrame({
+        "job_id": ids.gather(rec.node_job) if rec.node_job else pl.Series([], dtype=pl.String),
+        "vc": pl.repeat(run.name, len(rec.node_job), eager=True, dtype=pl.String),
+        "node": pl.Series(rec.node_id, dtype=pl.Int32),
+        "gpus": pl.Series(rec.node_gpus, dtype=pl.Int32),
+        "start": pl.Series(rec.node_start, dtype=pl.Int64),
+        "end": pl.Series(rec.node_end, dtype=pl.Int64),
+    })
+
+
+def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """At each sample t0 + SAMPLE·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
+    # sample k lies in [s, e) exactly when ceil((s - t0) / SAMPLE) <= k < ceil((e - t0) / SAMPLE)
+    a = np.clip(-((t0 - starts) // SAMPLE), 0, n)
+    b = np.clip(-((t0 - ends) // SAMPLE), 0, n)
+    diff = np.bincount(a, weights, minlength=n + 1) - np.bincount(b, weights, minlength=n + 1)
+    return np.cumsum(diff)[:n].round().astype(np.int64)
+
+
+def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> pl.DataFrame:
+    """Piecewise-constant job count per node: intervals [start, end) with ``jobs`` on the node."""
+    ev = pl.DataFrame({"node": np.concatenate([node, node]), "t": np.concatenate([start, end]),
+                       "d": np.concatenate([np.ones_like(node), -np.ones_like(node)])})
+    ev = ev.group_by("node", "t").agg(pl.col("d").sum()).sort("node", "t")
+    # each node's deltas sum to zero, so a global running sum restarts at 0 for every node
+    return ev.select(
+        "node", start=pl.col("t"), end=pl.col("t").shift(-1).over("node"), jobs=pl.col("d").cum_sum()
+    ).filter(pl.col("end").is_not_null() & (pl.col("jobs") > 0))
+
+
+def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
+    seg = _segments(run)
+    n = int((jobs["end"].max() - t0) // SAMPLE) + 1
+    busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"])
+    js, je, jg = (jobs[c].to_numpy() for c in ("submit", "end", "gpu_num"))
+    present_gpus = _covering(js, je, t0, n, jg)
+    present = _covering(js, je, t0, n)
+    running = _covering(seg["start"], seg["end"], t0, n)
+    lv = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
+    shared = lv.filter(pl.col("jobs") > 1)
+    total = sum(run.sizes)
+    return pl.DataFrame({
+        "time": np.arange(n, dtype=np.int64) * SAMPLE + t0,
+        "vc": pl.repeat(run.name, n, eager=True),
+        "total_gpus": np.full(n, total, dtype=np.int64),
+        "idle_gpus": total - busy,
+        "pending_gpus": present_gpus - busy,
+        "running_jobs": running,
+        "pending_jobs": present - running,
+        "nodes_busy": _covering(lv["start"].to_numpy(), lv["end"].to_numpy(), t0, n),
+        "nodes_shared": _covering(shared["start"].to_numpy(), shared["end"].to_numpy(), t0, n),
+    })
+
+
+def _jain(values: pl.Series) -> float | None:
+    v = values.drop_nulls().to_numpy()
+    if len(v) == 0 or not np.any(v):
+        return None
+    return float(v.sum() ** 2 / (len(v) * (v**2).sum()))
+
+
+def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"jobs": jobs.height, "unschedulable": unschedulable}
+    if jobs.height == 0:
+        return out
+    for col, name in (("jct", "jct"), ("queue_delay", "queue_delay")):
+        s = jobs[col]
+        out[f"mean_{name}"] = float(s.mean())
+        for q in (50, 95, 99):
+            out[f"p{q}_{name}"] = float(s.quantile(q / 100, "linear"))
+    out["mean_slowdown"] = jobs["slowdown"].mean()
+    out["mean_bounded_slowdown"] = float(jobs["bounded_slowdown"].mean())
+    makespan = int(jobs["end"].max() - jobs["submit"].min())
+    out["makespan"] = makespan
+    out["utilization"] = busy / (capacity_gpus * makespan) if makespan > 0 and capacity_gpus else None
+    per_user = jobs.group_by("user").agg(pl.col("slowdown").mean())["slowdown"]
+    out["fairness"] = _jain(per_user)
+    out["preemptions"] = int(jobs["preemptions"].sum())
+    return out
+
+
+JOBS_SCHEMA = {
+    "job_id": pl.String, "vc": pl.String, "user": pl.String, "gpu_num": pl.Int64, "submit": pl.Int64,
+    "start": pl.Int64, "end": pl.Int64, "duration": pl.Int64, "queue_delay": pl.Int64, "jct": pl.Int64,
+    "slowdown": pl.Float64, "bounded_slowdown": pl.Float64, "preemptions": pl.Int32, "nodes_spanned": pl.Int32,
+    "status": pl.Enum(["completed", "unschedulable"]),
+}
+TIMELINE_SCHEMA = {"time": pl.Int64, "vc": pl.String, **{c: pl.Int64 for c in (
+    "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs", "nodes_busy", "nodes_shared")}}
+PLACEMENTS_SCHEMA = {"job_id": pl.String, "vc": pl.String, "node": pl.Int32, "gpus": pl.Int32,
+                     "start": pl.Int64, "end": pl.Int64}
+
+
+def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+
+
+def build_results(
+    runs: list[GroupRun], prep: Prepared, meta: dict[str, Any], wall: float
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """The jobs table, the timeline, the placements and the summary of a finished run."""
+    ran = pl.concat([_jobs_table(r) for r in runs]) if runs else pl.DataFrame(
+        schema={**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
+    ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
+        pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
+        pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))
+        .alias("bounded_slowdown"),
+        pl.lit("completed").alias("status"),
+    )
+    t0 = int(ran["submit"].min()) if ran.height else 0
+    busy = {r.name: float(np.dot(np.subtract(r.record.seg_end, r.record.seg_start), r.record.seg_gpus))
+            for r in runs}
+    uns = prep.unschedulable
+    uns_by_vc = dict(uns.group_by("group").len().iter_rows())
+    vcs: dict[str, Any] = {}
+    for r in runs:
+        part = ran.filter(pl.col("group") == r.name)
+        vcs[r.name] = {**_stats(part, busy[r.name], sum(r.sizes), uns_by_vc.get(r.name, 0)),
+                       "gpus": sum(r.sizes), "events": r.events, "wall_seconds": r.wall_seconds,
+                       "events_per_second": r.events / r.wall_seconds if r.wall_seconds > 0 else None}
+    events = sum(r.events for r in runs)
+    overall = _stats(ran, sum(busy.values()), sum(sum(r.sizes) for r in runs), uns.height)
+    overall.update(gpus=sum(sum(r.sizes) for r in runs), events=events, wall_seconds=wall,
+                   events_per_second=events / wall if wall > 0 else None)
+    summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
+               "unschedulable_jobs": uns.select("job_id", "vc", "reason").to_dicts()}
+    missing = uns.select("job_id", "vc", "gpu_num", pl.lit("unschedulable").alias("status"))
+    table = pl.concat([ran, missing], how="diagonal_relaxed").select(
+        pl.col(c).cast(t) if c in ran.columns or c in missing.columns else pl.lit(None, t).alias(c)
+        for c, t in JOBS_SCHEMA.items()
+    )
+    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0) for r in runs], TIMELINE_SCHEMA)
+    placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA)
+    return table, timeline, placements, summary

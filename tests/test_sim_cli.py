@@ -1,0 +1,132 @@
+"""``dlcluster simulate`` and ``dlcluster policies`` end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from test_sim_helpers import jobs, spec
+
+from dlcluster.io.parquet import write
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+SUMMARY_KEYS = {"jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
+                "makespan", "unschedulable"}
+
+
+def _trace(tmp_path: Path, *extra: tuple) -> Path:
+    table = jobs(("a", "v", 6, 1000, 10), ("b", "v", 4, 1001, 5), ("c", "v", 1, 1002, 1), ("d", "w", 2, 1003, 50),
+                 *extra)
+    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
+    return write(Trace(table, "parquet", cluster=spec(v=(8,), w=(4, 4))), tmp_path / "t.parquet")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
+
+
+def test_simulate_writes_three_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = _cli("simulate", str(_trace(tmp_path)), "--policy", "fifo", "--csv", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert len((out / "jobs.csv").read_text().splitlines()) == 1 + 4
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"] == "fifo" and summary["placement"] == "consolidate"
+    assert SUMMARY_KEYS <= set(summary["overall"]) and set(summary["vcs"]) == {"v", "w"}
+    assert all(SUMMARY_KEYS <= set(v) for v in summary["vcs"].values())
+    assert summary["overall"]["jobs"] == 4 and isinstance(summary["wall_seconds"], float)
+    table = pl.read_parquet(out / "jobs.parquet")
+    assert dict(zip(table["job_id"], table["start"], strict=True)) == {"a": 1000, "b": 1010, "c": 1010, "d": 1003}
+    assert pl.read_parquet(out / "timeline.parquet")["vc"].unique().sort().to_list() == ["v", "w"]
+    assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporaries
+
+
+def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    for name in ("one", "two"):
+        assert _cli("simulate", str(trace), "-p", "srtf", "-o", str(tmp_path / name)).returncode == 0
+    for f in ("jobs.parquet", "timeline.parquet", "placements.parquet"):
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes()
+
+
+def test_several_policies_one_subfolder_each(tmp_path: Path) -> None:
+    est = tmp_path / "est.csv"
+    est.write_text("job_id,duration\na,10\nb,5\nc,1\nd,50\n")
+    res = _cli("simulate", str(_trace(tmp_path)), "-p", "fifo,sjf,qssf", "--estimates", str(est), "-o",
+               str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    for name in ("fifo", "sjf", "qssf"):
+        assert json.loads((tmp_path / "out" / name / "summary.json").read_text())["policy"] == name
+        assert name in res.stdout
+    starts = pl.read_parquet(tmp_path / "out/sjf/jobs.parquet").filter(pl.col("job_id") == "c")["start"]
+    assert starts.to_list() == [1002]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "lottery"], "error: unknown policy 'lottery'; choose one of: fifo, sjf, qssf, srtf"),
+        (["-p", "qssf"], "error: policy 'qssf' needs duration estimates (--estimates FILE)"),
+        (["--load", "0"], "error: --load must be positive, got 0.0"),
+        (["--compat", "slurm"], "error: unknown compatibility mode 'slurm'; choose one of: helios-artifact"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    res = _cli("simulate", str(_trace(tmp_path)), *args, "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == message
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, ("e", "x", 1, 1004, 5))
+    res = _cli("simulate", str(trace), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == (f"error: {trace}, field 'vc': VC 'x' of job 'e' is not in the cluster spec "
+                                  "(known: v, w)")
+    res = _cli("simulate", str(trace), "--skip-unknown-vcs", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["overall"]["unschedulable"] == 1
+    assert summary["unschedulable_jobs"] == [{"job_id": "e", "vc": "x", "reason": "VC not in the cluster spec"}]
+
+
+def test_bad_estimates_file_names_the_line(tmp_path: Path) -> None:
+    est = tmp_path / "est.csv"
+    est.write_text("job_id,duration\na,10\nb,soon\n")
+    res = _cli("simulate", str(_trace(tmp_path)), "-p", "qssf", "--estimates", str(est), "-o", str(tmp_path / "o"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: {est}, line 3, field 'duration': cannot parse 'soon' as a number of seconds"
+
+
+def test_window_keeps_jobs_submitted_inside_it(tmp_path: Path) -> None:
+    res = _cli("simulate", str(_trace(tmp_path)), "--start", "1970-01-01 00:16:41", "--end", "1970-01-01 00:16:42",
+               "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert pl.read_parquet(tmp_path / "out/jobs.parquet")["job_id"].to_list() == ["b", "c"]
+
+
+def test_policies_lists_policies_and_placements() -> None:
+    res = _cli("policies")
+    assert res.returncode == 0
+    for name in ("fifo", "sjf", "qssf", "srtf", "consolidate"):
+        assert name in res.stdout
+
+
+def test_philly_compat_run_from_the_command_line(tmp_path: Path, shared_data: Path, shared_reference: Path) -> None:
+    res = _cli("simulate", str(shared_data / "philly/jobs_processed.csv"), "--cluster",
+               str(shared_data / "philly/vc_nodes.csv"), "--compat", "helios-artifact", "--start",
+               "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00", "--skip-unknown-vcs", "-p", "sjf",
+               "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    ref = pl.read_csv(shared_reference / "philly-artifact/summary.csv", schema_overrides={"vc": pl.String})
+    expected = ref.filter((pl.col("policy") == "sjf") & (pl.col("vc") == "all")).row(0, named=True)
+    assert summary["overall"]["jobs"] == expected["n_jobs"]
+    assert summary["overall"]["mean_jct"] == pytest.approx(expected["avg_jct"], rel=1e-12)
+    assert summary["overall"]["mean_queue_delay"] == pytest.approx(expected["avg_queue"], rel=1e-12)
