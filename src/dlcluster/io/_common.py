@@ -64,6 +64,20 @@ def read_csv_text(
     return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c != ROW]))
 
 
+def first_line(path: Path) -> str:
+    """The first line of a text file ('' for a folder or a missing file): for cheap format sniffing."""
+    if not path.is_file():
+        return ""
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        return fh.readline()
+
+
+def header_has(path: Path, columns: Iterable[str], separator: str = ",") -> bool:
+    """True when the file's header line names every one of ``columns``."""
+    header = {c.strip() for c in first_line(path).strip().split(separator)}
+    return set(columns) <= header
+
+
 def require_columns(df: pl.DataFrame, required: Iterable[str], path: str | Path) -> None:
     """Raise naming the first required column the file lacks."""
     for col in required:

@@ -25,6 +25,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    header_has,
     is_null_token,
     map_status,
     negative,
@@ -35,7 +36,7 @@ from dlcluster.io._common import (
     unknown_status,
     unparsable,
 )
-from dlcluster.schema import REQUIRED, JOB_SCHEMA, conform
+from dlcluster.schema import JOB_SCHEMA, REQUIRED, conform
 from dlcluster.trace import Trace
 
 UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000}
@@ -53,11 +54,7 @@ STATUS_WORDS = {
 
 def sniff(path: Path) -> bool:
     """A CSV whose header already names the canonical required columns (any other needs ``--format csv``)."""
-    if not (path.is_file() and path.suffix.lower() == ".csv"):
-        return False
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        header = {c.strip() for c in fh.readline().strip().split(",")}
-    return set(REQUIRED) <= header
+    return path.suffix.lower() == ".csv" and header_has(path, REQUIRED)
 
 
 def _load(path: Path) -> tuple[pl.DataFrame, str]:

@@ -24,6 +24,7 @@ from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
     apply_checks,
+    header_has,
     map_status,
     negative,
     parse_datetime,
@@ -57,12 +58,7 @@ def _log_path(path: Path) -> Path:
 
 def sniff(path: Path) -> bool:
     """A folder holding ``cluster_log.csv``, or a CSV whose header has Helios' columns."""
-    log = _log_path(path)
-    if not log.is_file():
-        return False
-    with log.open("r", encoding="utf-8", errors="replace") as fh:
-        header = {c.strip() for c in fh.readline().split(",")}
-    return header.issuperset(COLUMNS)
+    return header_has(_log_path(path), COLUMNS)
 
 
 def _checks() -> list[Check]:

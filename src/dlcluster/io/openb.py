@@ -25,6 +25,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    header_has,
     is_null_token,
     map_status,
     negative,
@@ -46,11 +47,7 @@ NODE_LISTS = ("openb_node_list_gpu_node.csv", "openb_node_list_all_node.csv")
 
 def sniff(path: Path) -> bool:
     """A CSV whose header starts with the pod-list columns."""
-    if not path.is_file():
-        return False
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        header = [c.strip() for c in fh.readline().split(",")]
-    return all(c in header for c in BASE)
+    return header_has(path, BASE)
 
 
 def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:

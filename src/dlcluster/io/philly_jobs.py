@@ -15,6 +15,7 @@ import polars as pl
 from dlcluster.io._common import (
     ROW,
     apply_checks,
+    header_has,
     negative,
     parse_datetime,
     parse_int,
@@ -32,11 +33,7 @@ COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
 
 def sniff(path: Path) -> bool:
     """A CSV whose header has the derived table's columns."""
-    if not path.is_file():
-        return False
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        header = [c.strip() for c in fh.readline().split(",")]
-    return all(c in header for c in COLUMNS)
+    return header_has(path, COLUMNS)
 
 
 def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE, **_: object) -> Trace:

@@ -20,6 +20,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    first_line,
     map_status,
     negative,
     parse_datetime,
@@ -46,10 +47,7 @@ _ELAPSED = r"^(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)$"
 
 def sniff(path: Path) -> bool:
     """A file whose first line contains ``JobID|``."""
-    if not path.is_file():
-        return False
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        return "JobID|" in fh.readline()
+    return "JobID|" in first_line(path)
 
 
 def _text(col: str, df: pl.DataFrame) -> pl.Expr:

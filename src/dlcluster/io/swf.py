@@ -26,7 +26,14 @@ import polars as pl
 
 from dlcluster.atomic import atomic_path
 from dlcluster.errors import InputError
-from dlcluster.io._common import ROW, Check, apply_checks, duplicate, read_csv_text
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    duplicate,
+    first_line,
+    read_csv_text,
+)
 from dlcluster.schema import conform
 from dlcluster.trace import Trace
 
@@ -44,12 +51,7 @@ _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
 
 def sniff(path: Path) -> bool:
     """A ``.swf`` file, or a file whose first line is an SWF ``;`` comment."""
-    if not path.is_file():
-        return False
-    if path.suffix.lower() == ".swf":
-        return True
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        return fh.readline().lstrip().startswith(";")
+    return path.is_file() and (path.suffix.lower() == ".swf" or first_line(path).lstrip().startswith(";"))
 
 
 def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str]]:
