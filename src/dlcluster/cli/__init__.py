@@ -32,7 +32,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 def _register() -> None:
     from dlcluster.cli import trace_cmds  # noqa: F401
 
-    for optional in ("synth_cmd", "simulate_cmd"):
+    for optional in ("synth_cmd", "simulate_cmd", "characterize_cmd"):
         try:
             __import__(f"dlcluster.cli.{optional}")
         except ModuleNotFoundError as exc:  # a command module not yet present in this checkout
@@ -58,10 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except (typer.Abort,):
         sys.exit(1)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error of typer's (vendored) click
             exc.show()
             sys.exit(exc.exit_code)
         if debug:

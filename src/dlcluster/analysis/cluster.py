@@ -1,0 +1,112 @@
+"""Section 2, cluster: daily and weekly patterns in local time, monthly trends, VC utilisation, load vs wait."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+
+from dlcluster.analysis.common import gpu_seconds
+from dlcluster.analysis.load import hourly_running, running_at
+from dlcluster.cluster import ClusterSpec
+
+LocalTime = Callable[[str], pl.Expr]  # epoch-seconds column name → local datetime (Trace.local_times)
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _hourly(jobs: pl.DataFrame, local: LocalTime) -> pl.DataFrame:
+    """Per UTC hour: submissions, running GPUs, and the hour's local calendar fields."""
+    running = hourly_running(jobs)
+    known = running.height > 0
+    if not known:
+        lo = int(jobs["submit_time"].min()) // 3600 * 3600
+        hi = int(jobs["submit_time"].max()) // 3600 * 3600
+        # no start/end times: running GPUs are unknown, not zero
+        running = pl.DataFrame({"hour_start": np.arange(lo, hi + 1, 3600, dtype=np.int64)}).with_columns(
+            pl.lit(None, pl.Float64).alias("running_gpus"))
+    subs = jobs.group_by((pl.col("submit_time") // 3600 * 3600).alias("hour_start")).agg(
+        pl.len().alias("submissions"), (pl.col("gpu_num") > 0).sum().alias("gpu_submissions"))
+    lo, hi = running["hour_start"].min(), running["hour_start"].max()
+    span = pl.DataFrame({"hour_start": np.arange(min(lo, subs["hour_start"].min()),
+                                                 max(hi, subs["hour_start"].max()) + 1, 3600, dtype=np.int64)})
+    return (
+        span.join(running, on="hour_start", how="left").join(subs, on="hour_start", how="left")
+        .with_columns(pl.col("submissions", "gpu_submissions").fill_null(0),
+                      pl.col("running_gpus").fill_null(pl.lit(0.0 if known else None, pl.Float64)))
+        .with_columns(local("hour_start").alias("local"))
+        .with_columns(pl.col("local").dt.hour().alias("hour"), pl.col("local").dt.weekday().alias("weekday"),
+                      pl.col("local").dt.strftime("%Y-%m").alias("month"))
+    )
+
+
+def _with_util(df: pl.DataFrame, total_gpus: int | None) -> pl.DataFrame:
+    util = pl.col("running_gpus") / total_gpus if total_gpus else pl.lit(None, pl.Float64)
+    return df.with_columns(util.alias("utilization"))
+
+
+def daily_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
+    """Mean per local hour of day: ``hour, submissions, gpu_submissions, running_gpus, utilization``."""
+    h = _hourly(jobs, local)
+    out = h.group_by("hour").agg(pl.col("submissions", "gpu_submissions", "running_gpus").mean()).sort("hour")
+    return _with_util(out, total_gpus)
+
+
+def weekly_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
+    """Mean per local day of week (1 = Monday), per hour: ``weekday, day, submissions, gpu_submissions, running_gpus, utilization``."""
+    h = _hourly(jobs, local)
+    out = (h.group_by("weekday").agg(pl.col("submissions", "gpu_submissions", "running_gpus").mean())
+           .sort("weekday").with_columns(
+               pl.col("weekday").replace_strict(dict(enumerate(WEEKDAYS, 1)), return_dtype=pl.String).alias("day")))
+    return _with_util(out.select("weekday", "day", "submissions", "gpu_submissions", "running_gpus"), total_gpus)
+
+
+def monthly_trend(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
+    """Per local calendar month: ``month, jobs, gpu_jobs, gpu_hours_submitted, running_gpus, utilization``."""
+    h = _hourly(jobs, local).group_by("month").agg(pl.col("running_gpus").mean())
+    subs = (jobs.with_columns(local("submit_time").dt.strftime("%Y-%m").alias("month"))
+            .group_by("month").agg(pl.len().alias("jobs"), (pl.col("gpu_num") > 0).sum().alias("gpu_jobs"),
+                                    (gpu_seconds().sum() / 3600).alias("gpu_hours_submitted")))
+    out = subs.join(h, on="month", how="full", coalesce=True).sort("month").with_columns(
+        pl.col("jobs", "gpu_jobs").fill_null(0))
+    return _with_util(out.select("month", "jobs", "gpu_jobs", "gpu_hours_submitted", "running_gpus"), total_gpus)
+
+
+def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
+    """Distribution over hours of each VC's utilisation (running GPUs / VC GPUs): ``vc, gpus, hours, p5..p95, mean``."""
+    caps = pl.DataFrame({"vc": list(spec.vcs), "gpus": [spec.gpus(v) for v in spec.vcs]}).filter(pl.col("gpus") > 0)
+    running = hourly_running(jobs.filter(pl.col("vc").is_in(caps["vc"].implode())), by_vc=True)
+    if running.height == 0:
+        return pl.DataFrame(schema={"vc": pl.String, "gpus": pl.Int64, "hours": pl.UInt32, **{
+            k: pl.Float64 for k in ("p5", "p25", "p50", "p75", "p95", "mean")}})
+    # every hour of the trace counts for every VC, idle hours included
+    hours = running.select("hour_start").unique()
+    full = caps.join(hours, how="cross").join(running, on=["vc", "hour_start"], how="left").with_columns(
+        (pl.col("running_gpus").fill_null(0.0) / pl.col("gpus")).alias("u"))
+    u = pl.col("u")
+    return (full.group_by("vc", "gpus").agg(
+        pl.len().alias("hours"), *(u.quantile(q / 100, "linear").alias(f"p{q}") for q in (5, 25, 50, 75, 95)),
+        u.mean().alias("mean")).sort("vc"))
+
+
+def queue_vs_load(jobs: pl.DataFrame, total_gpus: int | None = None, bins: int = 10) -> pl.DataFrame:
+    """Queueing delay of GPU jobs by cluster load at submission: ``load_bin, load_lo, jobs, mean, p50, p90, waited``.
+
+    Load = GPUs held by running jobs at the submit instant / cluster GPUs (the spec's
+    total, else the trace's peak running GPUs).
+    """
+    g = jobs.filter((pl.col("gpu_num") > 0) & pl.col("queue_delay").is_not_null())
+    running = running_at(jobs, g["submit_time"].to_numpy())
+    cap = total_gpus or int(running_at(jobs, np.sort(jobs["start_time"].drop_nulls().to_numpy())).max(initial=0))
+    if g.height == 0 or cap <= 0:
+        return pl.DataFrame(schema={"load_bin": pl.Int64, "load_lo": pl.Float64, "jobs": pl.UInt32,
+                                    "mean": pl.Float64, "p50": pl.Float64, "p90": pl.Float64, "waited": pl.Float64})
+    q = pl.col("queue_delay")
+    return (
+        g.with_columns(pl.Series("load", running / cap))
+        .with_columns(pl.col("load").mul(bins).floor().clip(0, bins - 1).cast(pl.Int64).alias("load_bin"))
+        .group_by("load_bin").agg(pl.len().alias("jobs"), q.mean().alias("mean"), q.median().alias("p50"),
+                                  q.quantile(0.9, "linear").alias("p90"), (q > 0).mean().alias("waited"))
+        .with_columns((pl.col("load_bin") / bins).alias("load_lo"))
+        .select("load_bin", "load_lo", "jobs", "mean", "p50", "p90", "waited").sort("load_bin")
+    )

@@ -1,0 +1,71 @@
+"""Shared vocabulary of the characterisation analyses: size buckets, outcomes, GPU time, CDF points."""
+
+from __future__ import annotations
+
+import polars as pl
+
+# Philly's GPU-count buckets (the study's Tables 2 and 3 and its duration-by-size figure)
+SIZE_BUCKETS = ("1", "2-4", "5-8", ">8")
+SizeBucket = pl.Enum(list(SIZE_BUCKETS))
+# final outcomes as counted by both studies: timeout and node failure are failures
+OUTCOMES = ("completed", "cancelled", "failed")
+Outcome = pl.Enum(list(OUTCOMES))
+CDF_POINTS = 200
+
+
+def size_bucket(column: str = "gpu_num") -> pl.Expr:
+    """GPU-count bucket 1 / 2-4 / 5-8 / >8 (null for CPU-only jobs)."""
+    g = pl.col(column)
+    return (
+        pl.when(g == 1).then(pl.lit("1"))
+        .when(g.is_between(2, 4)).then(pl.lit("2-4"))
+        .when(g.is_between(5, 8)).then(pl.lit("5-8"))
+        .when(g > 8).then(pl.lit(">8"))
+        .otherwise(None)
+        .cast(SizeBucket)
+    )
+
+
+def outcome(column: str = "status") -> pl.Expr:
+    """completed / cancelled / failed (failed, timeout, node_fail); null for running, pending, other."""
+    s = pl.col(column).cast(pl.String)
+    return (
+        pl.when(s == "completed").then(pl.lit("completed"))
+        .when(s == "cancelled").then(pl.lit("cancelled"))
+        .when(s.is_in(["failed", "timeout", "node_fail"])).then(pl.lit("failed"))
+        .otherwise(None)
+        .cast(Outcome)
+    )
+
+
+def gpu_seconds() -> pl.Expr:
+    """GPU time of a job: GPUs × run time, in GPU-seconds (float, so sums cannot overflow)."""
+    return pl.col("gpu_num").cast(pl.Float64) * pl.col("duration").cast(pl.Float64)
+
+
+def has_values(jobs: pl.DataFrame, column: str) -> bool:
+    """Whether ``column`` holds at least one non-null value."""
+    return jobs.height > 0 and jobs.get_column(column).null_count() < jobs.height
+
+
+def has_outcomes(jobs: pl.DataFrame) -> bool:
+    """Whether any job has a final outcome (traces without status are all ``other``)."""
+    return jobs.height > 0 and jobs.select(outcome().is_not_null().any()).item()
+
+
+def cdf_points(df: pl.DataFrame, value: str, by: list[str] | None = None, points: int = CDF_POINTS) -> pl.DataFrame:
+    """Empirical CDF of ``value`` per group, thinned to about ``points`` steps: ``by..., value, p``.
+
+    ``p`` is the share of the group's non-null values that are <= ``value``; the thinning
+    keeps the last sample of each 1/points step (and each group's maximum), so the
+    curve is exact at the points it keeps.
+    """
+    by = by or []
+    d = df.select([*by, value]).drop_nulls(value).sort([*by, value])
+    if d.height == 0:
+        return d.with_columns(pl.lit(None, pl.Float64).alias("p")).clear()
+    n = pl.len().over(by) if by else pl.len()
+    rank = (pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())) + 1
+    d = d.with_columns((rank / n).alias("p"), (rank * points // n).alias("_step"))
+    keep = pl.col("_step") != pl.col("_step").shift(-1).over(by) if by else pl.col("_step") != pl.col("_step").shift(-1)
+    return d.filter(keep.fill_null(True)).drop("_step")

@@ -1,0 +1,37 @@
+"""``dlcluster characterize``: the workload characterisation report of one or more traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dlcluster.cli import app
+from dlcluster.cli.options import FormatOpt, LenientOpt, TzOpt, load, reader_options
+
+
+@app.command()
+def characterize(
+    paths: list[Path] = typer.Argument(..., help="One or more trace files or folders (overlaid in every figure)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Report folder (index.html, figures/, tables/)."),
+    fmt: str = FormatOpt,
+    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file for every trace (Helios "
+                                 "cluster_gpu_number.csv, Philly machine list or vc,nodes CSV)."),
+    sim_jobs: Path = typer.Option(None, "--sim-jobs", help="Simulator per-job Parquet for the queueing "
+                                  "decomposition (job_id, vc, gpu_num, submit, start, end)."),
+    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit for the utilisation join."),
+    lenient: bool = LenientOpt,
+    tz: str = TzOpt,
+) -> None:
+    """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
+    from dlcluster.io.cluster_spec import read_cluster_spec
+    from dlcluster.report import build_report
+    from dlcluster.report.build import read_sim_jobs
+
+    spec = read_cluster_spec(cluster) if cluster is not None else None
+    sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
+    traces = [load(p, fmt, **reader_options(lenient, None, None, tz)) for p in paths]
+    page = build_report(traces, output, cluster=spec, sim_jobs=sim,
+                        sim_name=sim_jobs.name if sim_jobs is not None else "simulation", memory_limit=memory_limit)
+    Console(stderr=True).print(f"wrote {page}", soft_wrap=True)

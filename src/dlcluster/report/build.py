@@ -1,0 +1,56 @@
+"""Assemble the whole characterisation report for one or more traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.analysis.gpu_util import MEMORY_LIMIT
+from dlcluster.analysis.queueing import check_sim_jobs
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+from dlcluster.report import sections
+from dlcluster.report.html import write_report
+from dlcluster.report.inputs import Input
+from dlcluster.trace import Trace
+
+
+def _names(traces: list[Trace]) -> list[str]:
+    names = [t.name for t in traces]
+    return [f"{n} ({i + 1})" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def read_sim_jobs(path: str | Path) -> pl.DataFrame:
+    """The simulator's per-job Parquet (``job_id, vc, gpu_num, submit, start, end``), checked."""
+    try:
+        sim = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types for a damaged or non-Parquet file
+        raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
+    return check_sim_jobs(sim, str(path))
+
+
+def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec | None = None,
+                 sim_jobs: pl.DataFrame | None = None, sim_name: str = "simulation",
+                 memory_limit: str = MEMORY_LIMIT) -> Path:
+    """Write ``out/index.html`` plus figure and table files; return the page's path.
+
+    ``cluster`` replaces every trace's own spec; without it each trace uses the spec it
+    carries, if any. ``sim_jobs`` (the simulator's per-job table) feeds section 6.
+    """
+    out = Path(out)
+    inputs = [Input(n, t, cluster or t.cluster) for n, t in zip(_names(traces), traces, strict=True)]
+    sim_spec = cluster or next((t.cluster for t in traces if t.cluster is not None), None)
+    parts = [
+        sections.jobs_section(inputs),
+        sections.cluster_section(inputs),
+        sections.users_section(inputs),
+        sections.locality_section(inputs, memory_limit),
+        sections.failures_section(inputs),
+        sections.queueing_section(sim_jobs, sim_spec, sim_name),
+        sections.summary_section(inputs),
+    ]
+    subtitle = [f"{i.name}: {i.jobs.height:,} jobs, format {i.trace.format}, time zone {i.trace.timezone}"
+                + (f", {i.total_gpus:,} GPUs in the cluster spec" if i.spec is not None else ", no cluster spec")
+                for i in inputs]
+    return write_report(parts, out, "Workload characterisation: " + ", ".join(i.name for i in inputs), subtitle)

@@ -1,0 +1,168 @@
+"""Figures from long tables with a ``trace`` column: one colour per trace, one panel per group.
+
+Every function returns ``None`` when there is nothing to draw, so callers can explain the
+absence instead of handing matplotlib an empty table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+PALETTE = ("#1f6fb4", "#e0731b", "#2a9d4b", "#c8323c", "#7d5ab5", "#8c564b", "#d162b0", "#6b6b6b")
+PANEL_W, PANEL_H = 4.2, 3.0
+matplotlib.rcParams.update({
+    "font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
+    "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False,
+})
+
+
+def colour(i: int) -> str:
+    """The colour of the i-th trace (or series), the same in every figure."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def _panels(n: int, cols: int = 3) -> tuple[Figure, list]:
+    cols = 4 if n == 4 and cols == 3 else min(cols, n)
+    rows = -(-n // cols)
+    # not through pyplot: nothing global keeps the figure alive once the report has written it
+    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _groups(df: pl.DataFrame, group: str | None, order: Sequence[str] | None) -> list[str | None]:
+    if group is None:
+        return [None]
+    present = df.get_column(group).cast(pl.String).unique().to_list()
+    return [g for g in order if g in present] if order else sorted(present)
+
+
+def _legend(fig: Figure, axes: list, names: Sequence[tuple[int, str]]) -> None:
+    handles = [Line2D([], [], color=colour(i), lw=2.5) for i, _ in names]
+    fig.legend(handles, [n for _, n in names], loc="outside upper center", ncols=min(len(names), 6))
+
+
+def _series(df: pl.DataFrame, column: str = "trace") -> list[tuple[int, str]]:
+    """(colour index, name) of each series present; an Enum column keeps one colour per name in every figure."""
+    col = df.get_column(column)
+    present = col.cast(pl.String).unique(maintain_order=True).to_list()
+    if isinstance(col.dtype, pl.Enum):
+        cats = col.dtype.categories.to_list()
+        return [(cats.index(n), n) for n in cats if n in present]
+    return list(enumerate(present))
+
+
+def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: Sequence[str] | None = None,
+        logx: bool = True, series: str = "trace") -> Figure | None:
+    """Step CDFs of ``x`` (with its ``p`` column), one panel per ``group``, one line per ``series``."""
+    if df.height == 0:
+        return None
+    groups = _groups(df, group, order)
+    names = _series(df, series)
+    fig, axes = _panels(len(groups))
+    for ax, g in zip(axes, groups, strict=True):
+        part = df if g is None else df.filter(pl.col(group).cast(pl.String) == g)
+        for i, name in names:
+            d = part.filter(pl.col(series).cast(pl.String) == name)
+            if d.height:
+                xs = d.get_column(x).cast(pl.Float64).to_numpy()
+                xs = np.maximum(xs, 1.0) if logx else xs
+                ax.step(np.r_[xs[0], xs], np.r_[0.0, d["p"].to_numpy()], where="post", color=colour(i), lw=1.6)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("fraction")
+        if g is not None:
+            ax.set_title(f"{g} GPUs" if group == "bucket" else str(g))
+    _legend(fig, axes, names)
+    return fig
+
+
+def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None = None,
+         order: Sequence[str] | None = None, cats: Sequence[str] | None = None, percent: bool = False,
+         logy: bool = False) -> Figure | None:
+    """Grouped bars: categories ``cat`` on x, one bar per trace, one panel per ``group``."""
+    df = df.drop_nulls(value)
+    if df.height == 0:
+        return None
+    groups = _groups(df, group, order)
+    names = _series(df)
+    cats = list(cats) if cats else sorted(df.get_column(cat).cast(pl.String).unique().to_list(),
+                                          key=lambda c: (len(c), c))
+    width = 0.8 / len(names)
+    offset = {name: k - (len(names) - 1) / 2 for k, (_, name) in enumerate(names)}
+    fig, axes = _panels(len(groups))
+    for ax, g in zip(axes, groups, strict=True):
+        part = df if g is None else df.filter(pl.col(group).cast(pl.String) == g)
+        for i, name in names:
+            d = part.filter(pl.col("trace").cast(pl.String) == name).select(pl.col(cat).cast(pl.String), value)
+            vals = dict(d.iter_rows())
+            ys = np.array([vals.get(c) or 0.0 for c in cats], dtype=float) * (100 if percent else 1)
+            ax.bar(np.arange(len(cats)) + offset[name] * width, ys, width, color=colour(i))
+        ax.set_xticks(np.arange(len(cats)), cats, rotation=45 if len(cats) > 8 else 0)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(cat.replace("_", " "))
+        if logy:
+            ax.set_yscale("log")
+        if g is not None:
+            ax.set_title(str(g).replace("_", " "))
+    _legend(fig, axes, names)
+    return fig
+
+
+def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
+          xticks: Sequence[str] | None = None) -> Figure | None:
+    """One panel per ``(column, label)`` in ``ys``, one line per trace; all-null columns are skipped."""
+    ys = [(c, label) for c, label in ys if df.height and df.get_column(c).null_count() < df.height]
+    if not ys:
+        return None
+    names = _series(df)
+    fig, axes = _panels(len(ys))
+    for ax, (col, label) in zip(axes, ys, strict=True):
+        for i, name in names:
+            d = df.filter(pl.col("trace").cast(pl.String) == name).drop_nulls(col)
+            xs = d.get_column(x).to_numpy()
+            if xticks is not None:
+                xs = np.array([list(xticks).index(v) for v in xs]) if d.height else xs
+            ax.plot(xs, d.get_column(col).to_numpy(), marker="o", ms=3, color=colour(i), lw=1.6)
+        if xticks is not None:
+            step = max(1, len(xticks) // 12)
+            ax.set_xticks(np.arange(0, len(xticks), step), list(xticks)[::step], rotation=45 if step > 1 else 0)
+        ax.set_title(label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(bottom=0)
+    _legend(fig, axes, names)
+    return fig
+
+
+def boxes(stats: pl.DataFrame, label: str) -> Figure | None:
+    """Box plots from precomputed ``p5, p25, p50, p75, p95, mean`` per ``vc``, one panel per trace."""
+    if stats.height == 0:
+        return None
+    names = _series(stats)
+    fig, axes = _panels(len(names), cols=1)
+    fig.set_size_inches(max(PANEL_W * 2, 0.45 * stats.group_by("trace").len()["len"].max() + 2),
+                        PANEL_H * len(names))
+    for ax, (i, name) in zip(axes, names, strict=True):
+        d = stats.filter(pl.col("trace").cast(pl.String) == name)
+        bxp = [{"label": r["vc"], "whislo": r["p5"], "q1": r["p25"], "med": r["p50"], "q3": r["p75"],
+                "whishi": r["p95"], "mean": r["mean"], "fliers": []} for r in d.iter_rows(named=True)]
+        ax.bxp(bxp, showmeans=True, patch_artist=True, boxprops={"facecolor": colour(i), "alpha": 0.5},
+               medianprops={"color": "black"})
+        ax.tick_params(axis="x", rotation=60)
+        ax.set_ylabel(label)
+        ax.set_title(name)
+        ax.set_ylim(0, max(1.0, float(d["p95"].max() or 0)) * 1.05)
+    return fig

@@ -1,0 +1,282 @@
+"""The report's seven sections: which analysis feeds which figure, and how each metric is defined."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dlcluster.analysis import (
+    cluster,
+    failures,
+    gpu_util,
+    jobs,
+    locality,
+    queueing,
+    summary,
+    users,
+)
+from dlcluster.analysis.common import OUTCOMES, SIZE_BUCKETS
+from dlcluster.cluster import ClusterSpec
+from dlcluster.report import plots
+from dlcluster.report.inputs import Input, figure_item, per_trace
+from dlcluster.report.model import Item, Section
+
+BUCKETS_ALL = [*SIZE_BUCKETS, "all"]
+HOURS = [str(h) for h in range(24)]
+
+
+def _in_units(df: pl.DataFrame, cols: list[str], seconds: int) -> pl.DataFrame:
+    return df.with_columns(pl.col(c) / seconds for c in cols)
+
+
+def jobs_section(inputs: list[Input]) -> Section:
+    """Section 1: run times, size mix, outcomes per size, queueing delay."""
+    s = Section("jobs", "1. Jobs", "How long jobs run and wait, how large they are and how they end.")
+    t, n = per_trace(inputs, ("jobs", "duration"), lambda i: jobs.duration_cdf(i.jobs))
+    s.items.append(figure_item(
+        "jobs-duration-cdf", "Run time of GPU and CPU jobs",
+        "Empirical CDF of run time (duration: end − start, or the sum of attempts) in seconds, log scale; "
+        "GPU jobs ask for at least one GPU, CPU jobs for none.", t, n,
+        lambda d: plots.cdf(d, "duration", "run time (s)", group="kind", order=["GPU jobs", "CPU jobs"])))
+    t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.size_mix(i.jobs))
+    long = t.unpivot(index=["trace", "gpu_num"], on=["job_share", "gpu_time_share"], variable_name="measure") \
+        if t.height else t
+    s.items.append(figure_item(
+        "jobs-size-mix", "Job size mix by job count and by GPU time",
+        "Share of GPU jobs requesting each GPU count (left) and share of all GPU time (GPUs × run time) "
+        "they consumed (right).", t, n,
+        lambda d: plots.bars(long.with_columns(pl.col("gpu_num").cast(pl.String)), "gpu_num", "value",
+                             "share (%)", group="measure", order=["job_share", "gpu_time_share"], percent=True)))
+    t, n = per_trace(inputs, ("gpu_jobs", "status"), lambda i: jobs.outcome_by_size(i.jobs))
+    for measure, label in (("job_share", "job count"), ("gpu_time_share", "GPU time")):
+        s.items.append(figure_item(
+            f"jobs-outcome-{measure.replace('_', '-')}", f"Final status by job size, share of {label}",
+            f"For GPU jobs of each size bucket (1 / 2-4 / 5-8 / >8 GPUs, and all), the share of {label} that "
+            "ended completed, cancelled (killed) or failed; timeout and node failure count as failed.", t, n,
+            lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
+                                            cats=BUCKETS_ALL, percent=True)))
+    t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
+    med, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_by_size(i.jobs))
+    shown = _in_units(med, ["p10", "p50", "p90", "mean"], 60).rename(
+        {"p10": "p10 (min)", "p50": "median (min)", "p90": "p90 (min)", "mean": "mean (min)"}) if med.height else None
+    item = figure_item(
+        "jobs-duration-by-size", "Run time by job size",
+        "CDF of run time of GPU jobs per GPU-count bucket (1 / 2-4 / 5-8 / >8, as in the Philly study); the "
+        "table gives percentiles in minutes.", t, n,
+        lambda d: plots.cdf(d, "duration", "run time (s)", group="bucket", order=list(SIZE_BUCKETS)), shown)
+    if med.height:
+        item.data["jobs-duration-by-size-percentiles"] = med.with_columns(pl.col("bucket").cast(pl.String))
+    s.items.append(item)
+    g, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.median_duration_by_gpus(i.jobs))
+    if g.height:
+        s.items.append(Item("jobs-median-by-gpus", "Median run time by exact GPU count",
+                            "Median run time in minutes of GPU jobs with exactly this many GPUs.",
+                            shown=g.with_columns((pl.col("median") / 60).alias("median (min)")).drop("median")
+                            .pivot(on="trace", index="gpu_num", values="median (min)", sort_columns=False)
+                            .sort("gpu_num"),
+                            data={"jobs-median-by-gpus": g}))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue"), lambda i: jobs.queue_cdf_by_size(i.jobs))
+    s.items.append(figure_item(
+        "jobs-queue-by-size", "Queueing delay by job size",
+        "CDF of queueing delay (first start − submit, seconds; zero waits drawn at 1 s on the log axis) of GPU "
+        "jobs per GPU-count bucket.", t, n,
+        lambda d: plots.cdf(d, "queue_delay", "queueing delay (s)", group="bucket", order=list(SIZE_BUCKETS))))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue"), lambda i: jobs.queue_cdf_by_vc(i.jobs))
+    s.items.append(figure_item(
+        "jobs-queue-by-vc", "Queueing delay by virtual cluster",
+        "CDF of queueing delay of GPU jobs in each of the 8 VCs with the most GPU jobs; VC names differ between "
+        "traces, so each trace has its own panel and colours mark VCs here.", t, n,
+        lambda d: plots.cdf(d, "queue_delay", "queueing delay (s)", group="trace", series="vc")))
+    return s
+
+
+def cluster_section(inputs: list[Input]) -> Section:
+    """Section 2: daily, weekly and monthly patterns in local time; VC utilisation; wait versus load."""
+    zones = "; ".join(f"{i.name}: {i.trace.timezone}" for i in inputs)
+    s = Section("cluster", "2. Cluster", "When work arrives and how busy the GPUs are, in each trace's local "
+                f"time zone, daylight saving applied ({zones}).")
+    ys = [("submissions", "jobs submitted per hour"), ("gpu_submissions", "GPU jobs submitted per hour"),
+          ("running_gpus", "GPUs in use (mean)"), ("utilization", "GPU utilisation (in use / cluster GPUs)")]
+    running = ("Running GPUs are the exact time average of the GPUs held by started jobs; utilisation divides "
+               "them by the cluster spec's GPUs (shown only when a spec is known).")
+    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.total_gpus))
+    s.items.append(figure_item(
+        "cluster-daily", "Hour-of-day pattern",
+        f"Per local hour of day, the mean over the trace's days of jobs submitted in that hour. {running}", t, n,
+        lambda d: plots.lines(d.with_columns(pl.col("hour").cast(pl.String)), "hour", ys, "local hour",
+                              xticks=HOURS)))
+    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.total_gpus))
+    s.items.append(figure_item(
+        "cluster-weekly", "Day-of-week pattern",
+        f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
+        lambda d: plots.lines(d, "day", ys, "local day", xticks=list(cluster.WEEKDAYS))))
+    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.total_gpus))
+    months = sorted(t.get_column("month").unique().to_list()) if t.height else []
+    s.items.append(figure_item(
+        "cluster-monthly", "Monthly trends",
+        "Per local calendar month: jobs submitted, GPU-hours of the GPU jobs submitted that month, and the "
+        f"hourly mean of GPUs in use. {running}", t, n,
+        lambda d: plots.lines(d, "month", [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
+                                           ("running_gpus", "GPUs in use (mean)"),
+                                           ("utilization", "GPU utilisation")], "month", xticks=months)))
+    t, n = per_trace(inputs, ("gpu_jobs", "start", "spec"), lambda i: cluster.vc_utilization(i.jobs, i.spec))
+    s.items.append(figure_item(
+        "cluster-vc-utilization", "Utilisation per virtual cluster",
+        "For each VC of the cluster spec, the distribution over the trace's hours of the VC's utilisation: mean "
+        "GPUs held by its running jobs in the hour / the VC's GPUs. Boxes: p25-p75, line: median, triangle: "
+        "mean, whiskers: p5-p95.", t, n, lambda d: plots.boxes(d, "utilisation")))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "start"), lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
+    s.items.append(figure_item(
+        "cluster-queue-vs-load", "Who waits: queueing delay versus cluster load",
+        "GPU jobs grouped by the cluster load at their submission (GPUs held by running jobs / cluster GPUs from "
+        "the spec, or / the trace's peak GPUs in use when no spec is known), in tenths; per group the mean and "
+        "90th percentile queueing delay (minutes) and the share of jobs that waited at all.",
+        t, n, lambda d: plots.lines(_in_units(d, ["mean", "p90"], 60), "load_lo",
+                                    [("mean", "mean queueing delay (min)"), ("p90", "p90 queueing delay (min)"),
+                                     ("waited", "share of jobs that waited")], "load at submission")))
+    return s
+
+
+def users_section(inputs: list[Input]) -> Section:
+    """Section 3: concentration of use, per-user waiting, per-user completion."""
+    s = Section("users", "3. Users", "How few users consume most of the cluster, and how their experience varies.")
+    t, n = per_trace(inputs, ("user", "duration"), lambda i: users.resource_concentration(i.jobs))
+    s.items.append(figure_item(
+        "users-concentration", "Share of resources used by the top users",
+        "Users ranked by their total use (largest first): x = top fraction of users, y = their share of all GPU "
+        "time (GPUs × run time) or CPU time (CPU cores × run time, jobs with a CPU count).", t, n,
+        lambda d: plots.cdf(d.rename({"resource_share": "p"}), "user_share", "fraction of users (largest first)",
+                            group="resource", order=["GPU time", "CPU time"], logx=False)))
+    t, n = per_trace(inputs, ("user", "gpu_jobs", "queue"), lambda i: users.user_queue_cdf(i.jobs))
+    s.items.append(figure_item(
+        "users-queue", "Queueing delay per user",
+        "CDF over users of each user's mean queueing delay of GPU jobs (seconds; zero drawn at 1 s).", t, n,
+        lambda d: plots.cdf(d, "mean_queue_delay", "mean queueing delay (s)")))
+    t, n = per_trace(inputs, ("user", "gpu_jobs", "status"), lambda i: users.user_completion_cdf(i.jobs))
+    s.items.append(figure_item(
+        "users-completion", "Completion ratio per user",
+        "CDF over users of the share of their finished GPU jobs that completed (finished = completed, cancelled "
+        "or failed; timeout and node failure count as failed).", t, n,
+        lambda d: plots.cdf(d, "completion_ratio", "completion ratio", logx=False)))
+    return s
+
+
+def locality_section(inputs: list[Input], memory_limit: str) -> Section:
+    """Section 4: servers spanned versus wait, GPU utilisation by size/status and by servers spanned."""
+    s = Section("locality", "4. Locality and GPU utilisation",
+                "Philly-style analyses that need the attempts table (servers of each attempt) and, for "
+                "utilisation, the per-minute GPU utilisation file of a raw Philly folder.")
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "attempts"),
+                     lambda i: locality.servers_vs_queue(i.trace.attempts, i.jobs))
+    s.items.append(figure_item(
+        "locality-servers-vs-queue", "Servers spanned versus queueing delay (jobs with >= 5 GPUs)",
+        "Jobs with at least 5 GPUs in their first attempt, grouped by the number of distinct servers that "
+        "attempt used; median queueing delay in minutes per group (Philly Figure 4: relaxing locality after a "
+        "wait spreads jobs over more servers).", t, n,
+        lambda d: plots.bars(_in_units(d, ["p50", "p90", "mean"], 60).with_columns(
+            pl.col("servers_spanned").cast(pl.String)), "servers_spanned", "p50", "median queueing delay (min)",
+            group="bucket", order=list(SIZE_BUCKETS))))
+    utils = {}
+    for inp in inputs:
+        if not inp.lacks("gpu_jobs", "attempts", "utilization"):
+            utils[inp.name] = gpu_util.job_gpu_utilization(inp.trace.attempts, inp.trace.utilization, memory_limit)
+    t3, n3 = per_trace(inputs, ("gpu_jobs", "attempts", "utilization"),
+                       lambda i: gpu_util.utilization_by_size_status(utils[i.name], i.trace.attempts, i.jobs))
+    s.items.append(_table_item(
+        "locality-util-size-status", "Mean GPU utilisation by job size and final status (Philly Table 3)",
+        "Mean over jobs of each job's mean GPU utilisation (%), by GPUs of its first attempt and final status. "
+        "A job's utilisation averages every non-NA per-minute sample of the GPUs of the servers it ran on "
+        "during its attempts (the attempts table names servers, not GPUs, so jobs sharing a server see its "
+        "other GPUs too).", t3, n3))
+    t5, n5 = per_trace(inputs, ("gpu_jobs", "attempts", "utilization"),
+                       lambda i: gpu_util.utilization_by_servers(utils[i.name], i.trace.attempts))
+    s.items.append(_table_item(
+        "locality-util-16gpu-servers", "GPU utilisation of 16-GPU jobs by servers spanned (Philly Table 5)",
+        "Mean and percentiles over 16-GPU jobs of their mean GPU utilisation (%), by the number of servers "
+        "their first attempt spanned.", t5, n5))
+    return s
+
+
+def _table_item(id: str, title: str, definition: str, t: pl.DataFrame, notes: list[str]) -> Item:
+    if t.height == 0:
+        return Item(id, title, definition, absent=" ".join(notes) or "no data.")
+    return Item(id, title, definition, shown=t, data={id: t})
+
+
+def failures_section(inputs: list[Input]) -> Section:
+    """Section 5: attempts, time to failure, lost GPU time, early versus late failures, repeat failures."""
+    s = Section("failures", "5. Failures",
+                "Proxies for the Philly study's failure analysis built from final status and attempts; failed "
+                "includes timeout and node failure.")
+    t, n = per_trace(inputs, ("gpu_jobs", "attempts"),
+                     lambda i: failures.attempts_per_job(i.trace.attempts, i.jobs))
+    s.items.append(figure_item(
+        "failures-attempts", "Scheduling attempts per job",
+        "Jobs by number of scheduling attempts (10 = ten or more), per final status.", t, n,
+        lambda d: plots.bars(d.with_columns(pl.col("attempts").cast(pl.String)), "attempts", "jobs", "jobs",
+                             group="outcome", order=[*OUTCOMES, "other"], logy=True)))
+    t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.time_to_failure_cdf(i.jobs))
+    s.items.append(figure_item(
+        "failures-time-to-failure", "Run time before failure",
+        "CDF of run time (seconds) of failed GPU jobs, per GPU-count bucket: user and programming errors fail "
+        "within minutes, infrastructure failures late.", t, n,
+        lambda d: plots.cdf(d, "duration", "run time to failure (s)", group="bucket", order=list(SIZE_BUCKETS))))
+    t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.lost_gpu_time(i.jobs))
+    s.items.append(figure_item(
+        "failures-lost-gpu-time", "GPU time by final status",
+        "Share of all GPU time (GPUs × run time) spent in jobs that completed, were cancelled (killed) or "
+        "failed; the last two are GPU time lost.", t, n,
+        lambda d: plots.bars(d, "outcome", "share", "share of GPU time (%)", cats=[*OUTCOMES, "other"],
+                             percent=True)))
+    t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.early_late_failures(i.jobs))
+    s.items.append(figure_item(
+        "failures-early-late", "Early versus late failures by job size",
+        f"Failed GPU jobs per size bucket: early = failed within {failures.EARLY // 60} minutes of run time "
+        "(typically user or programming errors), late = after that; share of the bucket's failures.", t, n,
+        lambda d: plots.bars(d, "bucket", "share", "share of failures (%)", group="when", order=["early", "late"],
+                             cats=list(SIZE_BUCKETS), percent=True)))
+    t, n = per_trace(inputs, ("user", "status"), lambda i: failures.repeat_failures(i.jobs))
+    s.items.append(figure_item(
+        "failures-repeat", "Repeat failures per user",
+        "Users by how many of their jobs failed (100 = 100 or more), as a cumulative share of all failures: "
+        "failures concentrate on users who fail repeatedly.", t, n,
+        lambda d: plots.cdf(d.with_columns(pl.col("failures_share").cum_sum().over("trace").alias("p")),
+                            "failed_jobs", "failed jobs per user")))
+    return s
+
+
+def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_name: str) -> Section:
+    """Section 6: fair-share versus fragmentation waiting in a simulated run (Philly Table 2)."""
+    s = Section("queueing", "6. Queueing decomposition (simulated run)",
+                "Why jobs waited in a simulated run: VC quota exhausted (fair-share) or GPUs free but no "
+                "placement (fragmentation, including head-of-line blocking).")
+    definition = (queueing.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").strip()
+    item_id, title = "queueing-decomposition", "Waiting jobs by cause and size (Philly Table 2)"
+    if sim is None:
+        s.items.append(Item(item_id, title, definition, absent="no simulator output given (pass --sim-jobs)."))
+        return s
+    if spec is None:
+        s.items.append(Item(item_id, title, definition,
+                            absent="the decomposition needs each VC's GPUs: pass --cluster."))
+        return s
+    table = queueing.decomposition_table(queueing.wait_causes(sim, spec)).select(
+        pl.lit(sim_name).alias("trace"), pl.all())
+    if table["jobs"].sum() == 0:
+        s.items.append(Item(item_id, title, definition, absent="no job waited in the simulated run."))
+        return s
+    fig = plots.bars(table.with_columns(pl.col("share").fill_null(0.0)), "bucket", "share", "share of waiting jobs (%)",
+                     group="cause", order=list(queueing.CAUSES), cats=list(SIZE_BUCKETS), percent=True)
+    s.items.append(Item(item_id, title, definition, figure=fig, shown=table, data={item_id: table}))
+    return s
+
+
+def summary_section(inputs: list[Input]) -> Section:
+    """Section 7: the Helios cluster-summary row of every trace."""
+    s = Section("summary", "7. Summary table", "One row per trace in the layout of the Helios artifact's "
+                "cluster_summary.csv.")
+    rows = pl.concat([summary.cluster_summary(i.jobs, i.name, i.total_gpus) for i in inputs])
+    definition = (summary.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").strip()
+    s.items.append(Item("summary-table", "Cluster summary", definition,
+                        shown=rows.drop("id").cast(pl.Float64).transpose(
+                            include_header=True, header_name="column", column_names=rows["id"].to_list()),
+                        data={"cluster_summary": rows}))
+    return s

@@ -1,0 +1,81 @@
+"""Section 4: the out-of-core join of attempts with a per-minute ``cluster_gpu_util`` file."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dlcluster.analysis.gpu_util import (
+    job_gpu_utilization,
+    utilization_by_servers,
+    utilization_by_size_status,
+)
+from dlcluster.analysis.locality import servers_vs_queue
+from dlcluster.schema import ATTEMPT_SCHEMA, conform
+
+HEADER = "time,machineId," + ",".join(f"gpu{i}_util" for i in range(8)) + "\n"
+
+
+def _utc(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text + "+00:00").timestamp())
+
+
+def _row(time: str, machine: str, values: list[str]) -> str:
+    return f"{time},{machine},{','.join(values)},\n"  # the real file ends rows with a comma
+
+
+@pytest.fixture
+def util_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster_gpu_util"
+    rows = [
+        # 01:30 happens twice on 2017-11-05 in Los Angeles: PDT = 08:30 UTC, PST = 09:30 UTC
+        _row("2017-11-05 01:29:00 PDT", "m1", ["10"] * 8),
+        _row("2017-11-05 01:30:00 PDT", "m1", ["20"] + ["NA"] * 7),
+        _row("2017-11-05 01:30:00 PST", "m1", ["40"] * 8),
+        _row("2017-11-05 01:31:00 PST", "m1", ["80"] * 8),
+        _row("2017-11-05 01:10:00 PDT", "m2", ["NA"] * 8),
+        _row("2017-11-05 01:20:00 PDT", "m2", ["50"] * 8),
+    ]
+    path.write_text(HEADER + "".join(rows), encoding="utf-8")
+    return path
+
+
+def _attempts() -> pl.DataFrame:
+    rows = [
+        ("j1", 0, _utc("2017-11-05 08:30:00"), _utc("2017-11-05 09:31:00"), ["m1"], 8),
+        ("j2", 0, _utc("2017-11-05 08:00:00"), _utc("2017-11-05 09:00:00"), ["m2"], 16),
+        ("j2", 1, _utc("2017-11-05 09:31:00"), _utc("2017-11-05 10:00:00"), ["m1", "m3"], 16),
+        ("j3", 0, _utc("2017-11-05 08:00:00"), _utc("2017-11-05 09:00:00"), ["m3"], 1),
+    ]
+    return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA, orient="row")
+
+
+def test_join_handles_dst_na_and_trailing_commas(util_file: Path) -> None:
+    out = {r["job_id"]: r for r in job_gpu_utilization(_attempts(), util_file, memory_limit="200MB").iter_rows(named=True)}
+    assert set(out) == {"j1", "j2"}  # m3 reports nothing
+    # j1: the PDT 01:30 sample (one GPU, 20) and the PST 01:30 one (8 × 40); not 01:29 nor 01:31
+    assert out["j1"]["samples"] == 9 and out["j1"]["gpu_util"] == pytest.approx((20 + 8 * 40) / 9)
+    # j2: m2's NA row adds nothing; 8 × 50 on m2, then 8 × 80 on m1
+    assert out["j2"]["samples"] == 16 and out["j2"]["gpu_util"] == pytest.approx(65.0)
+
+
+def test_also_accepts_the_folder(util_file: Path) -> None:
+    a = job_gpu_utilization(_attempts(), util_file)
+    assert job_gpu_utilization(_attempts(), util_file.parent).equals(a)
+
+
+def test_tables_3_and_5(util_file: Path) -> None:
+    jobs = conform(pl.DataFrame({"job_id": ["j1", "j2", "j3"], "status": ["completed", "failed", "cancelled"],
+                                 "gpu_num": [8, 16, 1], "queue_delay": [5, 50, 0]}))
+    util = job_gpu_utilization(_attempts(), util_file)
+    t3 = {r["gpus"]: r for r in utilization_by_size_status(util, _attempts(), jobs).iter_rows(named=True)}
+    assert t3["8"]["completed"] == pytest.approx((20 + 320) / 9) and t3["8"]["failed"] is None
+    assert t3["16"]["failed"] == pytest.approx(65.0)
+    assert t3["all"]["all"] == pytest.approx(((20 + 320) / 9 + 65) / 2)
+    t5 = utilization_by_servers(util, _attempts())
+    assert t5.select("servers_spanned", "jobs").rows() == [(1, 1)]  # j2's first attempt used one server
+    loc = servers_vs_queue(_attempts(), jobs)
+    assert loc.select("bucket", "servers_spanned", "p50").rows() == [("5-8", 1, 5.0), (">8", 1, 50.0)]

@@ -1,0 +1,49 @@
+"""Section 6: fair-share versus fragmentation waiting, on a hand-made simulated run."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from dlcluster.analysis.queueing import check_sim_jobs, decomposition_table, wait_causes
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+
+SPEC = ClusterSpec({"a": (8, 8)})  # 16 GPUs in VC a
+
+
+def _sim(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=("job_id", "vc", "gpu_num", "submit", "start", "end"), orient="row")
+
+
+def test_quota_wait_is_fair_share_and_free_but_unplaced_is_fragmentation() -> None:
+    sim = _sim([
+        ("big", "a", 12, 0, 0, 100),       # holds 12 of 16 GPUs on [0, 100)
+        ("fs", "a", 8, 10, 100, 150),      # 4 free < 8 for its whole wait: fair-share, 90 s
+        ("fr", "a", 4, 120, 160, 170),     # from 100 to 150 only 8 free ≥ 4, and 16 free on [150, 160)
+        ("mix", "a", 6, 90, 150, 160),     # [90,100): 4 free < 6 (10 s fair); [100,150): 8 free (50 s frag)
+    ])
+    causes = {r["job_id"]: r for r in wait_causes(sim, SPEC).iter_rows(named=True)}
+    assert set(causes) == {"fs", "fr", "mix"}
+    assert causes["fs"]["fair_share_s"] == pytest.approx(90) and causes["fs"]["cause"] == "fair-share"
+    assert causes["fr"]["fair_share_s"] == pytest.approx(0) and causes["fr"]["cause"] == "fragmentation"
+    assert causes["mix"]["fair_share_s"] == pytest.approx(10) and causes["mix"]["fragmentation_s"] == pytest.approx(50)
+    assert causes["mix"]["cause"] == "fragmentation"
+    table = decomposition_table(wait_causes(sim, SPEC))
+    cell = {(r["bucket"], r["cause"]): r["jobs"] for r in table.iter_rows(named=True)}
+    assert cell[("5-8", "fair-share")] == 1 and cell[("5-8", "fragmentation")] == 1
+    assert cell[("2-4", "fragmentation")] == 1 and cell[(">8", "fair-share")] == 0
+
+
+def test_waiting_before_any_job_runs_counts_against_the_vc_size() -> None:
+    # a 20-GPU job in a 16-GPU VC can only be quota-bound; a lone job starting late was never short of GPUs
+    big = ClusterSpec({"a": (8, 8), "b": (8,)})
+    sim = _sim([("x", "a", 20, 0, 50, 60), ("y", "b", 2, 0, 40, 45)])
+    causes = {r["job_id"]: r for r in wait_causes(sim, big).iter_rows(named=True)}
+    assert causes["x"]["fair_share_s"] == pytest.approx(50)
+    assert causes["y"]["fair_share_s"] == pytest.approx(0)
+
+
+def test_missing_column_is_one_clear_error() -> None:
+    with pytest.raises(InputError, match=r"^sim\.parquet: missing column 'end'"):
+        check_sim_jobs(_sim([("x", "a", 1, 0, 0, 1)]).drop("end"), "sim.parquet")
