@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from hypothesis import strategies as st
 
 from dlcluster.cluster import ClusterSpec
 
@@ -26,3 +28,54 @@ def spec(**vcs: tuple[int, ...]) -> ClusterSpec:
 def by_id(result_jobs: pl.DataFrame) -> dict[str, dict]:
     """Result rows keyed by job id."""
     return {r["job_id"]: r for r in result_jobs.iter_rows(named=True)}
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, *, uniform: bool = False, max_gpus: int = 12, one_gpu: bool = False):  # noqa: ANN201
+    """A small random (job table, cluster spec): 1-2 VCs of 1-3 nodes, up to 25 jobs."""
+    n_vcs = draw(st.integers(1, 2))
+    vcs = {}
+    size = draw(st.sampled_from([1, 2, 4, 8]))
+    for v in range(n_vcs):
+        if uniform:
+            vcs[f"vc{v}"] = (size,) * draw(st.integers(1, 3))
+        else:
+            vcs[f"vc{v}"] = tuple(draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3)))
+    n = draw(st.integers(1, 25))
+    rows = []
+    for i in range(n):
+        rows.append((
+            f"j{i}", draw(st.sampled_from(sorted(vcs))), 1 if one_gpu else draw(st.integers(1, max_gpus)),
+            draw(st.integers(0, 60)), draw(st.integers(0, 40)), draw(st.sampled_from(["u1", "u2", "u3"])),
+        ))
+    return jobs(*rows), spec(**vcs)
+
+
+def estimates_for(table: pl.DataFrame) -> pl.DataFrame:
+    """A deterministic, imperfect predictor: half or double the true duration, plus one second."""
+    # a deterministic, imperfect predictor: half or double the true duration
+    return table.select("job_id", estimate=(pl.col("duration") * pl.when(pl.col("gpu_num") % 2 == 0)
+                                            .then(0.5).otherwise(2.0)).cast(pl.Float64) + 1)
+
+
+def check_invariants(table: pl.DataFrame, cluster, result) -> None:  # noqa: ANN001
+    """Every job ends once (or is unschedulable), start >= submit, gangs whole, no GPU given twice."""
+    sizes = {vc: sum(n) for vc, n in cluster.vcs.items()}
+    out = result.jobs
+    assert out.height == table.height
+    big = {r["job_id"] for r in table.iter_rows(named=True) if r["gpu_num"] > sizes[r["vc"]]}
+    assert set(out.filter(pl.col("status") == "unschedulable")["job_id"]) == big
+    done = out.filter(pl.col("status") == "completed")
+    assert done["job_id"].n_unique() == done.height == table.height - len(big)  # each ends exactly once
+    assert done["end"].null_count() == 0
+    assert (done["start"] >= done["submit"]).all() and (done["end"] >= done["start"]).all()
+    pl_ = result.placements
+    # gang: every run segment holds exactly the job's GPU count
+    seg = pl_.group_by("job_id", "start").agg(pl.col("gpus").sum()).join(done.select("job_id", "gpu_num"), on="job_id")
+    assert (seg["gpus"] == seg["gpu_num"]).all()
+    # no GPU is ever given twice: sweep each node's allocations over time
+    for (vc, node), part in pl_.group_by("vc", "node"):
+        times = np.concatenate([part["start"].to_numpy(), part["end"].to_numpy()])
+        delta = np.concatenate([part["gpus"].to_numpy(), -part["gpus"].to_numpy()])
+        order = np.lexsort((delta, times))  # releases before allocations at the same second
+        assert np.cumsum(delta[order]).max() <= cluster.vcs[vc][node]

@@ -6,60 +6,12 @@ import numpy as np
 import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_helpers import jobs, spec
+from test_sim_helpers import check_invariants, estimates_for, scenarios
 
 from dlcluster.sim import simulate
 from dlcluster.sim.framework import checkpoint_overhead
 
 POLICIES = ("fifo", "sjf", "qssf", "srtf")
-
-
-@st.composite
-def scenarios(draw: st.DrawFn, *, uniform: bool = False, max_gpus: int = 12, one_gpu: bool = False):  # noqa: ANN201
-    n_vcs = draw(st.integers(1, 2))
-    vcs = {}
-    size = draw(st.sampled_from([1, 2, 4, 8]))
-    for v in range(n_vcs):
-        if uniform:
-            vcs[f"vc{v}"] = (size,) * draw(st.integers(1, 3))
-        else:
-            vcs[f"vc{v}"] = tuple(draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3)))
-    n = draw(st.integers(1, 25))
-    rows = []
-    for i in range(n):
-        rows.append((
-            f"j{i}", draw(st.sampled_from(sorted(vcs))), 1 if one_gpu else draw(st.integers(1, max_gpus)),
-            draw(st.integers(0, 60)), draw(st.integers(0, 40)), draw(st.sampled_from(["u1", "u2", "u3"])),
-        ))
-    return jobs(*rows), spec(**vcs)
-
-
-def _estimates(table: pl.DataFrame) -> pl.DataFrame:
-    # a deterministic, imperfect predictor: half or double the true duration
-    return table.select("job_id", estimate=(pl.col("duration") * pl.when(pl.col("gpu_num") % 2 == 0)
-                                            .then(0.5).otherwise(2.0)).cast(pl.Float64) + 1)
-
-
-def _check_common(table: pl.DataFrame, cluster, result) -> None:  # noqa: ANN001
-    sizes = {vc: sum(n) for vc, n in cluster.vcs.items()}
-    out = result.jobs
-    assert out.height == table.height
-    big = {r["job_id"] for r in table.iter_rows(named=True) if r["gpu_num"] > sizes[r["vc"]]}
-    assert set(out.filter(pl.col("status") == "unschedulable")["job_id"]) == big
-    done = out.filter(pl.col("status") == "completed")
-    assert done["job_id"].n_unique() == done.height == table.height - len(big)  # each ends exactly once
-    assert done["end"].null_count() == 0
-    assert (done["start"] >= done["submit"]).all() and (done["end"] >= done["start"]).all()
-    pl_ = result.placements
-    # gang: every run segment holds exactly the job's GPU count
-    seg = pl_.group_by("job_id", "start").agg(pl.col("gpus").sum()).join(done.select("job_id", "gpu_num"), on="job_id")
-    assert (seg["gpus"] == seg["gpu_num"]).all()
-    # no GPU is ever given twice: sweep each node's allocations over time
-    for (vc, node), part in pl_.group_by("vc", "node"):
-        times = np.concatenate([part["start"].to_numpy(), part["end"].to_numpy()])
-        delta = np.concatenate([part["gpus"].to_numpy(), -part["gpus"].to_numpy()])
-        order = np.lexsort((delta, times))  # releases before allocations at the same second
-        assert np.cumsum(delta[order]).max() <= cluster.vcs[vc][node]
 
 
 def _segments_per_job(result) -> dict[str, int]:  # noqa: ANN001
@@ -70,8 +22,8 @@ def _segments_per_job(result) -> dict[str, int]:  # noqa: ANN001
 @given(scenarios(), st.sampled_from(POLICIES))
 def test_invariants_default_mode(scenario, policy: str) -> None:  # noqa: ANN001
     table, cluster = scenario
-    result = simulate(table, cluster, policy, estimates=_estimates(table))
-    _check_common(table, cluster, result)
+    result = simulate(table, cluster, policy, estimates=estimates_for(table))
+    check_invariants(table, cluster, result)
     done = result.jobs.filter(pl.col("status") == "completed")
     runs = _segments_per_job(result)
     for r in done.iter_rows(named=True):
@@ -87,8 +39,8 @@ def test_invariants_default_mode(scenario, policy: str) -> None:  # noqa: ANN001
 @given(scenarios(uniform=True), st.sampled_from(POLICIES))
 def test_invariants_compat_mode(scenario, policy: str) -> None:  # noqa: ANN001
     table, cluster = scenario
-    result = simulate(table, cluster, policy, estimates=_estimates(table), compat="helios-artifact")
-    _check_common(table, cluster, result)
+    result = simulate(table, cluster, policy, estimates=estimates_for(table), compat="helios-artifact")
+    check_invariants(table, cluster, result)
     done = result.jobs.filter(pl.col("status") == "completed")
     extra = 1 if policy == "srtf" else 0
     for r in done.iter_rows(named=True):
@@ -122,6 +74,6 @@ def test_srtf_is_work_conserving_for_one_gpu_jobs(scenario) -> None:  # noqa: AN
 @given(scenarios(), st.sampled_from(POLICIES))
 def test_same_input_same_output(scenario, policy: str) -> None:  # noqa: ANN001
     table, cluster = scenario
-    a = simulate(table, cluster, policy, estimates=_estimates(table))
-    b = simulate(table, cluster, policy, estimates=_estimates(table))
+    a = simulate(table, cluster, policy, estimates=estimates_for(table))
+    b = simulate(table, cluster, policy, estimates=estimates_for(table))
     assert a.jobs.equals(b.jobs) and a.timeline.equals(b.timeline) and a.placements.equals(b.placements)

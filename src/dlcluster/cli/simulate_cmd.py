@@ -66,7 +66,10 @@ def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
 def simulate(
     trace_path: Path = typer.Argument(..., metavar="TRACE", help="Trace file or folder."),
     policy: str = typer.Option("fifo", "--policy", "-p", help="Policy, or several comma-separated (fifo,sjf,qssf)."),
-    placement: str = typer.Option("consolidate", "--placement", help="Placement (see `dlcluster policies`)."),
+    placement: str = typer.Option("consolidate", "--placement",
+                                  help="Placement (see `dlcluster policies`); relax:T waits T s for consolidation."),
+    relax_after: int = typer.Option(None, "--relax-after", help="Seconds for --placement relax (same as relax:T)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of random choices (random placement): same seed, same output."),
     output: Path = typer.Option(..., "--output", "-o", help="Output folder (one subfolder per policy if several)."),
     cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file (default: the trace's own)."),
     cluster_date: str = typer.Option(None, "--cluster-date", help="Day of a Helios GPU-count file to use as spec."),
@@ -92,6 +95,10 @@ def simulate(
         raise ConfigError("--policy: give at least one policy")
     for name in names:
         get_policy(name)
+    if relax_after is not None:
+        if placement != "relax":
+            raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
+        placement = f"relax:{relax_after}"
     opts: dict[str, Any] = {"lenient": lenient}
     if cluster_date and cluster is None:
         opts["cluster_date"] = cluster_date
@@ -119,7 +126,7 @@ def simulate(
             task = bar.add_task(f"{name}", total=len(spec.vcs) if not pooled else 1)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
-                         timezone=trace.timezone, load=load_factor, source=str(trace_path),
+                         timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
                          progress=lambda vc, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name} {vc}"))
             _write_outputs(result, output / name if len(names) > 1 else output, csv)
@@ -136,9 +143,11 @@ def policies() -> None:
     console = Console()
     table = Table(title="policies", show_header=False)
     for name, cls in POLICIES.items():
-        table.add_row(name, cls.help)
+        table.add_row(f"{name}:{cls.parameter.upper()}" if cls.parameter else name, cls.help)
     console.print(table)
     table = Table(title="placements", show_header=False)
+    first: dict[type, str] = {}
     for name, cls in PLACEMENTS.items():
-        table.add_row(name, cls.help)
+        alias = first.setdefault(cls, name)
+        table.add_row("relax:T" if name == "relax" else name, cls.help if alias == name else f"same as {alias}")
     console.print(table)

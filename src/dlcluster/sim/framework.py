@@ -6,14 +6,15 @@ flags. ``blocking`` policies stop a pass at the first queued job that does not f
 (head-of-line blocking); non-blocking ones skip it. ``preemptive`` policies rank queued
 *and* running jobs together each pass; jobs are admitted in that order while their GPU
 count fits the VC's GPU quota, running jobs left out are preempted (checkpoint overhead
-added to their remaining time). Two optional hooks cover the rest: ``order`` (re-order the
-queue in place, for rules that depend on more than one job) and ``next_review`` (an extra
-wake-up second). Policies read job data through :class:`Jobs` and never change state.
+added to their remaining time). Three optional hooks cover the rest: ``order`` (re-order the
+queue in place, for rules that depend on more than one job), ``next_review`` (an extra
+wake-up second) and ``reserve`` (EASY backfilling: a reservation for a blocked head job).
+Policies read job data through :class:`Jobs` and ``self.running`` and never change state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,15 +38,26 @@ class Jobs:
     remaining: list[int] = field(init=False)  # work left, as of the last (re)start or preemption
     started_at: list[int] = field(init=False)  # start of the current run segment (-1 when not running)
     end_at: list[int] = field(init=False)  # end of the current run segment
+    held: list[int] = field(init=False)  # seconds on GPUs in finished run segments (checkpoints included)
 
     def __post_init__(self) -> None:
         self.remaining = list(self.duration)
         self.started_at = [-1] * len(self.gpu)
         self.end_at = [-1] * len(self.gpu)
+        self.held = [0] * len(self.gpu)
 
     def remaining_at(self, job: int, now: int) -> int:
         """Work left for ``job`` at ``now``."""
         return self.end_at[job] - now if self.started_at[job] >= 0 else self.remaining[job]
+
+    def attained_at(self, job: int, now: int) -> int:
+        """GPU-seconds ``job`` has held up to ``now`` (its attained service, for LAS and Tiresias)."""
+        started = self.started_at[job]
+        return self.gpu[job] * (self.held[job] + (now - started if started >= 0 else 0))
+
+    def expected(self, job: int) -> float:
+        """The job's predicted duration when estimates are loaded, else its true duration (oracle)."""
+        return self.estimate[job] if self.estimate is not None else self.duration[job]
 
 
 class Policy:
@@ -56,10 +68,16 @@ class Policy:
     preemptive: ClassVar[bool] = False
     blocking: ClassVar[bool] = True
     needs_estimates: ClassVar[bool] = False
+    uses_estimates: ClassVar[bool] = False  # read estimates when given, the oracle duration otherwise
+    # name of a numeric class attribute set by "name:VALUE" (e.g. "tiresias:7200"), and its meaning
+    parameter: ClassVar[str | None] = None
+    parameter_help: ClassVar[str] = ""
+    parameter_min: ClassVar[int] = 1
 
     def __init__(self, jobs: Jobs, *, compat: bool = False) -> None:
         self.jobs = jobs
         self.compat = compat
+        self.running: Mapping[int, Allocation] = {}  # the cycle's running jobs (read-only view)
 
     def priority(self, job: int, now: int) -> Any:
         """Sort key of ``job`` at ``now``: smaller runs sooner."""
@@ -71,6 +89,10 @@ class Policy:
 
     def next_review(self, queue: Sequence[int], now: int, arrived: int) -> int | None:
         """An extra second at which to run a pass although nothing arrives or ends (None: no need)."""
+        return None
+
+    def reserve(self, head: int, now: int, free: int) -> tuple[int, int] | None:
+        """For a blocked head job: (reserved start, GPUs spare at it) so later jobs may backfill; None: block."""
         return None
 
 
@@ -120,9 +142,12 @@ class Cycle:
         self.jobs, self.policy, self.place, self.state, self.engine = jobs, policy, placement.place, state, engine
         self.queue: list[int] = []
         self.running: dict[int, Allocation] = {}  # insertion order = start order
+        policy.running = self.running
         self.waiting_since = [0] * len(jobs.gpu)
         self.rec = Record.empty(len(jobs.gpu))
         self.step = self._preemptive if policy.preemptive else self._pass
+        # a placement whose choice changes after a job has waited long enough needs a pass at that moment
+        self.relax_after: int | None = getattr(placement, "relax_after", None)
 
     def _finish(self, ended: list[int]) -> None:
         jobs, rec = self.jobs, self.rec
@@ -153,6 +178,7 @@ class Cycle:
         self.engine.cancel(j)
         self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         self.rec.preemptions[j] += 1
+        jobs.held[j] += now - jobs.started_at[j]
         jobs.remaining[j] = jobs.end_at[j] - now + checkpoint_overhead(jobs.gpu[j])
         jobs.started_at[j] = -1
         self.waiting_since[j] = now
@@ -167,20 +193,49 @@ class Cycle:
         queue.extend(arrived)
         if not queue:
             return
-        policy, place, state, gpu = self.policy, self.place, self.state, self.jobs.gpu
+        policy, place, state, gpu, submit = self.policy, self.place, self.state, self.jobs.gpu, self.jobs.submit
         policy.order(queue, now, len(arrived))
         kept: list[int] = []
         for idx, j in enumerate(queue):
-            alloc = place(state, gpu[j])
+            alloc = place(state, gpu[j], now - submit[j])
             if alloc is None:
                 if policy.blocking:
-                    kept.extend(queue[idx:])
+                    kept.append(j)
+                    rest = queue[idx + 1:]
+                    if rest:
+                        kept.extend(self._backfill(j, rest, now))
                     break
                 kept.append(j)
             else:
                 self._start(j, now, alloc)
         self.queue = kept
-        self._review(now, len(arrived))
+        self._review(now, arrived)
+
+    def _backfill(self, head: int, rest: list[int], now: int) -> list[int]:
+        """EASY: start jobs behind a blocked head that fit now and do not delay its reservation; return the others."""
+        state = self.state
+        if state.free_total == 0:
+            return rest
+        reservation = self.policy.reserve(head, now, state.free_total)
+        if reservation is None:
+            return rest
+        shadow, spare = reservation
+        place, gpu, submit, expected = self.place, self.jobs.gpu, self.jobs.submit, self.jobs.expected
+        kept: list[int] = []
+        for idx, j in enumerate(rest):
+            g = gpu[j]
+            short = now + expected(j) <= shadow
+            alloc = place(state, g, now - submit[j]) if short or g <= spare else None
+            if alloc is None:
+                kept.append(j)
+                continue
+            if not short:
+                spare -= g
+            self._start(j, now, alloc)
+            if state.free_total == 0:
+                kept.extend(rest[idx + 1:])
+                break
+        return kept
 
     def _preemptive(self, now: int, ended: list[int], arrived: list[int]) -> None:
         if ended:
@@ -189,14 +244,14 @@ class Cycle:
             self.waiting_since[j] = self.jobs.submit[j]
         self.queue.extend(arrived)
         if not self.queue:
-            self._review(now, len(arrived))
+            self._review(now, arrived)
             return
         policy, gpu, running, state = self.policy, self.jobs.gpu, self.running, self.state
         if state.total - state.free_total + sum(gpu[j] for j in self.queue) <= state.total:
             # every job fits the quota: nobody is preempted, queued jobs are placed in priority order
             self.queue.sort(key=lambda j: policy.priority(j, now))
             self._place_in_order(list(self.queue), now)
-            self._review(now, len(arrived))
+            self._review(now, arrived)
             return
         candidates = self.queue + list(running)
         candidates.sort(key=lambda j: policy.priority(j, now))
@@ -213,19 +268,24 @@ class Cycle:
         for j in victims:
             self._preempt(j, now)
         self._place_in_order(admitted, now)
-        self._review(now, len(arrived))
+        self._review(now, arrived)
 
-    def _review(self, now: int, arrived: int) -> None:
-        wake = self.policy.next_review(self.queue, now, arrived)
+    def _review(self, now: int, arrived: list[int]) -> None:
+        wake = self.policy.next_review(self.queue, now, len(arrived))
         if wake is not None and wake > now:
             self.engine.wake_at(wake)
+        if self.relax_after is not None:
+            started, submit = self.jobs.started_at, self.jobs.submit
+            for j in arrived:
+                if started[j] < 0 and self.relax_after > 0:
+                    self.engine.wake_at(submit[j] + self.relax_after)
 
     def _place_in_order(self, admitted: list[int], now: int) -> None:
         """Start every admitted job that fits now, in order; the others stay queued."""
         started = set()
-        place, state, gpu = self.place, self.state, self.jobs.gpu
+        place, state, gpu, submit = self.place, self.state, self.jobs.gpu, self.jobs.submit
         for j in admitted:
-            alloc = place(state, gpu[j])
+            alloc = place(state, gpu[j], now - submit[j])
             if alloc is not None:
                 self._start(j, now, alloc)
                 started.add(j)

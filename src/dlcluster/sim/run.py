@@ -65,6 +65,7 @@ def simulate(
     window: tuple[int, int] | None = None,
     timezone: str = "UTC",
     load: float = 1.0,
+    seed: int = 0,
     source: str = "<jobs>",
     progress: Progress | None = None,
 ) -> SimResult:
@@ -74,17 +75,19 @@ def simulate(
     ``timezone``, its window, origin, tie order and quirks; ``window`` is then wall-clock
     seconds). ``estimates`` is a table ``job_id, estimate`` (predicted duration, seconds).
     ``unknown_vc="unschedulable"`` counts jobs of VCs missing from ``cluster`` instead of failing.
+    ``seed`` drives every random choice (the ``random`` placement): same seed, same output.
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
     is_compat = compat is not None
     policy_cls = get_policy(policy) if isinstance(policy, str) else policy
-    placer = get_placement(placement, compat=is_compat)
+    placer = get_placement(placement, compat=is_compat, seed=seed)  # checks the name before any work
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
     # the artifact's SRTF ends every job one second late: model it as one more second of work
     extra = 1 if is_compat and policy_cls.preemptive else 0
     groups = prep.jobs.partition_by("group", maintain_order=True, as_dict=True)
+    wants_estimates = policy_cls.needs_estimates or (policy_cls.uses_estimates and estimates is not None)
     order = [g for g in prep.spec.vcs if (g,) in groups]
     runs: list[GroupRun] = []
     t_all = time.perf_counter()
@@ -95,10 +98,11 @@ def simulate(
             gpu=group["gpu_num"].to_list(),
             submit=group["submit"].to_list(),
             duration=(group["duration"] + extra).to_list(),
-            estimate=_estimates(group, estimates, policy_cls.name) if policy_cls.needs_estimates else None,
+            estimate=_estimates(group, estimates, policy_cls.name) if wants_estimates else None,
         )
         engine = Engine()
-        cycle = Cycle(sim_jobs, policy_cls(sim_jobs, compat=is_compat), placer,
+        cycle = Cycle(sim_jobs, policy_cls(sim_jobs, compat=is_compat),
+                      get_placement(placement, compat=is_compat, seed=seed, group=name),
                       VCState(prep.spec.vcs[name]), engine)
         events = engine.run(sim_jobs.submit, range(group.height), cycle.step)
         runs.append(GroupRun(name, group, cycle.rec, prep.spec.vcs[name], events, time.perf_counter() - t0))
@@ -106,5 +110,5 @@ def simulate(
             progress(name, done, len(order))
     wall = time.perf_counter() - t_all
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
-            "load": load, "time_origin": _wall_text(prep.origin)}
+            "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
     return SimResult(*build_results(runs, prep, meta, wall))

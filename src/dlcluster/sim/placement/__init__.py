@@ -1,10 +1,12 @@
 """Placements: where a job's GPUs go. Registry by name.
 
 A placement is an object with ``name``, a one-line ``help`` and
-``place(state, gpus) -> Allocation | None``: a feasible gang allocation on the
+``place(state, gpus, waited) -> Allocation | None``: a feasible gang allocation on the
 :class:`~dlcluster.sim.cluster.VCState` (it must not modify the state) or ``None`` when
-the job does not fit now. Placements may assume ``gpus <= state.total``: jobs that could
-never fit are excluded before the run.
+the job does not fit now; ``waited`` is the job's time since submit. Placements may
+assume ``gpus <= state.total``: jobs that could never fit are excluded before the run. A
+placement whose answer changes once a job has waited ``relax_after`` seconds sets that
+attribute, and the cycle runs a pass at every such moment.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Protocol
 from dlcluster.errors import ConfigError
 from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.placement.consolidate import ArtifactConsolidate, Consolidate
+from dlcluster.sim.placement.relax import Relax
+from dlcluster.sim.placement.spread import FirstFit, RandomFit
+from dlcluster.sim.policies import positive_seconds
 
 
 class Placement(Protocol):
@@ -22,19 +27,31 @@ class Placement(Protocol):
     name: str
     help: str
 
-    def place(self, state: VCState, gpus: int) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
         """A feasible allocation of ``gpus`` GPUs, or None."""
         ...
 
 
-PLACEMENTS: dict[str, type] = {"consolidate": Consolidate}
+PLACEMENTS: dict[str, type] = {"consolidate": Consolidate, "first-fit": FirstFit, "spread": FirstFit,
+                               "random": RandomFit, "relax": Relax}
 COMPAT_PLACEMENTS: dict[str, type] = {"consolidate": ArtifactConsolidate}
 
 
-def get_placement(name: str, *, compat: bool = False) -> Placement:
-    """A fresh placement by name (the artifact's variant in compatibility mode)."""
+def get_placement(name: str, *, compat: bool = False, seed: int = 0, group: str = "") -> Placement:
+    """A fresh placement by name (``relax:T`` sets T; the artifact's variant in compatibility mode).
+
+    ``seed`` and ``group`` seed a random placement, so every VC draws its own reproducible sequence.
+    """
     table = COMPAT_PLACEMENTS if compat else PLACEMENTS
-    if name not in table:
-        raise ConfigError(f"unknown placement {name!r}{' in compatibility mode' if compat else ''}; "
+    base, sep, arg = name.partition(":")
+    if base not in table:
+        raise ConfigError(f"unknown placement {base!r}{' in compatibility mode' if compat else ''}; "
                           f"choose one of: {', '.join(table)}")
-    return table[name]()
+    cls = table[base]
+    if sep and cls is not Relax:
+        raise ConfigError(f"placement {base!r} takes no parameter (got {name!r})")
+    if cls is Relax:
+        return Relax(positive_seconds(arg, f"placement {name!r} (relax_after)")) if sep else Relax()
+    if cls is RandomFit:
+        return RandomFit(f"{seed}:{group}")
+    return cls()

@@ -20,7 +20,7 @@ class Consolidate:
     name = "consolidate"
     help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
 
-    def place(self, state: VCState, gpus: int) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
         if state.free_total < gpus:
             return None
@@ -58,7 +58,7 @@ class ArtifactConsolidate:
     name = "consolidate"
     help = "the SC'21 artifact's consolidate placer (compatibility mode)"
 
-    def place(self, state: VCState, gpus: int) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
         if state.free_total < gpus:
             return None

@@ -1,15 +1,22 @@
-"""Ordering policies by name. A new policy is a :class:`~dlcluster.sim.framework.Policy` subclass added here."""
+"""Ordering policies by name. A new policy is a :class:`~dlcluster.sim.framework.Policy` subclass added here.
+
+A policy with a ``parameter`` also answers to ``name:VALUE`` (e.g. ``tiresias:7200``): a
+subclass with that class attribute set to the number.
+"""
 
 from __future__ import annotations
 
 from dlcluster.errors import ConfigError
 from dlcluster.sim.framework import Policy
+from dlcluster.sim.policies.easy import FifoEasy, QssfEasy
 from dlcluster.sim.policies.fifo import Fifo
+from dlcluster.sim.policies.las import Las
 from dlcluster.sim.policies.qssf import Qssf
 from dlcluster.sim.policies.sjf import Sjf
 from dlcluster.sim.policies.srtf import Srtf
+from dlcluster.sim.policies.tiresias import Tiresias
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Fifo, Sjf, Qssf, Srtf)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Fifo, Sjf, Qssf, Srtf, Las, Tiresias, FifoEasy, QssfEasy)}
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
@@ -20,8 +27,26 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
+def positive_seconds(text: str, what: str, minimum: int = 1) -> int:
+    """A whole number of seconds (at least ``minimum``) from ``name:VALUE`` text, or a ConfigError."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{what}: expected a whole number of seconds, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{what}: expected at least {minimum} s, got {value}")
+    return value
+
+
 def get_policy(name: str) -> type[Policy]:
-    """The policy class registered as ``name``."""
-    if name not in POLICIES:
-        raise ConfigError(f"unknown policy {name!r}; choose one of: {', '.join(POLICIES)}")
-    return POLICIES[name]
+    """The policy class registered as ``name``, or ``base:VALUE`` for a policy with a parameter."""
+    base, sep, arg = name.partition(":")
+    if base not in POLICIES:
+        raise ConfigError(f"unknown policy {base!r}; choose one of: {', '.join(POLICIES)}")
+    cls = POLICIES[base]
+    if not sep:
+        return cls
+    if cls.parameter is None:
+        raise ConfigError(f"policy {base!r} takes no parameter (got {name!r})")
+    value = positive_seconds(arg, f"policy {name!r} ({cls.parameter})", cls.parameter_min)
+    return type(cls.__name__, (cls,), {cls.parameter: value, "name": f"{base}:{value}", "__doc__": cls.__doc__})
