@@ -31,7 +31,7 @@ def by_id(result_jobs: pl.DataFrame) -> dict[str, dict]:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, uniform: bool = False, max_gpus: int = 12, one_gpu: bool = False):  # noqa: ANN201
+def scenarios(draw: st.DrawFn, *, uniform: bool = False, max_gpus: int = 12, one_gpu: bool = False):
     """A small random (job table, cluster spec): 1-2 VCs of 1-3 nodes, up to 25 jobs."""
     n_vcs = draw(st.integers(1, 2))
     vcs = {}
@@ -58,7 +58,7 @@ def estimates_for(table: pl.DataFrame) -> pl.DataFrame:
                                             .then(0.5).otherwise(2.0)).cast(pl.Float64) + 1)
 
 
-def check_invariants(table: pl.DataFrame, cluster, result) -> None:  # noqa: ANN001
+def check_invariants(table: pl.DataFrame, cluster, result) -> None:
     """Every job ends once (or is unschedulable), start >= submit, gangs whole, no GPU given twice."""
     sizes = {vc: sum(n) for vc, n in cluster.vcs.items()}
     out = result.jobs

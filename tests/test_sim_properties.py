@@ -14,13 +14,13 @@ from dlcluster.sim.framework import checkpoint_overhead
 POLICIES = ("fifo", "sjf", "qssf", "srtf")
 
 
-def _segments_per_job(result) -> dict[str, int]:  # noqa: ANN001
+def _segments_per_job(result) -> dict[str, int]:
     return dict(result.placements.group_by("job_id").agg(pl.col("start").n_unique()).iter_rows())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.sampled_from(POLICIES))
-def test_invariants_default_mode(scenario, policy: str) -> None:  # noqa: ANN001
+def test_invariants_default_mode(scenario, policy: str) -> None:
     table, cluster = scenario
     result = simulate(table, cluster, policy, estimates=estimates_for(table))
     check_invariants(table, cluster, result)
@@ -37,7 +37,7 @@ def test_invariants_default_mode(scenario, policy: str) -> None:  # noqa: ANN001
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(uniform=True), st.sampled_from(POLICIES))
-def test_invariants_compat_mode(scenario, policy: str) -> None:  # noqa: ANN001
+def test_invariants_compat_mode(scenario, policy: str) -> None:
     table, cluster = scenario
     result = simulate(table, cluster, policy, estimates=estimates_for(table), compat="helios-artifact")
     check_invariants(table, cluster, result)
@@ -55,7 +55,7 @@ def test_invariants_compat_mode(scenario, policy: str) -> None:  # noqa: ANN001
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(one_gpu=True))
-def test_srtf_is_work_conserving_for_one_gpu_jobs(scenario) -> None:  # noqa: ANN001
+def test_srtf_is_work_conserving_for_one_gpu_jobs(scenario) -> None:
     table, cluster = scenario
     result = simulate(table, cluster, "srtf")
     done, pl_ = result.jobs, result.placements
@@ -72,7 +72,7 @@ def test_srtf_is_work_conserving_for_one_gpu_jobs(scenario) -> None:  # noqa: AN
 
 @settings(max_examples=15, deadline=None)
 @given(scenarios(), st.sampled_from(POLICIES))
-def test_same_input_same_output(scenario, policy: str) -> None:  # noqa: ANN001
+def test_same_input_same_output(scenario, policy: str) -> None:
     table, cluster = scenario
     a = simulate(table, cluster, policy, estimates=estimates_for(table))
     b = simulate(table, cluster, policy, estimates=estimates_for(table))

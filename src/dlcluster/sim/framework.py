@@ -196,33 +196,34 @@ class Cycle:
         policy, place, state, gpu, submit = self.policy, self.place, self.state, self.jobs.gpu, self.jobs.submit
         policy.order(queue, now, len(arrived))
         kept: list[int] = []
+        blocked = False
         for idx, j in enumerate(queue):
             alloc = place(state, gpu[j], now - submit[j])
-            if alloc is None:
-                if policy.blocking:
-                    kept.append(j)
-                    rest = queue[idx + 1:]
-                    if rest:
-                        kept.extend(self._backfill(j, rest, now))
-                    break
-                kept.append(j)
-            else:
+            if alloc is not None:
                 self._start(j, now, alloc)
-        self.queue = kept
+            elif policy.blocking:
+                # every job before the head started; the tail is left in place (no O(queue) copy per event)
+                del queue[:idx]
+                if len(queue) > 1 and state.free_total:
+                    self._backfill(queue, now)
+                blocked = True
+                break
+            else:
+                kept.append(j)
+        self.queue = queue if blocked else kept
         self._review(now, arrived)
 
-    def _backfill(self, head: int, rest: list[int], now: int) -> list[int]:
-        """EASY: start jobs behind a blocked head that fit now and do not delay its reservation; return the others."""
+    def _backfill(self, queue: list[int], now: int) -> None:
+        """EASY: start jobs behind the blocked head ``queue[0]`` that fit now and do not delay its reservation."""
         state = self.state
-        if state.free_total == 0:
-            return rest
-        reservation = self.policy.reserve(head, now, state.free_total)
+        reservation = self.policy.reserve(queue[0], now, state.free_total)
         if reservation is None:
-            return rest
+            return
         shadow, spare = reservation
         place, gpu, submit, expected = self.place, self.jobs.gpu, self.jobs.submit, self.jobs.expected
         kept: list[int] = []
-        for idx, j in enumerate(rest):
+        for idx in range(1, len(queue)):
+            j = queue[idx]
             g = gpu[j]
             short = now + expected(j) <= shadow
             alloc = place(state, g, now - submit[j]) if short or g <= spare else None
@@ -233,9 +234,9 @@ class Cycle:
                 spare -= g
             self._start(j, now, alloc)
             if state.free_total == 0:
-                kept.extend(rest[idx + 1:])
+                kept.extend(queue[idx + 1:])
                 break
-        return kept
+        queue[1:] = kept
 
     def _preemptive(self, now: int, ended: list[int], arrived: list[int]) -> None:
         if ended:

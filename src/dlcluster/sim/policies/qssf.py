@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dlcluster.sim.framework import Policy
+from dlcluster.sim.framework import Jobs, Policy
 
 
 class Qssf(Policy):
@@ -19,16 +19,22 @@ class Qssf(Policy):
     help = "smallest estimated GPU time (estimate × GPUs) first; needs duration estimates"
     needs_estimates = True
 
+    def __init__(self, jobs: Jobs, *, compat: bool = False) -> None:
+        super().__init__(jobs, compat=compat)
+        assert jobs.estimate is not None
+        # keys never change: a list lookup keeps the per-event sort in C
+        self._key = [e * g for e, g in zip(jobs.estimate, jobs.gpu, strict=True)]
+
     def priority(self, job: int, now: int) -> float:
         """Estimated duration × GPUs."""
-        assert self.jobs.estimate is not None
-        return self.jobs.estimate[job] * self.jobs.gpu[job]
+        return self._key[job]
 
     def order(self, queue: list[int], now: int, arrived: int) -> None:
         """Stable sort by estimated GPU time (compat: GPU count first, estimates only with older jobs waiting)."""
         if not self.compat:
-            super().order(queue, now, arrived)
+            if arrived:  # a pass keeps the queue's order, so only arrivals can unsort it
+                queue.sort(key=self._key.__getitem__)
             return
         queue.sort(key=self.jobs.gpu.__getitem__)
         if len(queue) > arrived:
-            queue.sort(key=lambda j: self.priority(j, now))
+            queue.sort(key=self._key.__getitem__)

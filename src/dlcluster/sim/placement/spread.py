@@ -1,0 +1,53 @@
+"""Placements that split jobs freely: first fit in node order, and first fit in a seeded random node order."""
+
+from __future__ import annotations
+
+import random
+
+from dlcluster.sim.cluster import Allocation, VCState
+
+
+def fill(free: list[int], order: list[int] | range, gpus: int) -> Allocation:
+    """Take free GPUs node by node in ``order`` until ``gpus`` are held (the caller checked they exist)."""
+    alloc: Allocation = []
+    for node in order:
+        f = free[node]
+        if f:
+            take = min(gpus, f)
+            alloc.append((node, take))
+            gpus -= take
+            if gpus == 0:
+                break
+    return alloc
+
+
+class FirstFit:
+    """The first nodes in index order with free GPUs, splitting the job across them as needed."""
+
+    name = "first-fit"
+    help = "first nodes (index order) with free GPUs; jobs are split across nodes freely"
+
+    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+        """First-fit gang placement or None."""
+        if state.free_total < gpus:
+            return None
+        return fill(state.free, range(len(state.free)), gpus)
+
+
+class RandomFit:
+    """Free GPUs taken node by node in a random node order drawn for each placement (seeded)."""
+
+    name = "random"
+    help = "nodes in a random order (seeded by --seed), split freely; same seed, same placements"
+
+    def __init__(self, seed: str) -> None:
+        # a str seed is hashed with SHA-512 by `random`, so it does not depend on PYTHONHASHSEED
+        self.rng = random.Random(seed)
+
+    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+        """Random-order gang placement or None."""
+        if state.free_total < gpus:
+            return None
+        nodes = [n for n, f in enumerate(state.free) if f]
+        self.rng.shuffle(nodes)
+        return fill(state.free, nodes, gpus)

@@ -1,0 +1,36 @@
+"""Tiresias (NSDI'19): discretised two-queue LAS on attained GPU-service, FIFO within a queue, preemptive."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlcluster.sim.framework import Policy
+
+
+class Tiresias(Policy):
+    """Queue 0 below ``threshold`` GPU-seconds of attained service, queue 1 above; queue 0 first, FIFO within."""
+
+    name = "tiresias"
+    help = ("two-queue discretised LAS (Tiresias): jobs below the threshold of attained GPU-seconds first, "
+            "FIFO within a queue, preemptive (tiresias:GPU_SECONDS, default 3600)")
+    preemptive = True
+    blocking = False
+    parameter = "threshold"
+    parameter_help = "attained GPU-seconds at which a job is demoted to the second queue"
+    threshold: int = 3600  # one GPU-hour
+
+    def priority(self, job: int, now: int) -> tuple[int, int]:
+        """(queue, submit time)."""
+        return (self.jobs.attained_at(job, now) >= self.threshold, self.jobs.submit[job])
+
+    def next_review(self, queue: Sequence[int], now: int, arrived: int) -> int | None:
+        """While jobs wait: the first second a running queue-0 job reaches the threshold (its demotion)."""
+        if not queue:
+            return None
+        jobs, wake = self.jobs, None
+        for j in self.running:
+            left = self.threshold - jobs.attained_at(j, now)
+            if left > 0:
+                at = now - (-left // jobs.gpu[j])  # first whole second at which it is demoted
+                wake = at if wake is None or at < wake else wake
+        return wake
