@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from dlcluster.analysis.common import gpu_seconds
 from dlcluster.schema import STATUSES
 from dlcluster.trace import Trace
 
@@ -27,7 +28,7 @@ def trace_info(trace: Trace) -> dict[str, Any]:
         pl.col("user").drop_nulls().n_unique().alias("users"),
         pl.col("submit_time").min().alias("start"),
         pl.max_horizontal(pl.col("end_time").max(), pl.col("submit_time").max()).alias("end"),
-        (pl.col("duration").cast(pl.Float64) * pl.col("gpu_num")).sum().alias("gpu_seconds"),
+        gpu_seconds().sum().alias("gpu_seconds"),
     ).row(0, named=True)
     counts = dict(jobs.get_column("status").cast(pl.String).value_counts().iter_rows())
     return {

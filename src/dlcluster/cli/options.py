@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import typer
@@ -15,6 +17,45 @@ MapOpt = typer.Option(None, "--map", help="Column mapping for --format csv: cano
                       "(e.g. submit_time=submitted,duration=runtime_s,gpu_num=gpus).")
 TimeUnitOpt = typer.Option(None, "--time-unit", help="For --format csv: unit of numeric times (s, ms, us).")
 TzOpt = typer.Option(None, "--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai).")
+
+WRITERS = {
+    "parquet": "dlcluster.io.parquet",
+    "helios": "dlcluster.io.helios",
+    "philly": "dlcluster.io.philly",
+    "swf": "dlcluster.io.swf",
+    "csv": "dlcluster.io.csv_mapped",
+}
+FOLDER_FORMATS = ("helios", "philly")
+SUFFIXES = {".parquet": "parquet", ".swf": "swf", ".csv": "csv"}
+
+
+def output_format(output: Path, fmt: str | None, format_flag: str | None = "--format") -> str:
+    """The writer to use: ``fmt`` if given, else by the output's suffix (``format_flag``: the option that forces it)."""
+    if fmt is not None:
+        if fmt not in WRITERS:
+            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(WRITERS)}")
+        return fmt
+    suffix = output.suffix.lower()
+    if suffix not in SUFFIXES:
+        forced = f" or pass {format_flag} ({', '.join(WRITERS)})" if format_flag else ""
+        raise ConfigError(f"-o {output}: cannot tell the output format from suffix {suffix!r}; "
+                          f"use .parquet/.swf/.csv{forced}")
+    return SUFFIXES[suffix]
+
+
+def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") -> ModuleType:
+    """The writer module for ``output``, after checking the output is not the wrong kind of path."""
+    fmt = output_format(output, fmt, format_flag)
+    if fmt in FOLDER_FORMATS and output.exists() and not output.is_dir():
+        raise ConfigError(f"-o {output}: is a file, but the {fmt} format is written as a folder")
+    if fmt not in FOLDER_FORMATS and output.is_dir():
+        raise ConfigError(f"-o {output}: is a folder, expected a {fmt} file name")
+    for other in FOLDER_FORMATS:
+        # a folder holding two traces would be read back as whichever format is detected first
+        if fmt in FOLDER_FORMATS and other != fmt and output.is_dir() \
+                and importlib.import_module(WRITERS[other]).sniff(output):
+            raise ConfigError(f"-o {output}: already holds a {other} trace; write the {fmt} trace to another folder")
+    return importlib.import_module(WRITERS[fmt])
 
 
 def parse_mapping(spec: str | None) -> dict[str, str] | None:

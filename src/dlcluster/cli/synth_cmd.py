@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import time
 from pathlib import Path
 
 import typer
 
 from dlcluster.cli import app, err_console
+from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError
-
-WRITERS = {
-    "parquet": "dlcluster.io.parquet",
-    "helios": "dlcluster.io.helios",
-    "philly": "dlcluster.io.philly",
-    "swf": "dlcluster.io.swf",
-    "csv": "dlcluster.io.csv_mapped",
-}
-SUFFIXES = {".parquet": "parquet", ".swf": "swf", ".csv": "csv"}
-
-
-def output_format(output: Path, fmt: str | None) -> str:
-    """The writer to use: ``--format`` if given, else by the output's suffix."""
-    if fmt is not None:
-        if fmt not in WRITERS:
-            raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(WRITERS)}")
-        return fmt
-    suffix = output.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ConfigError(f"-o {output}: cannot tell the output format from suffix {suffix!r}; "
-                          f"use .parquet/.swf/.csv or pass --format ({', '.join(WRITERS)})")
-    return SUFFIXES[suffix]
 
 
 @app.command()
@@ -61,7 +39,7 @@ def synth(
         raise ConfigError(f"--days must be a positive number, got {days}")
     if not load > 0:
         raise ConfigError(f"--load must be a positive number, got {load}")
-    writer = importlib.import_module(WRITERS[output_format(output, fmt)])
+    writer = output_writer(output, fmt)
 
     began = time.perf_counter()
     if preset is not None:

@@ -11,8 +11,16 @@ from rich.table import Table
 
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import app
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
-from dlcluster.errors import ConfigError
+from dlcluster.cli.options import (
+    FormatOpt,
+    LenientOpt,
+    MapOpt,
+    TimeUnitOpt,
+    TzOpt,
+    load,
+    reader_options,
+    writer,
+)
 
 
 @app.command()
@@ -56,15 +64,7 @@ def convert(
     tz: str = TzOpt,
 ) -> None:
     """Convert a trace to canonical Parquet (or SWF/CSV by the output's suffix), atomically."""
+    out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
     trace = load(path, fmt, **reader_options(lenient, mapping, time_unit, tz))
-    suffix = output.suffix.lower()
-    if suffix == ".parquet":
-        from dlcluster.io.parquet import write
-    elif suffix == ".swf":
-        from dlcluster.io.swf import write
-    elif suffix == ".csv":
-        from dlcluster.io.csv_mapped import write
-    else:
-        raise ConfigError(f"--output {output}: unknown suffix {suffix!r} (use .parquet, .swf or .csv)")
-    write(trace, output)
+    out.write(trace, output)
     Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")

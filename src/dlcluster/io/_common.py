@@ -12,10 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from dlcluster.errors import InputError
+from dlcluster.errors import ConfigError, InputError
 
 ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
 NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "null", "NULL", "Unknown")
@@ -41,9 +42,11 @@ def read_csv_text(
     quote_char: str | None = '"',
 ) -> pl.DataFrame:
     """Read a delimited file with every column as text plus a ``_row`` line-number column."""
+    require_file(path)
     try:
         df = pl.read_csv(
             path,
+            glob=False,  # a file name with '*' or '[' is a name, not a pattern
             separator=separator,
             has_header=has_header,
             new_columns=list(new_columns) if new_columns else None,
@@ -62,6 +65,24 @@ def read_csv_text(
     df = df.with_row_index(ROW, offset=2 if has_header else 1).with_columns(pl.col(ROW).cast(pl.Int64))
     # blank lines (e.g. a trailing empty line) come back as all-null rows: not data
     return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c != ROW]))
+
+
+def require_file(path: str | Path) -> None:
+    """Raise a one-line error unless ``path`` is an existing regular file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder, expected a file", path=path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+
+
+def check_timezone(tz: str) -> str:
+    """Return ``tz`` if it is a known IANA time zone, else raise a one-line error."""
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"unknown time zone {tz!r} (use an IANA name such as Asia/Shanghai)") from exc
+    return tz
 
 
 def first_line(path: Path) -> str:
@@ -97,6 +118,7 @@ def parse_datetime(col: str, fmt: str | None, tz: str, ambiguous: str = "earlies
     A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous;
     ``ambiguous`` picks the ``earliest`` (default) or ``latest`` instant.
     """
+    check_timezone(tz)
     raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
     parsed = raw.str.to_datetime(fmt, strict=False, time_unit="us") if fmt else raw.str.to_datetime(
         strict=False, time_unit="us"
@@ -137,6 +159,12 @@ def negative(col: str, source_col: str | None = None) -> Check:
     return Check(
         source_col or col, pl.col(col) < 0, f"negative {source_col or col}", lambda v: f"negative value {v}"
     )
+
+
+def ends_before(end: str, start: str, source_col: str) -> Check:
+    """A check failing where parsed time ``end`` is earlier than parsed time ``start`` (a negative duration)."""
+    return Check(source_col, pl.col(end) < pl.col(start), "end before start",
+                 lambda v: f"{v!r} is before the start time (negative duration)")
 
 
 def duplicate(col: str, source_col: str | None = None) -> Check:

@@ -14,7 +14,6 @@ are seconds. :func:`write` produces a canonical CSV this reader reads back lossl
 from __future__ import annotations
 
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
@@ -24,7 +23,9 @@ from dlcluster.io._common import (
     ROW,
     Check,
     apply_checks,
+    check_timezone,
     duplicate,
+    ends_before,
     header_has,
     is_null_token,
     map_status,
@@ -32,6 +33,7 @@ from dlcluster.io._common import (
     parse_float,
     parse_int,
     read_csv_text,
+    require_file,
     required_value,
     unknown_status,
     unparsable,
@@ -59,12 +61,13 @@ def sniff(path: Path) -> bool:
 
 def _load(path: Path) -> tuple[pl.DataFrame, str]:
     """The source table as text columns plus ``_row``, and the label of its rows (line / row)."""
+    require_file(path)
     with path.open("rb") as fh:
         parquet = fh.read(4) == b"PAR1"
     if not parquet:
         return read_csv_text(path), "line"
     try:
-        df = pl.read_parquet(path)
+        df = pl.read_parquet(path, glob=False)
     except Exception as exc:  # pyarrow/polars raise several types for a damaged file
         raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
     as_text = []
@@ -134,10 +137,7 @@ def read(
     """Read a CSV/Parquet job table through a canonical→source column mapping."""
     if time_unit is not None and time_unit not in UNITS:
         raise ConfigError(f"--time-unit: {time_unit!r} is not one of {', '.join(UNITS)}")
-    try:
-        ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ConfigError(f"unknown time zone {timezone!r}") from exc
+    check_timezone(timezone)
     df, row_label = _load(path)
     src = _sources(df, mapping or {}, path)
     df = df.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("_index"))
@@ -165,6 +165,8 @@ def read(
     df = df.with_columns(parsed)
     checks += [required_value(f"_{c}", src.get(c)) for c in ("job_id", "cluster", "vc", "submit_time", "gpu_num")]
     checks.append(duplicate("_job_id", src.get("job_id")))
+    if "start_time" in src and "end_time" in src:
+        checks.append(ends_before("_end_time", "_start_time", src["end_time"]))
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
 
     def have(c: str) -> pl.Expr:

@@ -24,6 +24,7 @@ from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
     apply_checks,
+    ends_before,
     header_has,
     map_status,
     negative,
@@ -78,6 +79,7 @@ def _checks() -> list[Check]:
         Check("end_time", pl.col("end_time_").is_null() & ~pl.col("status").is_in(_MAY_LACK_END),
               "missing end_time",
               lambda v: "value is empty (required unless the job is pending, running or cancelled)"),
+        ends_before("end_time_", "start_time_", "end_time"),
     ]
     counts = (("gpu_num", "GPUs"), ("cpu_num", "CPUs"), ("node_num", "nodes"), ("duration", "seconds"),
               ("queue", "seconds"))

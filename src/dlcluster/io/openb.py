@@ -25,6 +25,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    ends_before,
     header_has,
     is_null_token,
     map_status,
@@ -73,7 +74,8 @@ def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
     ]
     if timed:
         df = df.with_columns(map_status("pod_phase", PHASES).alias("status"))
-        checks += [required_value("creation_time_", "creation_time"), unknown_status("pod_phase", "status")]
+        checks += [required_value("creation_time_", "creation_time"), unknown_status("pod_phase", "status"),
+                   ends_before("deletion_time_", "scheduled_time_", "deletion_time")]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
 
     if timed:

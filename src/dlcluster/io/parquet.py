@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from dlcluster.atomic import write_atomic
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
+from dlcluster.io._common import require_file
 from dlcluster.schema import JOB_SCHEMA, conform, validate
 from dlcluster.trace import Trace
 
@@ -27,6 +28,7 @@ def sniff(path: Path) -> bool:
 
 def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
     """Read a canonical Parquet job table written by :func:`write`."""
+    require_file(path)
     try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file

@@ -41,6 +41,7 @@ from dlcluster.io._common import (
     is_null_token,
     map_status,
     parse_datetime,
+    require_file,
     required_value,
     unknown_status,
     unparsable,
@@ -133,6 +134,7 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
     attempts: list[tuple[Any, ...]] = []
     errors: list[InputError] = []
     dropped: Counter[str] = Counter()
+    require_file(log)
     with log.open("rb") as fh:
         if fh.read(64).lstrip()[:1] != b"[":
             raise InputError("expected a JSON array of jobs", path=log)

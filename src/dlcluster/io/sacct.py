@@ -20,6 +20,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    ends_before,
     first_line,
     map_status,
     negative,
@@ -82,7 +83,8 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC", **_: objec
     for col in ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes"):
         if col not in raw.columns:
             raw = raw.with_columns(pl.lit(None, pl.String).alias(col))
-    jobs = raw.filter(~pl.col("JobID").str.contains(".", literal=True))
+    # a row without a JobID is not a step: keep it so the checks below report it
+    jobs = raw.filter(~pl.col("JobID").str.contains(".", literal=True).fill_null(False))
     alloc, alloc_bad = _gpus("AllocTRES")
     req, req_bad = _gpus("ReqTRES")
     df = jobs.with_columns(
@@ -115,7 +117,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC", **_: objec
         unparsable("NNodes", "node_num", "a whole number of nodes"),
         negative("node_num", "NNodes"),
         unknown_status("State", "status"),
-        Check("End", pl.col("end_time") < pl.col("start_time"), "end before start", lambda v: f"{v!r} is before Start"),
+        ends_before("end_time", "start_time", "End"),
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
     cluster = _text("Cluster", df).fill_null(pl.lit(path.stem))

@@ -1,0 +1,144 @@
+"""Regression tests for odd-but-legal input and output paths found in QA of the readers and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.io import read_trace
+
+PHILLY_JOBS = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+ROW = "2017-10-09 07:01:55,66.0,1,66.0,a\n"
+HELIOS = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+SACCT = "JobID|User|Partition|Submit|Start|End|State|AllocTRES\n"
+OPENB = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+         "scheduled_time\n")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True, check=False)
+
+
+def test_file_name_with_glob_characters_is_read_literally(tmp_path: Path) -> None:
+    (tmp_path / "jobs[1].csv").write_text(PHILLY_JOBS + ROW)
+    (tmp_path / "a*.csv").write_text(PHILLY_JOBS + ROW)
+    (tmp_path / "ab.csv").write_text(PHILLY_JOBS + ROW + ROW)  # would match the pattern 'a*.csv'
+    assert read_trace(tmp_path / "jobs[1].csv", format="philly-jobs").jobs.height == 1
+    assert read_trace(tmp_path / "a*.csv", format="philly-jobs").jobs.height == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "where", "message"),
+    [
+        ("philly-jobs", "", "is a folder, expected a file"),
+        ("csv", "", "is a folder, expected a file"),
+        ("parquet", "", "is a folder, expected a file"),
+        ("helios", "/cluster_log.csv", "no such file"),
+        ("philly", "/cluster_job_log", "no such file"),
+    ],
+)
+def test_folder_for_a_file_format_is_a_one_line_error(tmp_path: Path, fmt: str, where: str, message: str) -> None:
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    with pytest.raises(InputError) as err:
+        read_trace(folder, format=fmt)
+    assert str(err.value) == f"{folder}{where}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "text"),
+    [
+        ("philly-jobs", "jobs.csv", PHILLY_JOBS + ROW),
+        ("sacct", "s.txt", SACCT + "1|u|p|2024-01-01T00:00:00|||PENDING|\n"),
+        ("helios", "cluster_log.csv", HELIOS + "j,u,v,1,1,1,PENDING,2020-04-01 00:00:00,,,,\n"),
+    ],
+)
+def test_unknown_time_zone_is_a_config_error(tmp_path: Path, fmt: str, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"^unknown time zone 'Mars/Base' \(use an IANA name"):
+        read_trace(path, format=fmt, timezone="Mars/Base")
+
+
+def test_cli_unknown_time_zone_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text(PHILLY_JOBS + ROW)
+    res = _cli("info", str(path), "--tz", "Mars/Base")
+    assert res.returncode == 2
+    expected = "error: unknown time zone 'Mars/Base' (use an IANA name such as Asia/Shanghai)"
+    assert res.stderr.strip().splitlines() == [expected]
+
+
+def test_sacct_row_without_jobid_is_reported_not_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "export.txt"
+    path.write_text(SACCT + "1|u|p|2024-01-01T00:00:00|||PENDING|\n|u|p|2024-01-01T00:00:00|||PENDING|\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="sacct")
+    assert str(err.value) == f"{path}, line 3, field 'JobID': value is empty"
+    trace = read_trace(path, format="sacct", lenient=True)
+    assert trace.jobs["job_id"].to_list() == ["1"] and trace.dropped == {"missing JobID": 1}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "text", "options", "where"),
+    [
+        ("helios", "cluster_log.csv",
+         HELIOS + "j1,u,v,1,1,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:10:00,2020-04-01 00:05:00,300,600\n",
+         {}, "field 'end_time': '2020-04-01 00:05:00'"),
+        ("openb", "openb_pod_list_x.csv", OPENB + "p1,1000,10,1,1000,,LS,Succeeded,0,5,10\n", {},
+         "field 'deletion_time': '5'"),
+        ("csv", "jobs.csv", "submit,start,end,gpus\n100,200,150,1\n",
+         {"mapping": {"submit_time": "submit", "start_time": "start", "end_time": "end", "gpu_num": "gpus"}},
+         "field 'end': '150'"),
+    ],
+)
+def test_end_before_start_is_a_negative_duration_error(tmp_path: Path, fmt: str, name: str, text: str,
+                                                       options: dict, where: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format=fmt, **options)
+    assert str(err.value) == f"{path}, line 2, {where} is before the start time (negative duration)"
+    trace = read_trace(path, format=fmt, lenient=True, **options)
+    assert trace.jobs.height == 0 and trace.dropped == {"end before start": 1}
+
+
+def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    src = tmp_path / "jobs.csv"
+    src.write_text(PHILLY_JOBS + ROW)
+    (tmp_path / "out.parquet").mkdir()
+    res = _cli("convert", str(src), "-o", str(tmp_path / "out.parquet"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: -o {tmp_path / 'out.parquet'}: is a folder, expected a parquet file name"
+
+
+def test_convert_bad_suffix_does_not_point_at_the_input_format_option(tmp_path: Path) -> None:
+    src = tmp_path / "jobs.csv"
+    src.write_text(PHILLY_JOBS + ROW)
+    res = _cli("convert", str(src), "-o", str(tmp_path / "out.txt"))
+    assert res.returncode == 2
+    assert "--format" not in res.stderr and "use .parquet/.swf/.csv" in res.stderr
+
+
+def test_synth_folder_format_onto_a_file_is_a_one_line_error(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.write_text("x")
+    res = _cli("synth", "--preset", "philly", "--days", "0.1", "-f", "helios", "-o", str(target))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: -o {target}: is a file, but the helios format is written as a folder"
+    assert target.read_text() == "x"
+
+
+def test_synth_refuses_to_mix_two_folder_formats(tmp_path: Path) -> None:
+    folder = tmp_path / "trace"
+    assert _cli("synth", "--preset", "philly", "--days", "0.1", "-f", "helios", "-o", str(folder)).returncode == 0
+    res = _cli("synth", "--preset", "philly", "--days", "0.1", "-f", "philly", "-o", str(folder))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: -o {folder}: already holds a helios trace; write the philly trace to " \
+                                 "another folder"
+    assert not (folder / "cluster_job_log").exists()
+    assert read_trace(folder).format == "helios"
