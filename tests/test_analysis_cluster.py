@@ -54,7 +54,7 @@ def test_without_start_times_running_gpus_are_unknown_not_zero() -> None:
 
 def test_vc_utilization_counts_idle_hours() -> None:
     df = _jobs([("a", "v1", "u", 8, 1, T0, T0, T0 + 3600, "completed"),
-                ("b", "v2", "u", 2, 1, T0, T0 + 3600, T0 + 7200, "completed")])
+                ("b", "v2", "u", 2, 1, T0 + 3600, T0 + 3600, T0 + 7200, "completed")])
     out = cluster.vc_utilization(df, ClusterSpec({"v1": (8,), "v2": (4,)}))
     v1 = out.filter(pl.col("vc") == "v1").row(0, named=True)
     assert v1["hours"] == 2 and v1["mean"] == pytest.approx(0.5)

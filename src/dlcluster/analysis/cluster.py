@@ -7,16 +7,17 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from dlcluster.analysis.common import gpu_seconds
+from dlcluster.analysis.common import gpu_seconds, ordered_mean
 from dlcluster.analysis.load import hourly_running, running_at
 from dlcluster.cluster import ClusterSpec
 
 LocalTime = Callable[[str], pl.Expr]  # epoch-seconds column name → local datetime (Trace.local_times)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+HOURLY = ["submissions", "gpu_submissions", "running_gpus"]
 
 
 def _hourly(jobs: pl.DataFrame, local: LocalTime) -> pl.DataFrame:
-    """Per UTC hour: submissions, running GPUs, and the hour's local calendar fields."""
+    """Per UTC hour up to the last submission: submissions, running GPUs, and the hour's local calendar fields."""
     running = hourly_running(jobs)
     known = running.height > 0
     if not known:
@@ -27,9 +28,10 @@ def _hourly(jobs: pl.DataFrame, local: LocalTime) -> pl.DataFrame:
             pl.lit(None, pl.Float64).alias("running_gpus"))
     subs = jobs.group_by((pl.col("submit_time") // 3600 * 3600).alias("hour_start")).agg(
         pl.len().alias("submissions"), (pl.col("gpu_num") > 0).sum().alias("gpu_submissions"))
-    lo, hi = running["hour_start"].min(), running["hour_start"].max()
-    span = pl.DataFrame({"hour_start": np.arange(min(lo, subs["hour_start"].min()),
-                                                 max(hi, subs["hour_start"].max()) + 1, 3600, dtype=np.int64)})
+    # the observation window ends with the last submission: averaging in the hours where
+    # only long jobs drain (months, for a short generated window) would dilute every mean
+    lo = min(running["hour_start"].min(), subs["hour_start"].min())
+    span = pl.DataFrame({"hour_start": np.arange(lo, subs["hour_start"].max() + 1, 3600, dtype=np.int64)})
     return (
         span.join(running, on="hour_start", how="left").join(subs, on="hour_start", how="left")
         .with_columns(pl.col("submissions", "gpu_submissions").fill_null(0),
@@ -40,6 +42,10 @@ def _hourly(jobs: pl.DataFrame, local: LocalTime) -> pl.DataFrame:
     )
 
 
+def _means(columns: list[str]) -> list[pl.Expr]:
+    return [ordered_mean(c).alias(c) for c in columns]
+
+
 def _with_util(df: pl.DataFrame, total_gpus: int | None) -> pl.DataFrame:
     util = pl.col("running_gpus") / total_gpus if total_gpus else pl.lit(None, pl.Float64)
     return df.with_columns(util.alias("utilization"))
@@ -48,14 +54,14 @@ def _with_util(df: pl.DataFrame, total_gpus: int | None) -> pl.DataFrame:
 def daily_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
     """Mean per local hour of day: ``hour, submissions, gpu_submissions, running_gpus, utilization``."""
     h = _hourly(jobs, local)
-    out = h.group_by("hour").agg(pl.col("submissions", "gpu_submissions", "running_gpus").mean()).sort("hour")
+    out = h.group_by("hour").agg(*_means(HOURLY)).sort("hour")
     return _with_util(out, total_gpus)
 
 
 def weekly_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
     """Mean per local day of week (1 = Monday), per hour: ``weekday, day, submissions, gpu_submissions, running_gpus, utilization``."""
     h = _hourly(jobs, local)
-    out = (h.group_by("weekday").agg(pl.col("submissions", "gpu_submissions", "running_gpus").mean())
+    out = (h.group_by("weekday").agg(*_means(HOURLY))
            .sort("weekday").with_columns(
                pl.col("weekday").replace_strict(dict(enumerate(WEEKDAYS, 1)), return_dtype=pl.String).alias("day")))
     return _with_util(out.select("weekday", "day", "submissions", "gpu_submissions", "running_gpus"), total_gpus)
@@ -63,7 +69,7 @@ def weekly_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None 
 
 def monthly_trend(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
     """Per local calendar month: ``month, jobs, gpu_jobs, gpu_hours_submitted, running_gpus, utilization``."""
-    h = _hourly(jobs, local).group_by("month").agg(pl.col("running_gpus").mean())
+    h = _hourly(jobs, local).group_by("month").agg(*_means(["running_gpus"]))
     subs = (jobs.with_columns(local("submit_time").dt.strftime("%Y-%m").alias("month"))
             .group_by("month").agg(pl.len().alias("jobs"), (pl.col("gpu_num") > 0).sum().alias("gpu_jobs"),
                                     (gpu_seconds().sum() / 3600).alias("gpu_hours_submitted")))
@@ -79,14 +85,15 @@ def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
     if running.height == 0:
         return pl.DataFrame(schema={"vc": pl.String, "gpus": pl.Int64, "hours": pl.UInt32, **{
             k: pl.Float64 for k in ("p5", "p25", "p50", "p75", "p95", "mean")}})
-    # every hour of the trace counts for every VC, idle hours included
-    hours = running.select("hour_start").unique()
+    # every hour of the trace up to the last submission counts for every VC, idle hours included
+    last = int(jobs["submit_time"].max()) // 3600 * 3600
+    hours = running.select("hour_start").unique().filter(pl.col("hour_start") <= last)
     full = caps.join(hours, how="cross").join(running, on=["vc", "hour_start"], how="left").with_columns(
         (pl.col("running_gpus").fill_null(0.0) / pl.col("gpus")).alias("u"))
     u = pl.col("u")
     return (full.group_by("vc", "gpus").agg(
         pl.len().alias("hours"), *(u.quantile(q / 100, "linear").alias(f"p{q}") for q in (5, 25, 50, 75, 95)),
-        u.mean().alias("mean")).sort("vc"))
+        ordered_mean("u").alias("mean")).sort("vc"))
 
 
 def queue_vs_load(jobs: pl.DataFrame, total_gpus: int | None = None, bins: int = 10) -> pl.DataFrame:

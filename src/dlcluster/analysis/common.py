@@ -43,6 +43,17 @@ def gpu_seconds() -> pl.Expr:
     return pl.col("gpu_num").cast(pl.Float64) * pl.col("duration").cast(pl.Float64)
 
 
+def ordered_mean(column: str) -> pl.Expr:
+    """Mean of a float column that does not depend on row order (nulls ignored, null when empty).
+
+    Polars' parallel group-by adds floats in a varying order, so a plain ``mean()`` can
+    change in the last bits from run to run; a cumulative sum over the sorted values is
+    sequential, so the same input always gives the same bits.
+    """
+    x = pl.col(column).drop_nulls().sort()
+    return x.cum_sum().last() / x.len()
+
+
 def has_values(jobs: pl.DataFrame, column: str) -> bool:
     """Whether ``column`` holds at least one non-null value."""
     return jobs.height > 0 and jobs.get_column(column).null_count() < jobs.height

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from dlcluster.analysis.common import outcome
+from dlcluster.analysis.common import ordered_mean, outcome
 from dlcluster.analysis.locality import first_attempts
 from dlcluster.io.philly_util import FILES, PhillyUtilization
 
@@ -90,9 +90,9 @@ def utilization_by_size_status(job_util: pl.DataFrame, attempts: pl.DataFrame, j
          .join(jobs.select("job_id", outcome().cast(pl.String).alias("outcome")), on="job_id")
          .filter(pl.col("gpus").is_in(TABLE3_SIZES)).with_columns(pl.col("gpus").cast(pl.String)))
     d = pl.concat([d, d.with_columns(pl.lit("all").alias("gpus"))])
-    by = d.drop_nulls("outcome").group_by("gpus", "outcome").agg(pl.col("gpu_util").mean())
+    by = d.drop_nulls("outcome").group_by("gpus", "outcome").agg(ordered_mean("gpu_util"))
     wide = by.pivot(on="outcome", index="gpus", values="gpu_util", sort_columns=True)
-    overall = d.group_by("gpus").agg(pl.col("gpu_util").mean().alias("all"))
+    overall = d.group_by("gpus").agg(ordered_mean("gpu_util").alias("all"))
     cols = [pl.col(c) if c in wide.columns else pl.lit(None, pl.Float64).alias(c)
             for c in ("completed", "cancelled", "failed")]
     order = {str(s): i for i, s in enumerate(TABLE3_SIZES)} | {"all": len(TABLE3_SIZES)}
@@ -106,6 +106,6 @@ def utilization_by_servers(job_util: pl.DataFrame, attempts: pl.DataFrame, gpus:
     u = pl.col("gpu_util")
     return (job_util.join(first_attempts(attempts).filter(pl.col("gpus") == gpus), on="job_id")
             .group_by("servers_spanned")
-            .agg(pl.len().alias("jobs"), u.mean().alias("mean"), u.median().alias("p50"),
+            .agg(pl.len().alias("jobs"), ordered_mean("gpu_util").alias("mean"), u.median().alias("p50"),
                  u.quantile(0.9, "linear").alias("p90"), u.quantile(0.95, "linear").alias("p95"))
             .sort("servers_spanned"))

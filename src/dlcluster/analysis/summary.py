@@ -3,7 +3,8 @@
 Definitions (times in seconds): CPU jobs have ``gpu_num == 0``; run time = ``duration``;
 queue time = ``queue_delay``; ``avg/med_gpu_num`` are over GPU jobs; rates are shares of
 jobs with a final outcome, where ``timeout`` and ``node_fail`` count as failed; the
-``*_gpu_time`` columns are GPU-seconds (GPUs × run time) of GPU jobs with that outcome.
+``*_gpu_time`` columns are GPU-seconds (GPUs × run time) of GPU jobs with that outcome
+(empty, not 0, when no job has a final status).
 Means and rates are rounded to 3 decimals, as in the artifact.
 """
 
@@ -47,7 +48,10 @@ def cluster_summary(jobs: pl.DataFrame, name: str, total_gpus: int | None = None
     ]
     for suffix, where in (("", pl.lit(True)), ("_cpu", cpu), ("_gpu", gpu)):
         exprs += [rate(k, where).alias(f"{k}_rate{suffix}") for k in _RATE]
-    exprs += [gpu_seconds().filter(gpu & (o == v)).sum().alias(f"{k}_gpu_time") for k, v in _RATE.items()]
+    # without any final status the GPU time per outcome is unknown, not zero
+    known = (o.is_not_null() & gpu).any()
+    exprs += [pl.when(known).then(gpu_seconds().filter(gpu & (o == v)).sum()).alias(f"{k}_gpu_time")
+              for k, v in _RATE.items()]
     # an empty denominator (no CPU jobs, no outcomes) is unknown, not NaN
     row = jobs.select(exprs).with_columns(pl.col(pl.Float64).fill_nan(None)).with_columns(
         pl.col(pl.Float64).exclude("^.*_gpu_time$").round(3))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import typer
@@ -9,6 +11,9 @@ from rich.console import Console
 
 from dlcluster.cli import app
 from dlcluster.cli.options import FormatOpt, LenientOpt, TzOpt, load, reader_options
+from dlcluster.errors import ConfigError
+
+MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes DuckDB's memory_limit accepts
 
 
 @app.command()
@@ -29,9 +34,24 @@ def characterize(
     from dlcluster.report import build_report
     from dlcluster.report.build import read_sim_jobs
 
+    _check_output(output)
+    if not MEMORY.fullmatch(memory_limit):
+        raise ConfigError(f"--memory-limit {memory_limit!r}: expected a size such as 1GB, 512MB or 2GiB")
     spec = read_cluster_spec(cluster) if cluster is not None else None
     sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
     traces = [load(p, fmt, **reader_options(lenient, None, None, tz)) for p in paths]
     page = build_report(traces, output, cluster=spec, sim_jobs=sim,
                         sim_name=sim_jobs.name if sim_jobs is not None else "simulation", memory_limit=memory_limit)
     Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
+
+
+def _check_output(output: Path) -> None:
+    """Fail before any work when the report folder cannot be written (a file, or not writable)."""
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"-o {output}: is a file; the report is written as a folder")
+    # the folder is created only once the report is written, so check the nearest existing ancestor
+    base = next(p for p in (output, *output.absolute().parents) if p.exists())
+    if not base.is_dir():
+        raise ConfigError(f"-o {output}: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ConfigError(f"-o {output}: {base} is not writable")

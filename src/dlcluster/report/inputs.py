@@ -45,6 +45,8 @@ class Input:
             "cpu": not has_values(j, "cpu_num") and "the trace records no CPU counts",
             "status": not has_outcomes(j) and "the trace records no final status (completed/cancelled/failed)",
             "spec": self.spec is None and "no cluster spec is known (pass --cluster)",
+            "spec_vcs": self.spec is not None and j.get_column("vc").is_in(list(self.spec.vcs)).not_().all()
+            and f"none of its VCs is in the cluster spec (spec VCs: {_first(sorted(self.spec.vcs))})",
             "attempts": self.trace.attempts is None and "the trace has no attempts table (Philly raw folder only)",
             "utilization": self.trace.utilization is None
             and "no per-minute GPU utilisation file (Philly raw folder's cluster_gpu_util)",
@@ -53,6 +55,10 @@ class Input:
             if reasons[need]:
                 return str(reasons[need])
         return None
+
+
+def _first(names: list[str], n: int = 5) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
 def per_trace(inputs: list[Input], needs: tuple[str, ...],

@@ -70,10 +70,13 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
         return None
     groups = _groups(df, group, order)
     names = _series(df, series)
+    # series other than traces (e.g. VCs) differ from panel to panel: each panel gets its own legend
+    per_panel = series != "trace"
     fig, axes = _panels(len(groups))
     for ax, g in zip(axes, groups, strict=True):
         part = df if g is None else df.filter(pl.col(group).cast(pl.String) == g)
-        for i, name in names:
+        present = _series(part, series) if per_panel else names
+        for i, name in present:
             d = part.filter(pl.col(series).cast(pl.String) == name)
             if d.height:
                 xs = d.get_column(x).cast(pl.Float64).to_numpy()
@@ -86,7 +89,11 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
         ax.set_ylabel("fraction")
         if g is not None:
             ax.set_title(f"{g} GPUs" if group == "bucket" else str(g))
-    _legend(fig, axes, names)
+        if per_panel:
+            ax.legend([Line2D([], [], color=colour(i), lw=2.5) for i, _ in present], [n for _, n in present],
+                      loc="lower right", fontsize=7)
+    if not per_panel:
+        _legend(fig, axes, names)
     return fig
 
 
@@ -116,6 +123,8 @@ def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None 
         ax.set_xlabel(cat.replace("_", " "))
         if logy:
             ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)  # an all-zero panel would otherwise centre its axis on zero
         if g is not None:
             ax.set_title(str(g).replace("_", " "))
     _legend(fig, axes, names)
@@ -139,7 +148,10 @@ def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
             ax.plot(xs, d.get_column(col).to_numpy(), marker="o", ms=3, color=colour(i), lw=1.6)
         if xticks is not None:
             step = max(1, len(xticks) // 12)
-            ax.set_xticks(np.arange(0, len(xticks), step), list(xticks)[::step], rotation=45 if step > 1 else 0)
+            shown = list(xticks)[::step]
+            # about 40 characters fit side by side under one panel
+            crowded = step > 1 or len(shown) * max(map(len, shown)) > 40
+            ax.set_xticks(np.arange(0, len(xticks), step), shown, rotation=45 if crowded else 0)
         ax.set_title(label)
         ax.set_xlabel(xlabel)
         ax.set_ylim(bottom=0)

@@ -96,8 +96,9 @@ def cluster_section(inputs: list[Input]) -> Section:
                 f"time zone, daylight saving applied ({zones}).")
     ys = [("submissions", "jobs submitted per hour"), ("gpu_submissions", "GPU jobs submitted per hour"),
           ("running_gpus", "GPUs in use (mean)"), ("utilization", "GPU utilisation (in use / cluster GPUs)")]
-    running = ("Running GPUs are the exact time average of the GPUs held by started jobs; utilisation divides "
-               "them by the cluster spec's GPUs (shown only when a spec is known).")
+    running = ("Running GPUs are the exact time average of the GPUs held by started jobs, over the hours from "
+               "the first to the last submission (jobs still draining afterwards would dilute the means); "
+               "utilisation divides them by the cluster spec's GPUs (shown only when a spec is known).")
     t, n = per_trace(inputs, ("jobs",), lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.total_gpus))
     s.items.append(figure_item(
         "cluster-daily", "Hour-of-day pattern",
@@ -118,10 +119,12 @@ def cluster_section(inputs: list[Input]) -> Section:
         lambda d: plots.lines(d, "month", [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
                                            ("running_gpus", "GPUs in use (mean)"),
                                            ("utilization", "GPU utilisation")], "month", xticks=months)))
-    t, n = per_trace(inputs, ("gpu_jobs", "start", "spec"), lambda i: cluster.vc_utilization(i.jobs, i.spec))
+    t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs"),
+                     lambda i: cluster.vc_utilization(i.jobs, i.spec))
     s.items.append(figure_item(
         "cluster-vc-utilization", "Utilisation per virtual cluster",
-        "For each VC of the cluster spec, the distribution over the trace's hours of the VC's utilisation: mean "
+        "For each VC of the cluster spec, the distribution over the trace's hours (up to the last submission) of "
+        "the VC's utilisation: mean "
         "GPUs held by its running jobs in the hour / the VC's GPUs. Boxes: p25-p75, line: median, triangle: "
         "mean, whiskers: p5-p95.", t, n, lambda d: plots.boxes(d, "utilisation")))
     t, n = per_trace(inputs, ("gpu_jobs", "queue", "start"), lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
@@ -249,7 +252,8 @@ def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_nam
     s = Section("queueing", "6. Queueing decomposition (simulated run)",
                 "Why jobs waited in a simulated run: VC quota exhausted (fair-share) or GPUs free but no "
                 "placement (fragmentation, including head-of-line blocking).")
-    definition = (queueing.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").strip()
+    definition = (queueing.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").replace(
+        "*", "").strip()
     item_id, title = "queueing-decomposition", "Waiting jobs by cause and size (Philly Table 2)"
     if sim is None:
         s.items.append(Item(item_id, title, definition, absent="no simulator output given (pass --sim-jobs)."))
