@@ -66,7 +66,8 @@ def job_gpu_utilization(attempts: pl.DataFrame, util: PhillyUtilization | str | 
             """)
             out = con.sql("""
                 SELECT a.job_id,
-                       sum(coalesce(e.cum_sum, 0) - coalesce(b.cum_sum, 0)) AS total,
+                       -- ordered, so that threads finishing in any order give the same float sum
+                       sum(coalesce(e.cum_sum, 0) - coalesce(b.cum_sum, 0) ORDER BY a.attempt, a.server) AS total,
                        sum(coalesce(e.cum_cnt, 0) - coalesce(b.cum_cnt, 0)) AS samples
                 FROM spans a
                 ASOF LEFT JOIN pre e ON a.server = e.machine_id AND a.end_time > e.time
