@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     _register()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except DlclusterError as exc:
         if debug:
             raise
@@ -67,3 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug for details)",
                           soft_wrap=True)
         sys.exit(1)
+    # not standalone, typer returns an Exit's code instead of raising it, and turns Ctrl-C into Exit(130)
+    if isinstance(code, int) and code:
+        if code == 130:
+            err_console.print("interrupted; no partial output was left behind")
+        sys.exit(code)

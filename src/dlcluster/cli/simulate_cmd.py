@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,19 @@ def _instant(text: str, option: str, timezone: str, wall: bool) -> int:
     if not wall:
         parsed = parsed.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="raise")
     return int(parsed.dt.epoch("s")[0])
+
+
+@contextmanager
+def _deferring_interrupts() -> Iterator[None]:
+    """Hold a Ctrl-C back until the block ends, then raise it: the block's files are written all or none."""
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _write_outputs(result: Any, outdir: Path, csv: bool) -> None:
@@ -79,11 +95,15 @@ def simulate(
     output: Path = typer.Option(..., "--output", "-o", help="Output folder (one subfolder per policy if several)."),
     cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file (default: the trace's own)."),
     cluster_date: str = typer.Option(None, "--cluster-date", help="Day of a Helios GPU-count file to use as spec."),
-    start: str = typer.Option(None, "--start", help="Keep jobs submitted at or after this wall-clock time."),
-    end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this wall-clock time."),
-    compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact."),
-    estimates: Path = typer.Option(None, "--estimates", help="CSV job_id,duration (or jobname,priority) for qssf."),
-    load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor."),
+    start: str = typer.Option(None, "--start", help="Keep jobs submitted at or after this time, 'YYYY-MM-DD[ HH:MM:SS]' "
+                              "on the trace's wall clock (its time zone, not the machine's)."),
+    end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this time (as --start)."),
+    compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact "
+                               "(fifo, sjf, qssf, srtf; consolidate placement only)."),
+    estimates: Path = typer.Option(None, "--estimates", help="CSV job_id,duration (or jobname,priority) of predicted "
+                                   "durations in seconds: required by qssf and qssf-easy, used by fifo-easy if given."),
+    load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor "
+                                      "(2 = arrivals twice as dense; durations unchanged)."),
     pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC."),
     skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
                                       help="Count jobs of VCs missing from the spec as unschedulable."),
@@ -101,6 +121,8 @@ def simulate(
         raise ConfigError("--policy: give at least one policy")
     for name in names:
         get_policy(name)
+    if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
+        raise ConfigError(f"--output {output}: exists and is not a folder")
     if relax_after is not None:
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
@@ -126,8 +148,9 @@ def simulate(
     est = read_estimates(estimates) if estimates is not None else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
+    # no bar unless stderr is a terminal: a bar that cannot redraw only leaves a stray blank line before errors
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
         for name in names:
             task = bar.add_task(f"{name}", total=len(spec.vcs) if not pooled else 1)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
@@ -135,7 +158,9 @@ def simulate(
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
                          progress=lambda vc, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name} {vc}"))
-            _write_outputs(result, output / name if len(names) > 1 else output, csv)
+            # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
+            with _deferring_interrupts():
+                _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))
 

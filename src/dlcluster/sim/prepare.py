@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import polars as pl
@@ -28,16 +29,21 @@ def _check(jobs: pl.DataFrame, source: str) -> None:
     missing = [c for c in NEEDED if c not in jobs.columns]
     if missing:
         raise InputError(f"job table lacks column(s) {', '.join(missing)}", path=source)
-    bad = jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_null())
-    if bad.height:
-        raise InputError(f"job {bad['job_id'][0]!r} has no duration; a simulation needs one for every GPU job",
-                         path=source, field="duration")
+    gpu = pl.col("gpu_num") > 0
+    for field, bad_if, what in (
+        ("duration", pl.col("duration").is_null(), "has no duration; a simulation needs one for every GPU job"),
+        ("duration", pl.col("duration") < 0, "has a negative duration"),
+        ("submit_time", pl.col("submit_time").is_null(), "has no submit time; a simulation needs one for every GPU job"),
+    ):
+        bad = jobs.filter(gpu & bad_if)
+        if bad.height:
+            raise InputError(f"job {bad['job_id'][0]!r} {what}", path=source, field=field)
 
 
 def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
     """Divide inter-arrival times by ``load`` (floored to whole seconds), keeping the first submit."""
-    if load <= 0:
-        raise ConfigError(f"--load must be positive, got {load}")
+    if not (0 < load < math.inf):  # also rejects NaN
+        raise ConfigError(f"--load must be a positive finite number, got {load}")
     if load == 1 or df.height == 0:
         return df
     first = df["submit"].min()

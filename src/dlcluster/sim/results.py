@@ -108,16 +108,23 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
 
 
 def _jain(values: pl.Series) -> float | None:
-    v = values.drop_nulls().to_numpy()
+    # sorted: float sums depend on order, and group_by hands users over in a different order every run
+    v = np.sort(values.drop_nulls().to_numpy())
     if len(v) == 0 or not np.any(v):
         return None
     return float(v.sum() ** 2 / (len(v) * (v**2).sum()))
 
 
+STATS_KEYS = (
+    *(f"{s}_{m}" for m in ("jct", "queue_delay") for s in ("mean", "p50", "p95", "p99")),
+    "mean_slowdown", "mean_bounded_slowdown", "makespan", "utilization", "fairness", "preemptions",
+)
+
+
 def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: int) -> dict[str, Any]:
     out: dict[str, Any] = {"jobs": jobs.height, "unschedulable": unschedulable}
     if jobs.height == 0:
-        return out
+        return {**out, **dict.fromkeys(STATS_KEYS)}  # every key always present: null when nothing ran
     for col, name in (("jct", "jct"), ("queue_delay", "queue_delay")):
         s = jobs[col]
         out[f"mean_{name}"] = float(s.mean())
@@ -167,12 +174,18 @@ def build_results(
             for r in runs}
     uns = prep.unschedulable
     uns_by_vc = dict(uns.group_by("group").len().iter_rows())
+    by_name = {r.name: r for r in runs}
     vcs: dict[str, Any] = {}
-    for r in runs:
-        part = ran.filter(pl.col("group") == r.name)
-        vcs[r.name] = {**_stats(part, busy[r.name], sum(r.sizes), uns_by_vc.get(r.name, 0)),
-                       "gpus": sum(r.sizes), "events": r.events, "wall_seconds": r.wall_seconds,
-                       "events_per_second": r.events / r.wall_seconds if r.wall_seconds > 0 else None}
+    for name, sizes in prep.spec.vcs.items():
+        r = by_name.get(name)
+        if r is not None:
+            part = ran.filter(pl.col("group") == name)
+            vcs[name] = {**_stats(part, busy[name], sum(sizes), uns_by_vc.get(name, 0)),
+                         "gpus": sum(sizes), "events": r.events, "wall_seconds": r.wall_seconds,
+                         "events_per_second": r.events / r.wall_seconds if r.wall_seconds > 0 else None}
+        elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
+            vcs[name] = {**_stats(ran.clear(), 0.0, sum(sizes), uns_by_vc[name]),
+                         "gpus": sum(sizes), "events": 0, "wall_seconds": 0.0, "events_per_second": None}
     events = sum(r.events for r in runs)
     overall = _stats(ran, sum(busy.values()), sum(sum(r.sizes) for r in runs), uns.height)
     overall.update(gpus=sum(sum(r.sizes) for r in runs), events=events, wall_seconds=wall,

@@ -1,0 +1,132 @@
+"""Regression tests for defects found reviewing the simulator as a user (one test per defect)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from test_sim_helpers import jobs, spec
+
+from dlcluster.cli import simulate_cmd
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.io.parquet import write
+from dlcluster.schema import conform
+from dlcluster.sim import simulate
+from dlcluster.sim.results import _jain
+from dlcluster.trace import Trace
+
+SUMMARY_KEYS = {"jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
+                "makespan", "unschedulable"}
+OUTPUTS = ("jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json")
+
+
+def _parquet(tmp_path: Path, table: pl.DataFrame, **vcs: tuple[int, ...]) -> Path:
+    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
+    return write(Trace(table, "parquet", cluster=spec(**vcs)), tmp_path / "t.parquet")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
+
+
+def test_fairness_does_not_depend_on_the_order_users_come_in() -> None:
+    # group_by("user") returns users in a different order on every run; the float sums must not care
+    values = np.random.default_rng(5).lognormal(0, 2, 2_000)
+    expected = _jain(pl.Series(values))
+    for seed in range(5):
+        assert _jain(pl.Series(np.random.default_rng(seed).permutation(values))) == expected
+
+
+def test_empty_run_still_has_every_summary_key() -> None:
+    result = simulate(jobs(), spec(v=(8,)), "fifo")
+    assert SUMMARY_KEYS <= set(result.summary["overall"])
+    assert result.summary["overall"]["jobs"] == 0 and result.summary["overall"]["mean_jct"] is None
+
+
+def test_vc_whose_every_job_is_too_big_is_listed_with_its_count() -> None:
+    result = simulate(jobs(("a", "v", 16, 0, 10), ("b", "w", 1, 0, 10)), spec(v=(8,), w=(8,)), "fifo")
+    assert set(result.summary["vcs"]) == {"v", "w"}
+    assert result.summary["vcs"]["v"]["unschedulable"] == 1 and result.summary["vcs"]["v"]["jobs"] == 0
+    assert SUMMARY_KEYS <= set(result.summary["vcs"]["v"])
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (jobs(("a", "v", 1, 0, 10), ("b", "v", 1, 5, -50)), "<jobs>, field 'duration': job 'b' has a negative duration"),
+        (jobs(("a", "v", 1, None, 10)),
+         "<jobs>, field 'submit_time': job 'a' has no submit time; a simulation needs one for every GPU job"),
+    ],
+)
+def test_impossible_job_times_are_one_line_errors(table: pl.DataFrame, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        simulate(table, spec(v=(8,)), "fifo")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("load", [float("nan"), float("inf")])
+def test_load_must_be_finite(load: float) -> None:
+    with pytest.raises(ConfigError, match="--load must be a positive finite number"):
+        simulate(jobs(("a", "v", 1, 0, 10), ("b", "v", 1, 5, 10)), spec(v=(8,)), "fifo", load=load)
+
+
+def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:
+    trace = _parquet(tmp_path, jobs(("a", "v", 1, 0, 10)), v=(8,))
+    target = tmp_path / "taken"
+    target.write_text("keep me\n")
+    res = _cli("simulate", str(trace), "-o", str(target))
+    assert res.returncode == 2
+    assert res.stderr == f"error: --output {target}: exists and is not a folder\n"
+    assert target.read_text() == "keep me\n"
+
+
+def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
+    # the progress bar used to print a blank line before the error when stderr is not a terminal
+    res = _cli("simulate", str(_parquet(tmp_path, jobs(("a", "v", 1, 0, 10)), v=(8,))), "-p", "qssf",
+               "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE)\n"
+
+
+def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
+    # hundreds of long 1-GPU jobs under LAS with a short quantum on one node: hours of simulation
+    table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
+    trace, out = _parquet(tmp_path, table, v=(8,)), tmp_path / "out"
+    script = ("import sys; from dlcluster.cli import main; print('ready', flush=True); "
+              f"main(['simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}])")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        time.sleep(1.0)  # inside main() now: whatever it is doing, Ctrl-C must end it cleanly
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err == "interrupted; no partial output was left behind\n"
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_ctrl_c_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = simulate(jobs(("a", "v", 1, 0, 10)), spec(v=(8,)), "fifo")
+    real = simulate_cmd.write_atomic
+
+    def interrupted_write(target: Path, writer: object) -> Path:
+        if target.name == "jobs.parquet":
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(target, writer)
+
+    monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
+    with pytest.raises(KeyboardInterrupt), simulate_cmd._deferring_interrupts():
+        simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
+    assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
+    assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"
