@@ -130,3 +130,12 @@ def test_ctrl_c_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypa
         simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
     assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
     assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"
+
+
+def test_fairness_is_over_known_users_and_null_without_any() -> None:
+    # one 1-GPU node: b waits 10 s behind a, so u2's slowdown is 2 and u1's is 1
+    two = jobs(("a", "v", 1, 0, 10, "u1"), ("b", "v", 1, 0, 10, "u2"))
+    fair = simulate(two, spec(v=(1,)), "fifo").summary["overall"]["fairness"]
+    assert fair == pytest.approx((1 + 2) ** 2 / (2 * (1 + 4)))
+    anonymous = two.with_columns(pl.lit(None, pl.String).alias("user"))
+    assert simulate(anonymous, spec(v=(1,)), "fifo").summary["overall"]["fairness"] is None

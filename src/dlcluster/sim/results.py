@@ -135,7 +135,8 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     makespan = int(jobs["end"].max() - jobs["submit"].min())
     out["makespan"] = makespan
     out["utilization"] = busy / (capacity_gpus * makespan) if makespan > 0 and capacity_gpus else None
-    per_user = jobs.group_by("user").agg(pl.col("slowdown").mean())["slowdown"]
+    # over known users only: a trace without users has no fairness to report
+    per_user = jobs.drop_nulls("user").group_by("user").agg(pl.col("slowdown").mean())["slowdown"]
     out["fairness"] = _jain(per_user)
     out["preemptions"] = int(jobs["preemptions"].sum())
     return out
