@@ -87,7 +87,7 @@ def test_attaches_cluster_spec_at_date(shared_data: Path, tmp_path: Path) -> Non
          "line 2, field 'state': unknown status 'DONE'"),
         ("105,u1,vcA,1,1,1,COMPLETED,2020-04-01 08:00:00,,2020-04-01 09:00:10,3600,10\n",
          "line 2, field 'start_time': value is empty (required unless the job is pending or cancelled)"),
-        (GOOD.splitlines(keepends=True)[0] * 2, "line 3, field 'job_id': job_id '101' occurs more than once"),
+        (GOOD.splitlines(keepends=True)[0] * 2, "line 3, field 'job_id': '101' occurs more than once"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:

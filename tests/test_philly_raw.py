@@ -151,7 +151,7 @@ def test_sniff(tmp_path: Path) -> None:
         ([JOBS[0], _job("x", "Pass", "2017-10-01 00:00:00", [{"start_time": "None", "end_time": "None",
                                                              "detail": [{"ip": 7, "gpus": []}]}])],
          "record 1, field 'attempts[0].detail[0].ip': expected a string, found 7"),
-        ([JOBS[0], JOBS[0]], "record 1, field 'jobid': jobid 'app_0' occurs more than once"),
+        ([JOBS[0], JOBS[0]], "record 1, field 'jobid': 'app_0' occurs more than once"),
         ([_job("x", "Pass", "2017-10-01 00:00:00", [_attempt("2017-10-01 05:00:00", "2017-10-01 04:00:00")])],
          "record 0, field 'attempts': the last attempt ends before the first attempt starts"),
         # a value error in an earlier record wins over a structural error in a later one

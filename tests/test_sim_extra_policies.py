@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sim_helpers import (
+    assert_work_conserving,
     by_id,
     check_invariants,
     estimates_for,
@@ -146,16 +146,7 @@ def test_invariants_of_new_policies_and_placements(scenario, policy: str, placem
 @given(scenarios(one_gpu=True), st.sampled_from(["las", "las:100", "tiresias:10"]))
 def test_las_and_tiresias_are_work_conserving_for_one_gpu_jobs(scenario, policy: str) -> None:
     table, cluster = scenario
-    result = simulate(table, cluster, policy, placement="spread")
-    done, segs_all = result.jobs, result.placements
-    for (vc,), part in done.group_by("vc"):
-        segs = segs_all.filter(pl.col("vc") == vc)
-        instants = np.unique(np.concatenate([part["submit"].to_numpy(), segs["start"].to_numpy(),
-                                             segs["end"].to_numpy()]))
-        for t in instants:
-            present = ((part["submit"] <= t) & (part["end"] > t)).sum()
-            running = ((segs["start"] <= t) & (segs["end"] > t)).sum()
-            assert running == min(present, sum(cluster.vcs[vc])), (vc, t)
+    assert_work_conserving(simulate(table, cluster, policy, placement="spread"), cluster)
 
 
 def test_documented_notebook_example_runs() -> None:

@@ -79,3 +79,16 @@ def check_invariants(table: pl.DataFrame, cluster, result) -> None:
         delta = np.concatenate([part["gpus"].to_numpy(), -part["gpus"].to_numpy()])
         order = np.lexsort((delta, times))  # releases before allocations at the same second
         assert np.cumsum(delta[order]).max() <= cluster.vcs[vc][node]
+
+
+def assert_work_conserving(result, cluster: ClusterSpec) -> None:
+    """At every event instant each VC runs min(jobs present, its GPUs) 1-GPU jobs: no GPU idles while one waits."""
+    done, segs_all = result.jobs, result.placements
+    for (vc,), part in done.group_by("vc"):
+        segs = segs_all.filter(pl.col("vc") == vc)
+        instants = np.unique(np.concatenate([part["submit"].to_numpy(), segs["start"].to_numpy(),
+                                             segs["end"].to_numpy()]))
+        for t in instants:
+            present = ((part["submit"] <= t) & (part["end"] > t)).sum()
+            running = ((segs["start"] <= t) & (segs["end"] > t)).sum()
+            assert running == min(present, sum(cluster.vcs[vc])), (vc, t)

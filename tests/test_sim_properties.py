@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_helpers import check_invariants, estimates_for, scenarios
+from test_sim_helpers import (
+    assert_work_conserving,
+    check_invariants,
+    estimates_for,
+    scenarios,
+)
 
 from dlcluster.sim import simulate
 from dlcluster.sim.framework import checkpoint_overhead
@@ -57,17 +61,7 @@ def test_invariants_compat_mode(scenario, policy: str) -> None:
 @given(scenarios(one_gpu=True))
 def test_srtf_is_work_conserving_for_one_gpu_jobs(scenario) -> None:
     table, cluster = scenario
-    result = simulate(table, cluster, "srtf")
-    done, pl_ = result.jobs, result.placements
-    for vc, part in done.group_by("vc"):
-        vc = vc[0]
-        segs = pl_.filter(pl.col("vc") == vc)
-        instants = np.unique(np.concatenate([part["submit"].to_numpy(), segs["start"].to_numpy(),
-                                             segs["end"].to_numpy()]))
-        for t in instants:
-            present = ((part["submit"] <= t) & (part["end"] > t)).sum()
-            running = ((segs["start"] <= t) & (segs["end"] > t)).sum()
-            assert running == min(present, sum(cluster.vcs[vc])), (vc, t)
+    assert_work_conserving(simulate(table, cluster, "srtf"), cluster)
 
 
 @settings(max_examples=15, deadline=None)

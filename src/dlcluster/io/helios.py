@@ -24,6 +24,7 @@ from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
     apply_checks,
+    duplicate,
     ends_before,
     header_has,
     map_status,
@@ -65,8 +66,7 @@ def sniff(path: Path) -> bool:
 def _checks() -> list[Check]:
     checks = [
         required_value("job_id"),
-        Check("job_id", pl.col("job_id").is_first_distinct().not_(), "duplicate job_id",
-              lambda v: f"job_id {v!r} occurs more than once"),
+        duplicate("job_id"),
         required_value("vc"),
         required_value("state"),
         unknown_status("state", "status"),

@@ -38,6 +38,7 @@ from dlcluster.io._common import (
     ROW,
     Check,
     apply_checks,
+    duplicate,
     is_null_token,
     map_status,
     parse_datetime,
@@ -181,8 +182,7 @@ def _attempt_error(issue: dict[str, Any], log: Path) -> InputError:
 def _job_checks() -> list[Check]:
     return [
         required_value("jobid"),
-        Check("jobid", pl.col("jobid").is_first_distinct().not_(), "duplicate jobid",
-              lambda v: f"jobid {v!r} occurs more than once"),
+        duplicate("jobid"),
         required_value("vc"),
         required_value("status"),
         unknown_status("status", "status_"),
