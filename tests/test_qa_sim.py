@@ -93,7 +93,7 @@ def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     res = _cli("simulate", str(_parquet(tmp_path, jobs(("a", "v", 1, 0, 10)), v=(8,))), "-p", "qssf",
                "-o", str(tmp_path / "out"))
     assert res.returncode == 2
-    assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE)\n"
+    assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|oracle)\n"
 
 
 def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:

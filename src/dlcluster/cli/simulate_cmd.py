@@ -25,6 +25,7 @@ from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
+from dlcluster.predict import accuracy
 
 SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
                 "makespan", "unschedulable")
@@ -100,8 +101,10 @@ def simulate(
     end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this time (as --start)."),
     compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact "
                                "(fifo, sjf, qssf, srtf; consolidate placement only)."),
-    estimates: Path = typer.Option(None, "--estimates", help="CSV job_id,duration (or jobname,priority) of predicted "
-                                   "durations in seconds: required by qssf and qssf-easy, used by fifo-easy if given."),
+    estimates: str = typer.Option(None, "--estimates", help="Predicted durations: a CSV job_id,duration (or the "
+                                  "artifact's jobname,priority) in seconds, or a built-in estimator: history (mean "
+                                  "duration of the user's earlier finished jobs) or oracle (true duration). Required "
+                                  "by qssf and qssf-easy, used by fifo-easy if given."),
     load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor "
                                       "(2 = arrivals twice as dense; durations unchanged)."),
     pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC."),
@@ -113,7 +116,6 @@ def simulate(
 ) -> None:
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
     from dlcluster.sim import simulate as run
-    from dlcluster.sim.estimates import read_estimates
     from dlcluster.sim.policies import get_policy
 
     names = [p.strip() for p in policy.split(",") if p.strip()]
@@ -145,7 +147,7 @@ def simulate(
         lo = _instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = _instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
-    est = read_estimates(estimates) if estimates is not None else None
+    est = _estimates(estimates, trace.jobs) if estimates is not None else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
     # no bar unless stderr is a terminal: a bar that cannot redraw only leaves a stray blank line before errors
@@ -158,11 +160,23 @@ def simulate(
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
                          progress=lambda vc, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name} {vc}"))
+            if est is not None:
+                result.summary["estimates"] = {"source": estimates, **accuracy(est, trace.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
             with _deferring_interrupts():
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))
+
+
+def _estimates(source: str, jobs: pl.DataFrame) -> pl.DataFrame:
+    """A built-in estimator's predictions when ``source`` names one (and no such file exists), else the CSV's."""
+    from dlcluster.predict import ESTIMATORS, estimate_durations
+    from dlcluster.sim.estimates import read_estimates
+
+    if source in ESTIMATORS and not Path(source).exists():
+        return estimate_durations(jobs, source)
+    return read_estimates(source)
 
 
 @app.command()

@@ -1,0 +1,79 @@
+"""Duration estimators: the leak-free history estimator, the oracle, and accuracy bands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dlcluster.errors import ConfigError
+from dlcluster.predict import accuracy, estimate_durations, history_estimates, oracle_estimates
+from dlcluster.predict.duration import DEFAULT_SECONDS
+from dlcluster.schema import conform
+
+
+def _jobs(rows: list[tuple]) -> pl.DataFrame:
+    """Rows (job_id, user, name, gpu_num, submit, end, duration) as a canonical table."""
+    return conform(pl.DataFrame(rows, schema=["job_id", "user", "name", "gpu_num", "submit_time", "end_time",
+                                              "duration"], orient="row").with_columns(
+        pl.lit("c").alias("cluster"), pl.lit("v").alias("vc"), pl.lit("completed").alias("status")))
+
+
+JOBS = _jobs([
+    ("a", "u1", "train", 1, 0, 100, 100),
+    ("b", "u1", "train", 1, 50, 350, 300),     # a has not ended at 50: no history at all
+    ("c", "u1", "train", 1, 120, 200, 80),     # a ended at 100: same user, name and size -> 100
+    ("d", "u1", "eval", 1, 360, 400, 40),      # no 'eval' history; user + 1 GPU: a, b, c -> 160
+    ("e", "u1", "train", 8, 360, 460, 100),    # no 8-GPU history; same user: a, b, c -> 160
+    ("f", "u2", "x", 1, 400, 500, 100),        # new user: everyone finished by 400: a, b, c, d -> 130
+])
+
+
+def test_history_takes_the_most_specific_group_known_at_submission() -> None:
+    got = dict(history_estimates(JOBS).iter_rows())
+    assert got == {"a": DEFAULT_SECONDS, "b": DEFAULT_SECONDS, "c": 100.0, "d": 160.0, "e": 160.0, "f": 130.0}
+
+
+def test_history_never_sees_the_future() -> None:
+    # changing how long jobs that end after f's submission ran cannot change f's estimate
+    later = JOBS.with_columns(pl.when(pl.col("end_time") > 400).then(pl.col("duration") * 50)
+                              .otherwise(pl.col("duration")).alias("duration"))
+    assert dict(history_estimates(later).iter_rows())["f"] == dict(history_estimates(JOBS).iter_rows())["f"]
+
+
+def test_without_users_history_is_the_global_mean() -> None:
+    anon = JOBS.with_columns(pl.lit(None, pl.String).alias("user"), pl.lit(None, pl.String).alias("name"))
+    assert dict(history_estimates(anon).iter_rows())["f"] == 130.0
+
+
+def test_oracle_and_accuracy_bands() -> None:
+    assert accuracy(oracle_estimates(JOBS), JOBS)["within_10pct"] == 1.0
+    est = pl.DataFrame({"job_id": ["a", "b", "c", "d"], "estimate": [105.0, 600.0, 400.0, 1000.0]})
+    acc = accuracy(est, JOBS)  # errors: 5%, 100%, 400%, 2400%
+    assert acc == {"jobs": 4, "within_10pct": 0.25, "within_50pct": 0.25, "within_100pct": 0.5,
+                   "within_1000pct": 0.75}
+
+
+def test_unknown_estimator() -> None:
+    with pytest.raises(ConfigError, match="unknown estimator 'magic'"):
+        estimate_durations(JOBS, "magic")
+
+
+def test_cli_qssf_with_the_history_estimator(tmp_path: Path) -> None:
+    from dlcluster.io.parquet import write
+    from dlcluster.synth import generate, load_preset
+
+    trace = generate(load_preset("helios-venus"), days=3, seed=5)
+    write(trace, tmp_path / "t.parquet")
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "dlcluster", "simulate", str(tmp_path / "t.parquet"), "-p", "qssf",
+                          "--estimates", "history", "-o", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["estimates"]["source"] == "history"
+    assert summary["estimates"]["jobs"] == trace.jobs.filter(pl.col("duration") > 0).height
+    assert 0 <= summary["estimates"]["within_10pct"] <= summary["estimates"]["within_1000pct"] <= 1
