@@ -68,14 +68,17 @@ def weekly_pattern(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None 
 
 
 def monthly_trend(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None = None) -> pl.DataFrame:
-    """Per local calendar month: ``month, jobs, gpu_jobs, gpu_hours_submitted, running_gpus, utilization``."""
+    """Per local calendar month: ``month, month_index`` (1 = the trace's first), ``jobs, gpu_jobs,
+    gpu_hours_submitted, running_gpus, utilization``."""
     h = _hourly(jobs, local).group_by("month").agg(*_means(["running_gpus"]))
     subs = (jobs.with_columns(local("submit_time").dt.strftime("%Y-%m").alias("month"))
             .group_by("month").agg(pl.len().alias("jobs"), (pl.col("gpu_num") > 0).sum().alias("gpu_jobs"),
                                     (gpu_seconds().sum() / 3600).alias("gpu_hours_submitted")))
     out = subs.join(h, on="month", how="full", coalesce=True).sort("month").with_columns(
         pl.col("jobs", "gpu_jobs").fill_null(0))
-    return _with_util(out.select("month", "jobs", "gpu_jobs", "gpu_hours_submitted", "running_gpus"), total_gpus)
+    out = out.with_columns(pl.col("month").rank("dense").cast(pl.Int32).alias("month_index"))
+    return _with_util(out.select("month", "month_index", "jobs", "gpu_jobs", "gpu_hours_submitted", "running_gpus"),
+                      total_gpus)
 
 
 def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:

@@ -111,14 +111,18 @@ def cluster_section(inputs: list[Input]) -> Section:
         f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
         lambda d: plots.lines(d, "day", ys, "local day", xticks=list(cluster.WEEKDAYS))))
     t, n = per_trace(inputs, ("jobs",), lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.total_gpus))
-    months = sorted(t.get_column("month").unique().to_list()) if t.height else []
+    # traces from different periods are compared month by month of their own span, not on one calendar
+    same_months = t.height == 0 or t.group_by("trace").agg(pl.col("month").sort())["month"].n_unique() == 1
+    x, xlabel = ("month", "month") if same_months else ("month_index", "month of the trace (1 = its first)")
+    months = [str(m) for m in sorted(t.get_column(x).unique().to_list())] if t.height else []
     s.items.append(figure_item(
         "cluster-monthly", "Monthly trends",
         "Per local calendar month: jobs submitted, GPU-hours of the GPU jobs submitted that month, and the "
-        f"hourly mean of GPUs in use. {running}", t, n,
-        lambda d: plots.lines(d, "month", [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
-                                           ("running_gpus", "GPUs in use (mean)"),
-                                           ("utilization", "GPU utilisation")], "month", xticks=months)))
+        f"hourly mean of GPUs in use. {running} Traces covering different months are aligned on their own first "
+        "month.", t, n,
+        lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x, [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
+                                     ("running_gpus", "GPUs in use (mean)"),
+                                     ("utilization", "GPU utilisation")], xlabel, xticks=months)))
     t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs"),
                      lambda i: cluster.vc_utilization(i.jobs, i.spec))
     s.items.append(figure_item(
