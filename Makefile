@@ -14,9 +14,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The demo: four weeks of a Philly-like workload, its summary, four policies compared at 4x the
+# arrival rate, and the characterisation report of the trace and of the FIFO run.
 demo: $(STAMP)
-	$(BIN)/dlcluster synth --preset philly --days 7 --seed 1 -o demo-out/philly-7d.parquet
-	$(BIN)/dlcluster info demo-out/philly-7d.parquet
+	$(BIN)/dlcluster synth --preset philly --days 28 --seed 1 -o demo-out/philly-28d.parquet
+	$(BIN)/dlcluster info demo-out/philly-28d.parquet
+	$(BIN)/dlcluster simulate demo-out/philly-28d.parquet --policy fifo,sjf,qssf,srtf --estimates history \
+		--load 4 -o demo-out/sim
+	$(BIN)/dlcluster characterize demo-out/philly-28d.parquet --sim-jobs demo-out/sim/fifo/jobs.parquet \
+		-o demo-out/report
+	@echo "open demo-out/report/index.html to see the report"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -47,3 +47,37 @@ def test_waiting_before_any_job_runs_counts_against_the_vc_size() -> None:
 def test_missing_column_is_one_clear_error() -> None:
     with pytest.raises(InputError, match=r"^sim\.parquet: missing column 'end'"):
         check_sim_jobs(_sim([("x", "a", 1, 0, 0, 1)]).drop("end"), "sim.parquet")
+
+
+def _segs(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"job_id": pl.String, "vc": pl.String, "node": pl.Int32, "gpus": pl.Int32,
+                                      "start": pl.Int64, "end": pl.Int64}, orient="row")
+
+
+def test_placements_split_fragmentation_from_queue_order() -> None:
+    # two 8-GPU nodes; p and q hold 4 GPUs on each node on [0, 100): 8 GPUs free but no node has 8
+    sim = _sim([
+        ("p", "a", 4, 0, 0, 100), ("q", "a", 4, 0, 0, 100),
+        ("frag", "a", 8, 10, 100, 110),    # 8 free but none on one node (fragmentation), except while held
+                                           # runs on [60, 70) and only 6 are free (fair-share, 10 s)
+        ("held", "a", 2, 20, 60, 70),      # a node with 4 free existed all along: queue order, 40 s
+    ])
+    segs = _segs([("p", "a", 0, 4, 0, 100), ("q", "a", 1, 4, 0, 100), ("frag", "a", 0, 8, 100, 110),
+                  ("held", "a", 1, 2, 60, 70)])
+    causes = {r["job_id"]: r for r in wait_causes(sim, SPEC, segs).iter_rows(named=True)}
+    assert causes["frag"]["fragmentation_s"] == pytest.approx(80) and causes["frag"]["fair_share_s"] == pytest.approx(10)
+    assert causes["frag"]["cause"] == "fragmentation"
+    assert causes["held"]["queue_order_s"] == pytest.approx(40) and causes["held"]["cause"] == "queue-order"
+    assert causes["held"]["fair_share_s"] == pytest.approx(0) and causes["held"]["fragmentation_s"] == pytest.approx(0)
+    cell = {(r["bucket"], r["cause"]): r["jobs"] for r in decomposition_table(wait_causes(sim, SPEC, segs)).iter_rows(
+        named=True)}
+    assert cell[("5-8", "fragmentation")] == 1 and cell[("2-4", "queue-order")] == 1
+
+
+def test_multi_node_jobs_need_whole_free_nodes() -> None:
+    # 12 GPUs over two 8-GPU nodes: one whole free node plus 4 on the other; 6 + 6 free does not do
+    sim = _sim([("r", "a", 2, 0, 0, 50), ("s", "a", 2, 0, 0, 50), ("big", "a", 12, 5, 50, 60)])
+    segs = _segs([("r", "a", 0, 2, 0, 50), ("s", "a", 1, 2, 0, 50), ("big", "a", 0, 8, 50, 60),
+                  ("big", "a", 1, 4, 50, 60)])
+    row = wait_causes(sim, SPEC, segs).row(0, named=True)
+    assert row["job_id"] == "big" and row["fragmentation_s"] == pytest.approx(45) and row["cause"] == "fragmentation"

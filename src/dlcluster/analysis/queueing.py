@@ -1,10 +1,14 @@
-"""Section 6, queueing decomposition of a simulated run: fair-share versus fragmentation (Philly Table 2).
+"""Section 6, queueing decomposition of a simulated run: why jobs waited (Philly Table 2).
 
-For each VC the free GPUs form a step function (VC GPUs minus GPUs of running jobs). A
-waiting second of a job is *fair-share* when the VC has fewer free GPUs than the job
-asks for, and *fragmentation* otherwise: enough GPUs are free but the job was not
-placed (no node set with the required locality, or an earlier job holds the queue).
-Each job with a positive wait is counted under the cause of most of its waiting seconds.
+For each VC the free GPUs form a step function. A waiting second of a job is
+*fair-share* when the VC has fewer free GPUs than the job asks for. With the run's
+placements (free GPUs per node) the rest splits into *fragmentation* — enough GPUs are
+free but no node set can hold the job with its locality (a job up to the largest node's
+size needs one node with enough free GPUs; a larger one needs completely free nodes plus
+one node for the remainder) — and *queue order*: a placement existed but the policy started
+other jobs first or held the queue (head-of-line blocking). Without placements, queue order
+is counted as fragmentation. Each job with a positive wait is counted under the cause of
+most of its waiting seconds.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 
 SIM_COLUMNS = ("job_id", "vc", "gpu_num", "submit", "start", "end")
-CAUSES = ("fair-share", "fragmentation")
+CAUSES = ("fair-share", "fragmentation", "queue-order")
+PLACEMENT_COLUMNS = ("vc", "node", "gpus", "start", "end")
 
 
 def check_sim_jobs(sim: pl.DataFrame, source: str = "<sim jobs>") -> pl.DataFrame:
@@ -32,43 +37,92 @@ def check_sim_jobs(sim: pl.DataFrame, source: str = "<sim jobs>") -> pl.DataFram
     return sim
 
 
-def _fair_seconds(free_t: np.ndarray, free: np.ndarray, cap: int, gpus: int,
-                  lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Seconds within each ``[lo, hi)`` during which fewer than ``gpus`` GPUs were free."""
-    short = (free < gpus).astype(np.float64)
-    # the step function holds ``cap`` free GPUs before its first event and after its last one
-    t = np.concatenate([[min(free_t[0], lo.min()) - 1], free_t, [max(free_t[-1], hi.max()) + 1]])
-    s = np.concatenate([[float(cap < gpus)], short, [float(cap < gpus)]])
-    cum = np.concatenate([[0.0], np.cumsum(s[:-1] * np.diff(t))])
-    return np.interp(hi, t, cum) - np.interp(lo, t, cum)
+def _seconds_in(t: np.ndarray, flags: np.ndarray, outside: float, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Seconds within each ``[lo, hi)`` during which a step function (``flags[k]`` on ``[t[k], t[k+1])``) holds.
+
+    ``outside`` is its value before the first and after the last event time.
+    """
+    tt = np.concatenate([[min(t[0], lo.min()) - 1], t, [max(t[-1], hi.max()) + 1]])
+    s = np.concatenate([[outside], flags.astype(np.float64), [outside]])
+    cum = np.concatenate([[0.0], np.cumsum(s[:-1] * np.diff(tt))])
+    return np.interp(hi, tt, cum) - np.interp(lo, tt, cum)
 
 
-def wait_causes(sim: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
-    """Per waiting job: ``job_id, vc, gpu_num, wait, fair_share_s, fragmentation_s, cause``."""
+def _node_free(segs: pl.DataFrame, nodes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Event times and the free GPUs of every node from each event time on: ``(t[k], free[k, node])``."""
+    start, end = segs["start"].to_numpy(), segs["end"].to_numpy()
+    node, gpus = segs["node"].to_numpy(), segs["gpus"].to_numpy().astype(np.int32)
+    t = np.unique(np.concatenate([start, end, [0]]))  # never empty: a VC whose jobs never ran is all free
+    delta = np.zeros((len(t), len(nodes)), dtype=np.int32)
+    np.add.at(delta, (np.searchsorted(t, start), node), -gpus)
+    np.add.at(delta, (np.searchsorted(t, end), node), gpus)
+    return t, np.asarray(nodes, dtype=np.int32) + np.cumsum(delta, axis=0)
+
+
+def _placeable(free: np.ndarray, sizes: np.ndarray, gpus: int) -> np.ndarray:
+    """Per event interval: could a consolidated placement of ``gpus`` GPUs be found in the free GPUs?"""
+    if gpus <= sizes.max():
+        return free.max(axis=1) >= gpus
+    whole = free == sizes
+    partial = np.where(whole, 0, free).max(axis=1)
+    return (np.where(whole, sizes, 0).sum(axis=1) + partial) >= gpus
+
+
+def _vc_causes(part: pl.DataFrame, segs: pl.DataFrame | None, nodes: tuple[int, ...]) -> list[pl.DataFrame]:
+    """Waiting seconds by cause for the waiting jobs of one VC, one frame per GPU count."""
+    cap = sum(nodes)
+    if segs is not None:
+        t, free = _node_free(segs, nodes)
+        total = free.sum(axis=1)
+    else:
+        t, running = steps(part["start"].to_numpy(), part["end"].to_numpy(), part["gpu_num"].to_numpy())
+        free, total = None, cap - running
+    sizes = np.asarray(nodes)
+    frames = []
+    waiting = part.filter(pl.col("start") > pl.col("submit"))
+    for (g,), jobs in waiting.partition_by("gpu_num", as_dict=True).items():
+        lo, hi = jobs["submit"].to_numpy(), jobs["start"].to_numpy()
+        short = total < g
+        cols = {"fair_share_s": _seconds_in(t, short, float(cap < g), lo, hi)}
+        if free is not None:
+            fits = _placeable(free, sizes, int(g))
+            cols["fragmentation_s"] = _seconds_in(t, ~short & ~fits, 0.0, lo, hi)
+        frames.append(jobs.select("job_id", "vc", "gpu_num", (pl.col("start") - pl.col("submit")).alias("wait"))
+                      .with_columns(*(pl.Series(k, v) for k, v in cols.items())))
+    return frames
+
+
+def wait_causes(sim: pl.DataFrame, spec: ClusterSpec, placements: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per waiting job: ``job_id, vc, gpu_num, wait``, seconds per cause (``fair_share_s, ...``) and ``cause``.
+
+    With ``placements`` (the simulator's per-node segments) the causes are fair-share,
+    fragmentation and queue order; without, fair-share and fragmentation (which then
+    includes queue order).
+    """
     started = sim.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()
                          & pl.col("vc").is_in(list(spec.vcs)) & (pl.col("gpu_num") > 0))
+    segs = placements.partition_by("vc", as_dict=True) if placements is not None else {}
     frames = []
     for (vc,), part in sorted(started.partition_by("vc", as_dict=True).items()):
-        t, running = steps(part["start"].to_numpy(), part["end"].to_numpy(), part["gpu_num"].to_numpy())
-        cap = spec.gpus(vc)
-        waiting = part.filter(pl.col("start") > pl.col("submit"))
-        for (g,), jobs in waiting.partition_by("gpu_num", as_dict=True).items():
-            fair = _fair_seconds(t, cap - running, cap, int(g), jobs["submit"].to_numpy(), jobs["start"].to_numpy())
-            frames.append(jobs.select("job_id", "vc", "gpu_num", (pl.col("start") - pl.col("submit")).alias("wait"))
-                          .with_columns(pl.Series("fair_share_s", fair)))
+        vc_segs = None if placements is None else segs.get((vc,), placements.clear())
+        frames += _vc_causes(part, vc_segs, spec.vcs[vc])
+    causes = CAUSES if placements is not None else CAUSES[:2]
+    cols = [f"{c.replace('-', '_')}_s" for c in causes]
     if not frames:
         return pl.DataFrame(schema={"job_id": pl.String, "vc": pl.String, "gpu_num": pl.Int64, "wait": pl.Int64,
-                                    "fair_share_s": pl.Float64, "fragmentation_s": pl.Float64, "cause": pl.String})
-    return (pl.concat(frames, how="vertical_relaxed")
-            .with_columns((pl.col("wait") - pl.col("fair_share_s")).alias("fragmentation_s"))
-            .with_columns(pl.when(pl.col("fair_share_s") >= pl.col("fragmentation_s")).then(pl.lit(CAUSES[0]))
-                          .otherwise(pl.lit(CAUSES[1])).alias("cause"))
+                                    **dict.fromkeys(cols, pl.Float64), "cause": pl.String})
+    out = pl.concat(frames, how="vertical_relaxed").with_columns(
+        (pl.col("wait") - pl.sum_horizontal(cols[:-1])).alias(cols[-1]))
+    # the cause with most seconds; ties go to the earlier cause in CAUSES
+    best = pl.concat_list(cols).list.arg_max()
+    return (out.with_columns(best.replace_strict(dict(enumerate(causes)), return_dtype=pl.String).alias("cause"))
             .sort("vc", "job_id"))
 
 
 def decomposition_table(causes: pl.DataFrame) -> pl.DataFrame:
     """Table 2: waiting jobs per size bucket and cause: ``bucket, cause, jobs, share, wait_hours``."""
-    grid = pl.DataFrame({"bucket": list(SIZE_BUCKETS)}).join(pl.DataFrame({"cause": list(CAUSES)}), how="cross")
+    present = [c for c in CAUSES if f"{c.replace('-', '_')}_s" in causes.columns]
+    grid = pl.DataFrame({"bucket": list(SIZE_BUCKETS)}).join(pl.DataFrame({"cause": present}), how="cross")
     counts = (causes.with_columns(size_bucket().cast(pl.String).alias("bucket"))
               .group_by("bucket", "cause").agg(pl.len().alias("jobs"), (pl.col("wait").sum() / 3600).alias("wait_hours")))
     return (grid.join(counts, on=["bucket", "cause"], how="left")

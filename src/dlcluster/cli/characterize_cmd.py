@@ -24,7 +24,8 @@ def characterize(
     cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file for every trace (Helios "
                                  "cluster_gpu_number.csv, Philly machine list or vc,nodes CSV)."),
     sim_jobs: Path = typer.Option(None, "--sim-jobs", help="Simulator per-job Parquet for the queueing "
-                                  "decomposition (job_id, vc, gpu_num, submit, start, end)."),
+                                  "decomposition (job_id, vc, gpu_num, submit, start, end); a placements.parquet "
+                                  "beside it adds the fragmentation / queue-order split."),
     memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit for the utilisation join."),
     lenient: bool = LenientOpt,
     tz: str = TzOpt,
@@ -32,16 +33,19 @@ def characterize(
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.report import build_report
-    from dlcluster.report.build import read_sim_jobs
+    from dlcluster.report.build import read_sim_jobs, read_sim_placements
 
     _check_output(output)
     if not MEMORY.fullmatch(memory_limit):
         raise ConfigError(f"--memory-limit {memory_limit!r}: expected a size such as 1GB, 512MB or 2GiB")
     spec = read_cluster_spec(cluster) if cluster is not None else None
     sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
+    placements = read_sim_placements(sim_jobs) if sim_jobs is not None else None
     traces = [load(p, fmt, **reader_options(lenient, None, None, tz)) for p in paths]
-    page = build_report(traces, output, cluster=spec, sim_jobs=sim,
-                        sim_name=sim_jobs.name if sim_jobs is not None else "simulation", memory_limit=memory_limit)
+    # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
+    sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
+    page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,
+                        memory_limit=memory_limit)
     Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
 
 

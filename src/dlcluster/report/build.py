@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from dlcluster.analysis.gpu_util import MEMORY_LIMIT
-from dlcluster.analysis.queueing import check_sim_jobs
+from dlcluster.analysis.queueing import PLACEMENT_COLUMNS, check_sim_jobs
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.report import sections
@@ -21,22 +21,38 @@ def _names(traces: list[Trace]) -> list[str]:
     return [f"{n} ({i + 1})" if names.count(n) > 1 else n for i, n in enumerate(names)]
 
 
-def read_sim_jobs(path: str | Path) -> pl.DataFrame:
-    """The simulator's per-job Parquet (``job_id, vc, gpu_num, submit, start, end``), checked."""
+def _read_parquet(path: str | Path) -> pl.DataFrame:
     try:
-        sim = pl.read_parquet(path)
+        return pl.read_parquet(path)
     except Exception as exc:  # polars raises several types for a damaged or non-Parquet file
         raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
-    return check_sim_jobs(sim, str(path))
+
+
+def read_sim_jobs(path: str | Path) -> pl.DataFrame:
+    """The simulator's per-job Parquet (``job_id, vc, gpu_num, submit, start, end``), checked."""
+    return check_sim_jobs(_read_parquet(path), str(path))
+
+
+def read_sim_placements(jobs_path: str | Path) -> pl.DataFrame | None:
+    """The ``placements.parquet`` the simulator wrote beside ``jobs_path`` (per-node segments), if any."""
+    path = Path(jobs_path).with_name("placements.parquet")
+    if not path.is_file():
+        return None
+    segs = _read_parquet(path)
+    missing = [c for c in PLACEMENT_COLUMNS if c not in segs.columns]
+    if missing:
+        raise InputError(f"missing column '{missing[0]}' (need {', '.join(PLACEMENT_COLUMNS)})", path=path)
+    return segs
 
 
 def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec | None = None,
-                 sim_jobs: pl.DataFrame | None = None, sim_name: str = "simulation",
-                 memory_limit: str = MEMORY_LIMIT) -> Path:
+                 sim_jobs: pl.DataFrame | None = None, sim_placements: pl.DataFrame | None = None,
+                 sim_name: str = "simulation", memory_limit: str = MEMORY_LIMIT) -> Path:
     """Write ``out/index.html`` plus figure and table files; return the page's path.
 
     ``cluster`` replaces every trace's own spec; without it each trace uses the spec it
-    carries, if any. ``sim_jobs`` (the simulator's per-job table) feeds section 6.
+    carries, if any. ``sim_jobs`` (the simulator's per-job table) feeds section 6, and
+    ``sim_placements`` (its per-node segments) splits fragmentation from queue order there.
     """
     out = Path(out)
     inputs = [Input(n, t, cluster or t.cluster) for n, t in zip(_names(traces), traces, strict=True)]
@@ -47,7 +63,7 @@ def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec |
         sections.users_section(inputs),
         sections.locality_section(inputs, memory_limit),
         sections.failures_section(inputs),
-        sections.queueing_section(sim_jobs, sim_spec, sim_name),
+        sections.queueing_section(sim_jobs, sim_spec, sim_name, sim_placements),
         sections.summary_section(inputs),
     ]
     subtitle = [f"{i.name}: {i.jobs.height:,} jobs, format {i.trace.format}, time zone {i.trace.timezone}"

@@ -251,11 +251,14 @@ def failures_section(inputs: list[Input]) -> Section:
     return s
 
 
-def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_name: str) -> Section:
-    """Section 6: fair-share versus fragmentation waiting in a simulated run (Philly Table 2)."""
+def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_name: str,
+                     placements: pl.DataFrame | None = None) -> Section:
+    """Section 6: fair-share, fragmentation and queue-order waiting in a simulated run (Philly Table 2)."""
     s = Section("queueing", "6. Queueing decomposition (simulated run)",
-                "Why jobs waited in a simulated run: VC quota exhausted (fair-share) or GPUs free but no "
-                "placement (fragmentation, including head-of-line blocking).")
+                "Why jobs waited in a simulated run: VC quota exhausted (fair-share), GPUs free but no placement "
+                "with the required locality (fragmentation), or a placement existed but other jobs went first "
+                "(queue order; counted as fragmentation when the run's placements.parquet is not beside its "
+                "jobs.parquet).")
     definition = (queueing.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").replace(
         "*", "").strip()
     item_id, title = "queueing-decomposition", "Waiting jobs by cause and size (Philly Table 2)"
@@ -266,13 +269,14 @@ def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_nam
         s.items.append(Item(item_id, title, definition,
                             absent="the decomposition needs each VC's GPUs: pass --cluster."))
         return s
-    table = queueing.decomposition_table(queueing.wait_causes(sim, spec)).select(
+    table = queueing.decomposition_table(queueing.wait_causes(sim, spec, placements)).select(
         pl.lit(sim_name).alias("trace"), pl.all())
     if table["jobs"].sum() == 0:
         s.items.append(Item(item_id, title, definition, absent="no job waited in the simulated run."))
         return s
     fig = plots.bars(table.with_columns(pl.col("share").fill_null(0.0)), "bucket", "share", "share of waiting jobs (%)",
-                     group="cause", order=list(queueing.CAUSES), cats=list(SIZE_BUCKETS), percent=True)
+                     group="cause", order=table["cause"].unique(maintain_order=True).to_list(),
+                     cats=list(SIZE_BUCKETS), percent=True)
     s.items.append(Item(item_id, title, definition, figure=fig, shown=table, data={item_id: table}))
     return s
 
