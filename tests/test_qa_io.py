@@ -142,3 +142,16 @@ def test_synth_refuses_to_mix_two_folder_formats(tmp_path: Path) -> None:
                                  "another folder"
     assert not (folder / "cluster_job_log").exists()
     assert read_trace(folder).format == "helios"
+
+
+def test_an_option_the_format_does_not_take_is_named(tmp_path: Path) -> None:
+    from dlcluster.errors import ConfigError
+    from dlcluster.io import read_trace
+
+    path = tmp_path / "pods.csv"
+    path.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,1000\n")
+    with pytest.raises(ConfigError, match=r"^--tz does not apply to the openb format"):
+        read_trace(path, timezone="Asia/Tokyo")
+    with pytest.raises(ConfigError, match=r"^--map does not apply to the openb format"):
+        read_trace(path, mapping={"job_id": "name"})
+    assert read_trace(path).jobs.height == 1

@@ -8,6 +8,7 @@ the order of :data:`FORMATS`; ``format=`` forces one.
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 from types import ModuleType
 
@@ -26,6 +27,9 @@ FORMATS: dict[str, tuple[str, str]] = {
     "sacct": ("dlcluster.io.sacct", "Slurm sacct --parsable2 export"),
     "csv": ("dlcluster.io.csv_mapped", "any CSV/Parquet job table through a column mapping"),
 }
+
+# reader keyword -> the CLI option that sets it, for errors a user can act on
+OPTION_FLAGS = {"timezone": "--tz", "mapping": "--map", "time_unit": "--time-unit", "cluster_date": "--cluster-date"}
 
 
 def _module(fmt: str) -> ModuleType:
@@ -56,4 +60,10 @@ def read_trace(path: str | Path, format: str | None = None, **options: object) -
     if not path.exists():
         raise InputError("no such file or folder", path=path)
     fmt = format or detect_format(path)
-    return _module(fmt).read(path, **options)
+    reader = _module(fmt).read
+    accepted = inspect.signature(reader).parameters
+    for name in options:
+        if name not in accepted:
+            flag = OPTION_FLAGS.get(name, name)
+            raise ConfigError(f"{flag} does not apply to the {fmt} format ({path})")
+    return reader(path, **options)

@@ -132,7 +132,6 @@ def read(
     timezone: str = "UTC",
     cluster: str | None = None,
     lenient: bool = False,
-    **_: object,
 ) -> Trace:
     """Read a CSV/Parquet job table through a canonical→source column mapping."""
     if time_unit is not None and time_unit not in UNITS:

@@ -98,7 +98,6 @@ def read(
     timezone: str = TIMEZONE,
     cluster: str | None = None,
     cluster_date: str | None = None,
-    **_: object,
 ) -> Trace:
     """Read a Helios cluster folder (or its ``cluster_log.csv``) into the canonical schema."""
     path = Path(path)

@@ -55,7 +55,7 @@ def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:
     return [parse_int(c).alias(f"{c}_") for c in cols]
 
 
-def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read an openb pod list (and the node list beside it) into the canonical schema."""
     raw = read_csv_text(path)
     require_columns(raw, BASE, path)

@@ -115,7 +115,7 @@ def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter
     return agg, lost, Counter({f"task {k}": v for k, v in dropped.items()})
 
 
-def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read a PAI 2020 trace folder (job + task tables) into the canonical schema."""
     folder = _folder(path)
     raw, job_path = _table(folder, "pai_job_table", JOB_COLUMNS)

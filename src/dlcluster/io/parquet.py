@@ -26,7 +26,7 @@ def sniff(path: Path) -> bool:
         return fh.read(4) == b"PAR1"
 
 
-def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read a canonical Parquet job table written by :func:`write`."""
     require_file(path)
     try:

@@ -214,7 +214,7 @@ def _validate(jobs: pl.DataFrame, att: pl.DataFrame, errors: list[InputError], l
     return jobs.join(bad.select(ROW), on=ROW, how="anti")
 
 
-def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trace:
     """Read a raw Philly folder (or its ``cluster_job_log``) into jobs, attempts, cluster spec and utilisation."""
     path = Path(path)
     log = _log_path(path)

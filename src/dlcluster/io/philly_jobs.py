@@ -36,7 +36,7 @@ def sniff(path: Path) -> bool:
     return header_has(path, COLUMNS)
 
 
-def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trace:
     """Read the derived Philly job table into the canonical schema."""
     raw = read_csv_text(path)
     require_columns(raw, COLUMNS, path)

@@ -76,7 +76,7 @@ def _elapsed() -> pl.Expr:
     return parts[0].fill_null(0) * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
 
 
-def read(path: Path, *, lenient: bool = False, timezone: str = "UTC", **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     """Read a ``sacct --parsable2`` export into the canonical schema."""
     raw = read_csv_text(path, separator="|", quote_char=None)
     require_columns(raw, ("JobID", "Submit", "State"), path)

@@ -102,7 +102,7 @@ def _record_checks() -> list[Check]:
     return checks
 
 
-def read(path: Path, *, lenient: bool = False, **_: object) -> Trace:
+def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read an SWF file into the canonical schema (GPUs = processors)."""
     raw = read_csv_text(path, separator="\x1f", has_header=False, new_columns=["line"], quote_char=None)
     text = pl.col("line").str.strip_chars()
