@@ -111,3 +111,14 @@ def test_lenient_drops_jobs_with_bad_tasks(tmp_path: Path) -> None:
     trace = read_trace(folder, lenient=True)
     assert trace.jobs["job_id"].to_list() == ["j1", "j3", "j4"]
     assert trace.dropped == {"unknown status": 1, "task unparsable inst_num": 1, "job with a dropped task row": 1}
+
+
+def test_a_job_ending_before_its_first_task_starts_is_an_error(tmp_path: Path) -> None:
+    # j3 ends at 300001 but its first task starts at 300002: header-less table, job row 3 = line 3
+    folder = _folder(tmp_path, jobs=JOBS.replace("j3,i3,,Failed,300000,300010", "j3,i3,,Failed,300000,300001"))
+    with pytest.raises(InputError) as err:
+        read_trace(folder)
+    assert str(err.value) == (f"{folder / 'pai_job_table.csv'}, line 3, field 'end_time': "
+                              "'300001' is before the start time (negative duration)")
+    lenient = read_trace(folder, lenient=True)
+    assert "j3" not in lenient.jobs["job_id"].to_list() and lenient.dropped["end before start"] == 1

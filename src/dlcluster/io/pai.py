@@ -30,6 +30,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     duplicate,
+    ends_before,
     is_null_token,
     map_status,
     negative,
@@ -139,6 +140,9 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         df = df.filter(~pl.col("job_name").is_in(sorted(lost)))
         dropped["job with a dropped task row"] += before - df.height
     df = df.join(tasks, on="job_name", how="left", maintain_order="left")
+    # only now is the first task's start known: a job must not end before it
+    df, late = apply_checks(df, [ends_before("end_time_", "_task_start", "end_time")], path=job_path, lenient=lenient)
+    dropped.update(late)
     gpus = (pl.col("_gpu_pct").fill_null(0) / 100).ceil()
     jobs = conform(df.with_columns(
         pl.col("job_name").alias("job_id"),
