@@ -59,3 +59,10 @@ def ensure(path: Path, make: list[str]) -> Path:
 
 
 os.environ.setdefault("POLARS_MAX_THREADS", "2")
+
+
+def saturn_parquet(days: int = 183) -> Path:
+    """The cached Helios Saturn look-alike of ``days`` days (seed 7), shared by every benchmark."""
+    out = WORK / f"saturn-{days}d.parquet"
+    return ensure(out, dlcluster("synth", "--preset", "helios-saturn", "--days", str(days), "--seed", "7",
+                                 "--format", "parquet", "-o", str(out)))

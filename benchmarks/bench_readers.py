@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import json
 
-from benchmarks._measure import WORK, command_measured, dlcluster, ensure, python_snippet_measured
+from benchmarks._measure import (
+    WORK,
+    command_measured,
+    dlcluster,
+    ensure,
+    python_snippet_measured,
+)
 
 READ = (
     "import json, time\n"

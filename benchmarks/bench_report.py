@@ -17,8 +17,8 @@ from benchmarks._measure import (
     WORK,
     command_measured,
     dlcluster,
-    ensure,
     python_snippet_measured,
+    saturn_parquet,
 )
 
 SERVERS, DAYS, START = 500, 30, 1_506_816_000  # 2017-10-01 00:00 UTC: crosses no DST change
@@ -71,9 +71,7 @@ def write_attempts(path: Path, jobs: int = 20_000, seed: int = 0) -> Path:
 
 def main() -> list[dict]:
     """Generate the inputs once, then measure the report and the join."""
-    saturn = ensure(WORK / "saturn-183d.parquet",
-                    dlcluster("synth", "--preset", "helios-saturn", "--days", "183", "--seed", "7",
-                              "--format", "parquet", "-o", str(WORK / "saturn-183d.parquet")))
+    saturn = saturn_parquet()
     wall, rss, _ = command_measured(dlcluster("characterize", str(saturn), "-o", str(WORK / "saturn-report")))
     jobs = pl.scan_parquet(saturn).select(pl.len()).collect().item()
     print(f"characterize, Helios Saturn look-alike ({jobs:,} jobs): {wall:.1f} s, peak RSS {rss:,.0f} MiB  "
