@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from dlcluster.cluster import ClusterSpec
-from dlcluster.errors import InputError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.io.cluster_spec import read_cluster_spec, write_cluster_spec
 
 
@@ -105,3 +105,47 @@ def test_malformed_specs_name_file_line_field(tmp_path: Path, text: str, message
         read_cluster_spec(path)
     separator = ", " if message.startswith("line") else ": "
     assert str(err.value) == f"{path}{separator}{message}"
+
+
+def test_vc_nodes_with_cpus_per_node(tmp_path: Path) -> None:
+    path = tmp_path / "spec.csv"
+    path.write_text("vc,nodes,gpus_per_node,cpus_per_node\na,2,8,64\nb,1,4,16\na,1,8,32\n")
+    spec = read_cluster_spec(path)
+    assert spec.vcs == {"a": (8, 8, 8), "b": (4,)}
+    assert spec.cpus == {"a": (64, 64, 32), "b": (16,)}
+    path.write_text("vc,nodes\na,2\n")
+    assert read_cluster_spec(path).cpus is None
+
+
+def test_write_read_round_trip_with_cpus(tmp_path: Path) -> None:
+    spec = ClusterSpec({"a": (8, 8, 8, 4), "empty": ()}, {"a": (64, 32, 64, 32), "empty": ()})
+    path = write_cluster_spec(spec, tmp_path / "spec.csv")
+    assert path.read_text() == "vc,nodes,gpus_per_node,cpus_per_node\na,2,8,64\na,1,8,32\na,1,4,32\nempty,0,8,0\n"
+    back = read_cluster_spec(path)
+    assert Counter(zip(back.vcs["a"], back.cpus["a"], strict=True)) == Counter(zip(spec.vcs["a"], spec.cpus["a"],
+                                                                                  strict=True))
+    assert back.cpus["empty"] == () and back != ClusterSpec(back.vcs)  # CPUs take part in equality
+
+
+def test_bad_cpus_per_node_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "spec.csv"
+    path.write_text("vc,nodes,gpus_per_node,cpus_per_node\na,2,8,64\nb,1,4,\n")
+    with pytest.raises(InputError) as err:
+        read_cluster_spec(path)
+    assert str(err.value) == f"{path}, line 3, field 'cpus_per_node': value is empty"
+
+
+def test_spec_cpus_shape_pooled_frame_and_per_gpu() -> None:
+    spec = ClusterSpec({"b": (8, 4), "a": (2,)}).with_cpus_per_gpu(6)
+    assert spec.cpus == {"b": (48, 24), "a": (12,)}
+    assert spec.pooled().vcs == {"all": (2, 8, 4)} and spec.pooled().cpus == {"all": (12, 48, 24)}
+    assert spec.to_frame()["cpus"].to_list() == [48, 24, 12]
+    assert "cpus" not in ClusterSpec({"a": (2,)}).to_frame().columns
+    # given in another VC order, CPUs are kept in the order of the VCs
+    assert ClusterSpec({"a": (1,), "b": (2,)}, {"b": (5,), "a": (3,)}).to_frame()["cpus"].to_list() == [3, 5]
+    with pytest.raises(ConfigError, match="VC 'a' has 2 nodes but 1 CPU counts"):
+        ClusterSpec({"a": (8, 8)}, {"a": (8,)})
+    with pytest.raises(ConfigError, match="CPU counts are given for VCs"):
+        ClusterSpec({"a": (8,)}, {"b": (8,)})
+    with pytest.raises(ConfigError, match="negative CPU count"):
+        ClusterSpec({"a": (8,)}, {"a": (-1,)})

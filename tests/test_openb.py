@@ -75,6 +75,30 @@ def test_node_list_beside_counts_only_gpu_nodes(tmp_path: Path) -> None:
     assert read_trace(path).cluster.vcs == {"openb": (8, 2)}
 
 
+def test_node_list_cpus_are_whole_cores(tmp_path: Path) -> None:
+    path = _write(tmp_path, "p0,1000,1,1,1000,,LS,Running,0,5,0\n")
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,1,8,V100\nn1,32500,1,2,T4\nn2,64000,1,0,\n")
+    cluster = read_trace(path).cluster
+    assert cluster.vcs == {"openb": (8, 2)} and cluster.cpus == {"openb": (96, 32)}
+
+
+def test_bad_node_cpus_is_an_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "p0,1000,1,1,1000,,LS,Running,0,5,0\n")
+    nodes = tmp_path / "openb_node_list_gpu_node.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,1,8,V100\nn1,-5,1,2,T4\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path)
+    assert str(err.value) == f"{nodes}, line 3, field 'cpu_milli': negative value -5"
+
+
+def test_shared_node_list_has_cpus(shared_data: Path) -> None:
+    folder = shared_data / "alibaba-openb-2023"
+    cluster = read_trace(folder / "openb_pod_list_default.csv").cluster
+    nodes = pl.read_csv(folder / "openb_node_list_gpu_node.csv").filter(pl.col("gpu") > 0)
+    assert cluster.cpus == {"openb": tuple(c // 1000 for c in nodes["cpu_milli"])}
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -79,7 +79,8 @@ def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
     table.add_column("metric", style="bold")
     for name in summaries:
         table.add_column(name, justify="right")
-    for key in (*SUMMARY_KEYS, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions"):
+    cpu = ("cpu_utilization",) if any("cpu_utilization" in s["overall"] for s in summaries.values()) else ()
+    for key in (*SUMMARY_KEYS, *cpu, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions"):
         table.add_row(key, *(_fmt(s["overall"].get(key)) for s in summaries.values()))
     table.add_row("wall_seconds", *(_fmt(s["wall_seconds"]) for s in summaries.values()))
     return table
@@ -96,6 +97,9 @@ def simulate(
     output: Path = typer.Option(..., "--output", "-o", help="Output folder (one subfolder per policy if several)."),
     cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file (default: the trace's own)."),
     cluster_date: str = typer.Option(None, "--cluster-date", help="Day of a Helios GPU-count file to use as spec."),
+    cpus_per_gpu: int = typer.Option(None, "--cpus-per-gpu", min=1,
+                                     help="Model CPUs: every node gets N × its GPUs CPUs (for a spec without CPUs); "
+                                     "jobs then also need their cpu_num."),
     start: str = typer.Option(None, "--start", help="Keep jobs submitted at or after this time, 'YYYY-MM-DD[ HH:MM:SS]' "
                               "on the trace's wall clock (its time zone, not the machine's)."),
     end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this time (as --start)."),
@@ -141,6 +145,10 @@ def simulate(
         spec = trace.cluster
     else:
         raise ConfigError(f"{trace_path} carries no cluster spec; pass --cluster FILE")
+    if cpus_per_gpu is not None:
+        if spec.cpus is not None:
+            raise ConfigError(f"--cpus-per-gpu: the cluster spec ({spec.source or trace_path}) already gives CPUs per node")
+        spec = spec.with_cpus_per_gpu(cpus_per_gpu)
     wall = compat is not None
     window = None
     if start or end:

@@ -8,7 +8,8 @@ Three layouts are told apart by their header:
 - Philly machine lists (``machineId, number of GPUs[, single GPU mem]``, possibly with a
   leading unnamed index column): Philly does not map machines to VCs, so the whole list
   is one pool VC ``philly`` of heterogeneous nodes, in file order (0-GPU machines kept).
-- ``vc,nodes[,gpus_per_node]`` (``node num`` also accepted; 8 GPUs per node by default):
+- ``vc,nodes[,gpus_per_node][,cpus_per_node]`` (``node num`` also accepted; 8 GPUs per
+  node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
   rows for the same VC add up, in file order.
 """
 
@@ -100,23 +101,30 @@ def _machine_list(raw: pl.DataFrame, path: Path) -> ClusterSpec:
 def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
     nodes_col = "nodes" if "nodes" in raw.columns else "node num"
     require_columns(raw, ["vc", nodes_col], path)
-    count_cols = [nodes_col] + (["gpus_per_node"] if "gpus_per_node" in raw.columns else [])
-    df = _counts(raw, path, count_cols, "a whole number")
+    optional = [c for c in ("gpus_per_node", "cpus_per_node") if c in raw.columns]
+    df = _counts(raw, path, [nodes_col, *optional], "a whole number")
     df, _ = apply_checks(df, [required_value("vc")], path=path, lenient=False)
-    size = pl.col("_gpus_per_node") if "gpus_per_node" in count_cols else pl.lit(GPUS_PER_NODE)
-    df = df.select(pl.col("vc").str.strip_chars(), pl.col(f"_{nodes_col}").alias("n"), size.alias("g"))
+    size = pl.col("_gpus_per_node") if "gpus_per_node" in optional else pl.lit(GPUS_PER_NODE)
+    has_cpus = "cpus_per_node" in optional
+    cores = pl.col("_cpus_per_node") if has_cpus else pl.lit(0)
+    df = df.select(pl.col("vc").str.strip_chars(), pl.col(f"_{nodes_col}").alias("n"), size.alias("g"),
+                   cores.alias("c"))
     spec: dict[str, tuple[int, ...]] = {}
-    for vc, n, g in df.iter_rows():  # one row per (VC, node size): a handful of rows
+    cpus: dict[str, tuple[int, ...]] = {}
+    for vc, n, g, c in df.iter_rows():  # one row per (VC, node size): a handful of rows
         spec[vc] = spec.get(vc, ()) + (g,) * n
-    return ClusterSpec(spec, source=str(path))
+        cpus[vc] = cpus.get(vc, ()) + (c,) * n
+    return ClusterSpec(spec, cpus if has_cpus else None, source=str(path))
 
 
 def write_cluster_spec(spec: ClusterSpec, path: str | Path) -> Path:
-    """Write ``vc,nodes,gpus_per_node`` (one row per VC and node size, sizes in first-seen order), atomically."""
-    lines = ["vc,nodes,gpus_per_node"]
+    """Write ``vc,nodes,gpus_per_node[,cpus_per_node]`` (one row per VC and node shape, first-seen order), atomically."""
+    has_cpus = spec.cpus is not None
+    lines = ["vc,nodes,gpus_per_node" + (",cpus_per_node" if has_cpus else "")]
     for vc, nodes in spec.vcs.items():
+        shapes = list(zip(nodes, spec.cpus[vc], strict=True)) if spec.cpus is not None else [(g,) for g in nodes]
         if not nodes:
-            lines.append(f"{vc},0,{GPUS_PER_NODE}")
-        for size in dict.fromkeys(nodes):
-            lines.append(f"{vc},{nodes.count(size)},{size}")
+            lines.append(f"{vc},0,{GPUS_PER_NODE}" + (",0" if has_cpus else ""))
+        for shape in dict.fromkeys(shapes):
+            lines.append(",".join([vc, str(shapes.count(shape)), *map(str, shape)]))
     return write_text_atomic(path, "\n".join(lines) + "\n")

@@ -9,7 +9,8 @@ Some variants (``openb_pod_list_multigpu50.csv``) have only the first five colum
 every pod gets submit_time 0, no start or end, and status ``other``.
 
 If ``openb_node_list_gpu_node.csv`` (else ``openb_node_list_all_node.csv``) lies beside the
-pod list, its GPU nodes become the trace's :class:`ClusterSpec` (one VC ``openb``).
+pod list, its GPU nodes become the trace's :class:`ClusterSpec` (one VC ``openb``), with
+each node's ``cpu_milli`` as whole CPUs (floored: a pod asks for whole CPUs, rounded up).
 """
 
 from __future__ import annotations
@@ -112,11 +113,16 @@ def _node_list(folder: Path) -> ClusterSpec | None:
         return None
     raw = read_csv_text(path)
     require_columns(raw, ("sn", "gpu"), path)
-    df = raw.with_columns(parse_int("gpu").alias("gpu_"))
+    counts = {"gpu": "a whole number of GPUs", "cpu_milli": "a whole number of millicores"}
+    counts = {c: what for c, what in counts.items() if c in raw.columns}
+    df = raw.with_columns(_ints(tuple(counts)))
+    checks: list[Check] = []
+    for col, what in counts.items():
+        checks += [unparsable(col, f"{col}_", what), required_value(f"{col}_", col), negative(f"{col}_", col)]
     # a broken node list is a broken cluster description: never silently shrink it, even when lenient
-    df, _ = apply_checks(df, [unparsable("gpu", "gpu_", "a whole number of GPUs"), required_value("gpu_", "gpu"),
-                              negative("gpu_", "gpu")], path=path, lenient=False)
-    gpus = df.filter(pl.col("gpu_") > 0).sort(ROW)["gpu_"].to_list()
-    if not gpus:
+    df, _ = apply_checks(df, checks, path=path, lenient=False)
+    nodes = df.filter(pl.col("gpu_") > 0).sort(ROW)
+    if nodes.height == 0:
         raise InputError("node list has no GPU nodes", path=path)
-    return ClusterSpec({"openb": tuple(int(g) for g in gpus)}, source=str(path))
+    cpus = {"openb": tuple(c // 1000 for c in nodes["cpu_milli_"].to_list())} if "cpu_milli" in counts else None
+    return ClusterSpec({"openb": tuple(int(g) for g in nodes["gpu_"].to_list())}, cpus, source=str(path))

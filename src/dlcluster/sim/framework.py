@@ -35,12 +35,15 @@ class Jobs:
     submit: list[int]
     duration: list[int]  # run time the job needs (compat SRTF: recorded duration + 1)
     estimate: list[float] | None = None  # predicted duration (s), for estimate-driven policies
+    cpu: list[int] = field(default_factory=list)  # CPUs asked when the VC models CPUs (0: none; empty: all 0)
     remaining: list[int] = field(init=False)  # work left, as of the last (re)start or preemption
     started_at: list[int] = field(init=False)  # start of the current run segment (-1 when not running)
     end_at: list[int] = field(init=False)  # end of the current run segment
     held: list[int] = field(init=False)  # seconds on GPUs in finished run segments (checkpoints included)
 
     def __post_init__(self) -> None:
+        if not self.cpu:
+            self.cpu = [0] * len(self.gpu)
         self.remaining = list(self.duration)
         self.started_at = [-1] * len(self.gpu)
         self.end_at = [-1] * len(self.gpu)
@@ -154,6 +157,8 @@ class Cycle:
         for j in ended:
             alloc = self.running.pop(j)
             self.state.release(alloc)
+            if jobs.cpu[j]:
+                self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], 1)
             rec.end[j] = jobs.end_at[j]
             rec.close_segment(j, jobs.started_at[j], jobs.end_at[j], alloc, jobs.gpu[j])
             jobs.remaining[j] = 0
@@ -162,6 +167,8 @@ class Cycle:
     def _start(self, j: int, now: int, alloc: Allocation) -> None:
         jobs, rec = self.jobs, self.rec
         self.state.allocate(alloc)
+        if jobs.cpu[j]:
+            self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], -1)
         self.running[j] = alloc
         if rec.start[j] < 0:
             rec.start[j] = now
@@ -175,6 +182,8 @@ class Cycle:
         jobs = self.jobs
         alloc = self.running.pop(j)
         self.state.release(alloc)
+        if jobs.cpu[j]:
+            self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], 1)
         self.engine.cancel(j)
         self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         self.rec.preemptions[j] += 1
@@ -193,12 +202,13 @@ class Cycle:
         queue.extend(arrived)
         if not queue:
             return
-        policy, place, state, gpu, submit = self.policy, self.place, self.state, self.jobs.gpu, self.jobs.submit
+        policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         policy.order(queue, now, len(arrived))
         kept: list[int] = []
         blocked = False
         for idx, j in enumerate(queue):
-            alloc = place(state, gpu[j], now - submit[j])
+            alloc = place(state, gpu[j], now - submit[j], cpu[j])
             if alloc is not None:
                 self._start(j, now, alloc)
             elif policy.blocking:
@@ -220,13 +230,14 @@ class Cycle:
         if reservation is None:
             return
         shadow, spare = reservation
-        place, gpu, submit, expected = self.place, self.jobs.gpu, self.jobs.submit, self.jobs.expected
+        jobs, place = self.jobs, self.place
+        gpu, submit, cpu, expected = jobs.gpu, jobs.submit, jobs.cpu, jobs.expected
         kept: list[int] = []
         for idx in range(1, len(queue)):
             j = queue[idx]
             g = gpu[j]
             short = now + expected(j) <= shadow
-            alloc = place(state, g, now - submit[j]) if short or g <= spare else None
+            alloc = place(state, g, now - submit[j], cpu[j]) if short or g <= spare else None
             if alloc is None:
                 kept.append(j)
                 continue
@@ -284,9 +295,9 @@ class Cycle:
     def _place_in_order(self, admitted: list[int], now: int) -> None:
         """Start every admitted job that fits now, in order; the others stay queued."""
         started = set()
-        place, state, gpu, submit = self.place, self.state, self.jobs.gpu, self.jobs.submit
+        place, state, jobs = self.place, self.state, self.jobs
         for j in admitted:
-            alloc = place(state, gpu[j], now - submit[j])
+            alloc = place(state, jobs.gpu[j], now - jobs.submit[j], jobs.cpu[j])
             if alloc is not None:
                 self._start(j, now, alloc)
                 started.add(j)

@@ -25,7 +25,7 @@ class Prepared:
     origin: int | None  # compat: wall-clock epoch seconds of time 0
 
 
-def _check(jobs: pl.DataFrame, source: str) -> None:
+def _check(jobs: pl.DataFrame, source: str, cpus: bool) -> None:
     missing = [c for c in NEEDED if c not in jobs.columns]
     if missing:
         raise InputError(f"job table lacks column(s) {', '.join(missing)}", path=source)
@@ -34,6 +34,7 @@ def _check(jobs: pl.DataFrame, source: str) -> None:
         ("duration", pl.col("duration").is_null(), "has no duration; a simulation needs one for every GPU job"),
         ("duration", pl.col("duration") < 0, "has a negative duration"),
         ("submit_time", pl.col("submit_time").is_null(), "has no submit time; a simulation needs one for every GPU job"),
+        *([("cpu_num", pl.col("cpu_num") < 0, "asks for a negative number of CPUs")] if cpus else []),
     ):
         bad = jobs.filter(gpu & bad_if)
         if bad.height:
@@ -62,14 +63,21 @@ def prepare(
     load: float,
     source: str,
 ) -> Prepared:
-    """Order and group the simulated jobs; split off those that can never run."""
-    _check(jobs, source)
+    """Order and group the simulated jobs; split off those that can never run.
+
+    When ``spec`` has CPUs and the table a ``cpu_num`` column, the jobs keep ``cpu_num``
+    (null → 0: no CPU demand); otherwise CPUs are not modelled and there is no such column.
+    """
+    if spec.cpus is not None and "cpu_num" not in jobs.columns:
+        spec = ClusterSpec(spec.vcs, None, spec.source)
+    _check(jobs, source, spec.cpus is not None)
     if unknown_vc not in UNKNOWN_VC:
         raise ConfigError(f"unknown_vc must be one of {', '.join(UNKNOWN_VC)}, got {unknown_vc!r}")
     df = jobs.select(
         "job_id", "vc",
         (pl.col("user") if "user" in jobs.columns else pl.lit(None, pl.String)).alias("user"),
         pl.col("gpu_num").cast(pl.Int64), pl.col("submit_time").cast(pl.Int64), pl.col("duration").cast(pl.Int64),
+        *([pl.col("cpu_num").cast(pl.Int64).fill_null(0)] if spec.cpus is not None else []),
     ).with_row_index("row")
     gpu = df.filter(pl.col("gpu_num") > 0)
     known = pl.col("vc").is_in(list(spec.vcs))
@@ -77,8 +85,10 @@ def prepare(
     if compat:
         # the artifact's VCs are whole nodes of one size (GPUs // 8): smaller remainder nodes do not exist there
         size = max((g for nodes in spec.vcs.values() for g in nodes), default=0)
-        spec = ClusterSpec({vc: tuple(g for g in nodes if g == size) for vc, nodes in spec.vcs.items()},
-                           spec.cpus_per_gpu, spec.source)
+        whole = {vc: [n for n, g in enumerate(nodes) if g == size] for vc, nodes in spec.vcs.items()}
+        spec = ClusterSpec({vc: tuple(spec.vcs[vc][n] for n in keep) for vc, keep in whole.items()},
+                           None if spec.cpus is None else {vc: tuple(spec.cpus[vc][n] for n in keep)
+                                                           for vc, keep in whole.items()}, spec.source)
         walled = df.with_columns(wall_seconds(pl.col("submit_time"), timezone).alias("wall"))
         df, origin = artifact_order(walled, (pl.col("gpu_num") > 0) & known, window)
         df = df.drop("wall")

@@ -29,6 +29,14 @@ class GroupRun:
     sizes: tuple[int, ...]
     events: int
     wall_seconds: float
+    cpus: tuple[int, ...] | None = None  # node CPU counts when CPUs are modelled
+
+    def node_cpus(self) -> np.ndarray:
+        """CPUs held in each (segment, node) row of the record: the job's CPUs in proportion to its GPUs there."""
+        rec = self.record
+        job = np.array(rec.node_job, dtype=np.int64)
+        cpu, gpu = self.jobs["cpu_num"].to_numpy()[job], self.jobs["gpu_num"].to_numpy()[job]
+        return -(-cpu * np.array(rec.node_gpus, dtype=np.int64) // gpu)
 
 
 def _jobs_table(run: GroupRun) -> pl.DataFrame:
@@ -53,6 +61,7 @@ def _placements(run: GroupRun) -> pl.DataFrame:
     """Which GPUs of which node each job held, over which interval (one row per run segment and node)."""
     rec = run.record
     ids = run.jobs["job_id"]
+    cpus = {} if run.cpus is None else {"cpus": pl.Series(run.node_cpus(), dtype=pl.Int32)}
     return pl.DataFrame({
         "job_id": ids.gather(rec.node_job) if rec.node_job else pl.Series([], dtype=pl.String),
         "vc": pl.repeat(run.name, len(rec.node_job), eager=True, dtype=pl.String),
@@ -60,6 +69,7 @@ def _placements(run: GroupRun) -> pl.DataFrame:
         "gpus": pl.Series(rec.node_gpus, dtype=pl.Int32),
         "start": pl.Series(rec.node_start, dtype=pl.Int64),
         "end": pl.Series(rec.node_end, dtype=pl.Int64),
+        **cpus,
     })
 
 
@@ -94,6 +104,11 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
     lv = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
     shared = lv.filter(pl.col("jobs") > 1)
     total = sum(run.sizes)
+    cpus = {}
+    if run.cpus is not None:
+        total_cpus = sum(run.cpus)
+        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus())
+        cpus = {"total_cpus": np.full(n, total_cpus, dtype=np.int64), "idle_cpus": total_cpus - held}
     return pl.DataFrame({
         "time": np.arange(n, dtype=np.int64) * SAMPLE + t0,
         "vc": pl.repeat(run.name, n, eager=True),
@@ -104,6 +119,7 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
         "pending_jobs": present - running,
         "nodes_busy": _covering(lv["start"].to_numpy(), lv["end"].to_numpy(), t0, n),
         "nodes_shared": _covering(shared["start"].to_numpy(), shared["end"].to_numpy(), t0, n),
+        **cpus,
     })
 
 
@@ -152,6 +168,14 @@ TIMELINE_SCHEMA = {"time": pl.Int64, "vc": pl.String, **{c: pl.Int64 for c in (
     "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs", "nodes_busy", "nodes_shared")}}
 PLACEMENTS_SCHEMA = {"job_id": pl.String, "vc": pl.String, "node": pl.Int32, "gpus": pl.Int32,
                      "start": pl.Int64, "end": pl.Int64}
+CPU_TIMELINE_SCHEMA = {**TIMELINE_SCHEMA, "total_cpus": pl.Int64, "idle_cpus": pl.Int64}
+CPU_PLACEMENTS_SCHEMA = {**PLACEMENTS_SCHEMA, "cpus": pl.Int32}
+
+
+def _cpu_utilization(stats: dict[str, Any], busy_cpus: float, capacity_cpus: int) -> float | None:
+    """Busy CPU-seconds / available CPU-seconds over the makespan (None when nothing ran or there are no CPUs)."""
+    makespan = stats["makespan"]
+    return busy_cpus / (capacity_cpus * makespan) if makespan and capacity_cpus else None
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
@@ -173,6 +197,9 @@ def build_results(
     t0 = int(ran["submit"].min()) if ran.height else 0
     busy = {r.name: float(np.dot(np.subtract(r.record.seg_end, r.record.seg_start), r.record.seg_gpus))
             for r in runs}
+    cpus = prep.spec.cpus
+    busy_cpus = {r.name: float(np.dot(np.subtract(r.record.node_end, r.record.node_start), r.node_cpus()))
+                 for r in runs} if cpus is not None else {}
     uns = prep.unschedulable
     uns_by_vc = dict(uns.group_by("group").len().iter_rows())
     by_name = {r.name: r for r in runs}
@@ -187,10 +214,17 @@ def build_results(
         elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
             vcs[name] = {**_stats(ran.clear(), 0.0, sum(sizes), uns_by_vc[name]),
                          "gpus": sum(sizes), "events": 0, "wall_seconds": 0.0, "events_per_second": None}
+        if cpus is not None and name in vcs:
+            vcs[name].update(cpus=sum(cpus[name]),
+                             cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     events = sum(r.events for r in runs)
     overall = _stats(ran, sum(busy.values()), sum(sum(r.sizes) for r in runs), uns.height)
     overall.update(gpus=sum(sum(r.sizes) for r in runs), events=events, wall_seconds=wall,
                    events_per_second=events / wall if wall > 0 else None)
+    if cpus is not None:
+        capacity_cpus = sum(sum(cpus[r.name]) for r in runs)
+        overall.update(cpus=capacity_cpus,
+                       cpu_utilization=_cpu_utilization(overall, sum(busy_cpus.values()), capacity_cpus))
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
                "unschedulable_jobs": uns.select("job_id", "vc", "reason").to_dicts()}
     missing = uns.select("job_id", "vc", "gpu_num", pl.lit("unschedulable").alias("status"))
@@ -198,6 +232,7 @@ def build_results(
         pl.col(c).cast(t) if c in ran.columns or c in missing.columns else pl.lit(None, t).alias(c)
         for c, t in JOBS_SCHEMA.items()
     )
-    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0) for r in runs], TIMELINE_SCHEMA)
-    placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA)
+    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0) for r in runs],
+                       TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
+    placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     return table, timeline, placements, summary

@@ -13,6 +13,7 @@ import polars as pl
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim.cluster import VCState
+from dlcluster.sim.cpu_fit import exclude_cpu_misfits
 from dlcluster.sim.engine import Engine
 from dlcluster.sim.framework import Cycle, Jobs, Policy
 from dlcluster.sim.placement import get_placement
@@ -76,6 +77,7 @@ def simulate(
     seconds). ``estimates`` is a table ``job_id, estimate`` (predicted duration, seconds).
     ``unknown_vc="unschedulable"`` counts jobs of VCs missing from ``cluster`` instead of failing.
     ``seed`` drives every random choice (the ``random`` placement): same seed, same output.
+    CPUs are modelled when ``cluster`` has CPU counts and ``jobs`` a ``cpu_num`` column.
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
@@ -84,6 +86,8 @@ def simulate(
     placer = get_placement(placement, compat=is_compat, seed=seed)  # checks the name before any work
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
+    prep = exclude_cpu_misfits(prep, placer.place, placer.name)
+    cpus = prep.spec.cpus
     # the artifact's SRTF ends every job one second late: model it as one more second of work
     extra = 1 if is_compat and policy_cls.preemptive else 0
     groups = prep.jobs.partition_by("group", maintain_order=True, as_dict=True)
@@ -99,13 +103,15 @@ def simulate(
             submit=group["submit"].to_list(),
             duration=(group["duration"] + extra).to_list(),
             estimate=_estimates(group, estimates, policy_cls.name) if wants_estimates else None,
+            cpu=group["cpu_num"].to_list() if cpus is not None else [],
         )
         engine = Engine()
         cycle = Cycle(sim_jobs, policy_cls(sim_jobs, compat=is_compat),
                       get_placement(placement, compat=is_compat, seed=seed, group=name),
-                      VCState(prep.spec.vcs[name]), engine)
+                      VCState(prep.spec.vcs[name], cpus[name] if cpus is not None else None), engine)
         events = engine.run(sim_jobs.submit, range(group.height), cycle.step)
-        runs.append(GroupRun(name, group, cycle.rec, prep.spec.vcs[name], events, time.perf_counter() - t0))
+        runs.append(GroupRun(name, group, cycle.rec, prep.spec.vcs[name], events, time.perf_counter() - t0,
+                             cpus[name] if cpus is not None else None))
         if progress is not None:
             progress(name, done, len(order))
     wall = time.perf_counter() - t_all

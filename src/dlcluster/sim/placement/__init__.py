@@ -1,10 +1,13 @@
 """Placements: where a job's GPUs go. Registry by name.
 
 A placement is an object with ``name``, a one-line ``help`` and
-``place(state, gpus, waited) -> Allocation | None``: a feasible gang allocation on the
+``place(state, gpus, waited, cpus) -> Allocation | None``: a feasible gang allocation on the
 :class:`~dlcluster.sim.cluster.VCState` (it must not modify the state) or ``None`` when
-the job does not fit now; ``waited`` is the job's time since submit. Placements may
-assume ``gpus <= state.total``: jobs that could never fit are excluded before the run. A
+the job does not fit now; ``waited`` is the job's time since submit. ``cpus`` is the job's
+CPU demand when the VC models CPUs (0 otherwise): then a node can take only as many of the
+job's GPUs as its free CPUs allow (``state.usable``), and the placement works on those
+counts instead of ``state.free``. Placements may assume the job fits the empty VC: jobs
+that could never fit are excluded before the run. A
 placement whose answer changes once a job has waited ``relax_after`` seconds sets that
 attribute, and the cycle runs a pass at every such moment.
 """
@@ -27,8 +30,8 @@ class Placement(Protocol):
     name: str
     help: str
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
-        """A feasible allocation of ``gpus`` GPUs, or None."""
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
+        """A feasible allocation of ``gpus`` GPUs (and their share of ``cpus`` CPUs), or None."""
         ...
 
 

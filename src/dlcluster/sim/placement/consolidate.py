@@ -20,11 +20,14 @@ class Consolidate:
     name = "consolidate"
     help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
-        if state.free_total < gpus:
+        free, free_total, sizes = state.free, state.free_total, state.sizes
+        if cpus:
+            free = state.usable(gpus, cpus)
+            free_total = sum(free)
+        if free_total < gpus:
             return None
-        free, sizes = state.free, state.sizes
         if gpus <= max(sizes):
             node = _best_fit(free, gpus, max(sizes))
             return None if node < 0 else [(node, gpus)]
@@ -58,11 +61,14 @@ class ArtifactConsolidate:
     name = "consolidate"
     help = "the SC'21 artifact's consolidate placer (compatibility mode)"
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
-        if state.free_total < gpus:
+        free, free_total = state.free, state.free_total
+        if cpus:
+            free = state.usable(gpus, cpus)
+            free_total = sum(free)
+        if free_total < gpus:
             return None
-        free = state.free
         size = state.sizes[0]
         if gpus <= size:
             node = _best_fit(free, gpus, size)

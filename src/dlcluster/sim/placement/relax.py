@@ -22,9 +22,9 @@ class Relax:
         self.name = f"relax:{relax_after}"
         self._tight, self._loose = Consolidate().place, FirstFit().place
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated placement, or after the wait any placement."""
-        alloc = self._tight(state, gpus)
+        alloc = self._tight(state, gpus, 0, cpus)
         if alloc is None and waited >= self.relax_after:
-            return self._loose(state, gpus)
+            return self._loose(state, gpus, 0, cpus)
         return alloc

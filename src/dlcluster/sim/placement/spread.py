@@ -27,11 +27,15 @@ class FirstFit:
     name = "first-fit"
     help = "first nodes (index order) with free GPUs; jobs are split across nodes freely"
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """First-fit gang placement or None."""
-        if state.free_total < gpus:
+        free, free_total = state.free, state.free_total
+        if cpus:
+            free = state.usable(gpus, cpus)
+            free_total = sum(free)
+        if free_total < gpus:
             return None
-        return fill(state.free, range(len(state.free)), gpus)
+        return fill(free, range(len(free)), gpus)
 
 
 class RandomFit:
@@ -44,10 +48,14 @@ class RandomFit:
         # a str seed is hashed with SHA-512 by `random`, so it does not depend on PYTHONHASHSEED
         self.rng = random.Random(seed)
 
-    def place(self, state: VCState, gpus: int, waited: int = 0) -> Allocation | None:
+    def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Random-order gang placement or None."""
-        if state.free_total < gpus:
+        free, free_total = state.free, state.free_total
+        if cpus:
+            free = state.usable(gpus, cpus)
+            free_total = sum(free)
+        if free_total < gpus:
             return None
-        nodes = [n for n, f in enumerate(state.free) if f]
+        nodes = [n for n, f in enumerate(free) if f]
         self.rng.shuffle(nodes)
-        return fill(state.free, nodes, gpus)
+        return fill(free, nodes, gpus)
