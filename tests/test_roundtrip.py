@@ -59,3 +59,17 @@ def test_swf_keeps_its_three_statuses(generated: Trace, tmp_path: Path) -> None:
         {"timeout": "other", "node_fail": "other", "running": "other", "pending": "other"})
     got = back.jobs.sort("submit_time", maintain_order=True)["status"].cast(pl.String)
     assert sorted(got.to_list()) == sorted(expected.to_list())
+
+
+def test_parquet_keeps_the_cluster_spec_with_its_cpus(generated: Trace, tmp_path: Path) -> None:
+    from dlcluster.io import parquet
+
+    assert generated.cluster is not None
+    with_cpus = generated.cluster.with_cpus_per_gpu(4)
+    parquet.write(generated.with_jobs(generated.jobs), tmp_path / "plain.parquet")
+    assert read_trace(tmp_path / "plain.parquet").cluster == generated.cluster
+    trace = generated.with_jobs(generated.jobs)
+    trace.cluster = with_cpus
+    parquet.write(trace, tmp_path / "cpus.parquet")
+    back = read_trace(tmp_path / "cpus.parquet").cluster
+    assert back == with_cpus and back.cpus is not None

@@ -49,9 +49,15 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         jobs,
         format=meta.get("format", "parquet"),
         timezone=meta.get("timezone", "UTC"),
-        cluster=ClusterSpec({k: tuple(v) for k, v in cluster.items()}, source=str(path)) if cluster else None,
+        cluster=_spec(cluster, meta.get("cluster_cpus"), str(path)) if cluster else None,
         source=str(path),
     )
+
+
+def _spec(gpus: dict[str, list[int]], cpus: dict[str, list[int]] | None, source: str) -> ClusterSpec:
+    """The cluster spec stored in the file's metadata (CPU counts only when they were known)."""
+    return ClusterSpec({k: tuple(v) for k, v in gpus.items()},
+                       cpus={k: tuple(v) for k, v in cpus.items()} if cpus else None, source=source)
 
 
 def write(trace: Trace, target: str | Path) -> Path:
@@ -60,5 +66,7 @@ def write(trace: Trace, target: str | Path) -> Path:
     meta = {"format": trace.format, "timezone": trace.timezone}
     if trace.cluster is not None:
         meta["cluster"] = {vc: list(nodes) for vc, nodes in trace.cluster.vcs.items()}
+        if trace.cluster.cpus is not None:
+            meta["cluster_cpus"] = {vc: list(nodes) for vc, nodes in trace.cluster.cpus.items()}
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
     return write_atomic(target, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
