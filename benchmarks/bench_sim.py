@@ -26,10 +26,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks._measure import WORK, command_measured, dlcluster, ensure
+from benchmarks._measure import (
+    SHARED,
+    WORK,
+    command_measured,
+    dlcluster,
+    saturn_parquet,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 ARTIFACT_WALL = {"fifo": 213.1, "sjf": 202.6, "qssf": 205.2, "srtf": 754.7}  # seconds, reference README
 POLICIES = ("fifo", "sjf", "srtf", "qssf")
 
@@ -55,13 +59,6 @@ def _timed(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def _saturn(days: int) -> Path:
-    """The cached Saturn look-alike of ``days`` days (seed 7)."""
-    out = WORK / f"saturn-sim-{days}d.parquet"
-    return ensure(out, dlcluster("synth", "--preset", "helios-saturn", "--days", str(days), "--seed", "7",
-                                 "--format", "parquet", "-o", str(out)))
-
-
 def _noisy_estimates(trace: Path) -> Path:
     """A noisy oracle for QSSF: true duration × lognormal(0, 0.5), seed 7, as ``job_id,duration``."""
     out = WORK / f"{trace.stem}-estimates.csv"
@@ -81,7 +78,7 @@ def _simulate(trace: Path, policy: str, *extra: str) -> tuple[float, float, dict
 
 def saturn() -> None:
     """Saturn look-alike: FIFO, QSSF and EASY variants at load 1 and 0.5 (targets: < 60 s, < 3 GB each)."""
-    trace = _saturn(183)
+    trace = saturn_parquet(183)
     est = _noisy_estimates(trace)
     print(f"Saturn look-alike, 183 days ({trace.name}; QSSF estimates: {est.name})")
     head = ("policy", "load", "wall s", "engine s", "jobs/s", "peak MiB", "util", "mean queue h", "p99 queue h")
@@ -101,7 +98,7 @@ def scaling() -> None:
     print(f"{head[0]:<6}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], (10, 8, 10, 9, 8, 10, 8), strict=True)))
     base: tuple[float, float, int] | None = None
     for days in (45, 90, 180):
-        wall, _, s = _simulate(_saturn(days), "fifo")
+        wall, _, s = _simulate(saturn_parquet(days), "fifo")
         jobs, engine = s["overall"]["jobs"], s["wall_seconds"]
         base = base or (wall, engine, jobs)
         print(f"{days:<6}{jobs:>10,}{wall:>8.1f}{engine:>10.1f}{jobs / wall:>9,.0f}{wall / base[0]:>8.2f}"
