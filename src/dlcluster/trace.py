@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
+
+
+def local_datetime(epochs: pl.Expr, timezone: str) -> pl.Expr:
+    """UTC epoch seconds as wall-clock datetimes of ``timezone``."""
+    return pl.from_epoch(epochs, time_unit="s").dt.replace_time_zone("UTC").dt.convert_time_zone(timezone)
 
 
 @dataclass
@@ -36,14 +41,11 @@ class Trace:
 
     def with_jobs(self, jobs: pl.DataFrame) -> Trace:
         """A copy of this trace with another job table."""
-        return Trace(jobs, self.format, self.timezone, self.attempts, self.cluster, self.source,
-                     Counter(self.dropped), self.utilization)
+        return replace(self, jobs=jobs, dropped=Counter(self.dropped))
 
     def local_times(self, column: str = "submit_time") -> pl.Expr:
         """Expression turning an epoch-seconds column into the source's local wall-clock datetime."""
-        return pl.from_epoch(pl.col(column), time_unit="s").dt.replace_time_zone("UTC").dt.convert_time_zone(
-            self.timezone
-        )
+        return local_datetime(pl.col(column), self.timezone)
 
     @property
     def name(self) -> str:

@@ -6,6 +6,7 @@ and exit with status 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -21,23 +22,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err_console = Console(stderr=True, highlight=False)
-_state = {"debug": False}
 
 
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors.")) -> None:
-    _state["debug"] = debug
+    # declared so typer accepts and documents --debug; main() reads it from argv, as errors may
+    # come before typer has parsed anything
+    del debug
 
 
 def _register() -> None:
-    from dlcluster.cli import trace_cmds  # noqa: F401
-
-    for optional in ("synth_cmd", "simulate_cmd", "characterize_cmd"):
-        try:
-            __import__(f"dlcluster.cli.{optional}")
-        except ModuleNotFoundError as exc:  # a command module not yet present in this checkout
-            if exc.name != f"dlcluster.cli.{optional}":
-                raise
+    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "characterize_cmd"):  # --help lists them in this order
+        importlib.import_module(f"dlcluster.cli.{module}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except (typer.Abort,):
+    except typer.Abort:
         sys.exit(1)
     except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error of typer's (vendored) click

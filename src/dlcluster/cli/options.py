@@ -5,11 +5,15 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from dlcluster.errors import ConfigError
+from dlcluster.io import FORMATS
+
+if TYPE_CHECKING:
+    from dlcluster.trace import Trace
 
 FormatOpt = typer.Option(None, "--format", "-f", help="Force the input format (default: auto-detect).")
 LenientOpt = typer.Option(False, "--lenient", help="Drop malformed rows (counted by reason) instead of failing.")
@@ -18,13 +22,8 @@ MapOpt = typer.Option(None, "--map", help="Column mapping for --format csv: cano
 TimeUnitOpt = typer.Option(None, "--time-unit", help="For --format csv: unit of numeric times (s, ms, us).")
 TzOpt = typer.Option(None, "--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai).")
 
-WRITERS = {
-    "parquet": "dlcluster.io.parquet",
-    "helios": "dlcluster.io.helios",
-    "philly": "dlcluster.io.philly",
-    "swf": "dlcluster.io.swf",
-    "csv": "dlcluster.io.csv_mapped",
-}
+# the formats whose reader module also has a ``write``: format -> module
+WRITERS = {fmt: FORMATS[fmt][0] for fmt in ("parquet", "helios", "philly", "swf", "csv")}
 FOLDER_FORMATS = ("helios", "philly")
 SUFFIXES = {".parquet": "parquet", ".swf": "swf", ".csv": "csv"}
 
@@ -50,10 +49,10 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
         raise ConfigError(f"-o {output}: is a file, but the {fmt} format is written as a folder")
     if fmt not in FOLDER_FORMATS and output.is_dir():
         raise ConfigError(f"-o {output}: is a folder, expected a {fmt} file name")
-    for other in FOLDER_FORMATS:
-        # a folder holding two traces would be read back as whichever format is detected first
-        if fmt in FOLDER_FORMATS and other != fmt and output.is_dir() \
-                and importlib.import_module(WRITERS[other]).sniff(output):
+    # a folder holding two traces would be read back as whichever format is detected first
+    others = [f for f in FOLDER_FORMATS if f != fmt] if fmt in FOLDER_FORMATS and output.is_dir() else []
+    for other in others:
+        if importlib.import_module(WRITERS[other]).sniff(output):
             raise ConfigError(f"-o {output}: already holds a {other} trace; write the {fmt} trace to another folder")
     return importlib.import_module(WRITERS[fmt])
 
@@ -83,7 +82,7 @@ def reader_options(lenient: bool, mapping: str | None, time_unit: str | None, tz
     return opts
 
 
-def load(path: Path, fmt: str | None, **opts: Any):  # noqa: ANN201
+def load(path: Path, fmt: str | None, **opts: Any) -> Trace:
     """Read a trace and report lenient drops on stderr."""
     from dlcluster.cli import err_console
     from dlcluster.io import read_trace

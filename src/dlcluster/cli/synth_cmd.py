@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from dlcluster.cli import app, err_console
+from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError
 
@@ -30,15 +31,13 @@ def synth(
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically."""
     from dlcluster.atomic import write_text_atomic
     from dlcluster.synth import fit, generate, load_preset
+    from dlcluster.synth.generate import check_scale
     from dlcluster.synth.model import Model
 
     sources = [s for s in (preset, fit_trace, model_file) if s is not None]
     if len(sources) != 1:
         raise ConfigError("give exactly one of --preset NAME, --fit TRACE or --model FILE")
-    if days is not None and not days > 0:
-        raise ConfigError(f"--days must be a positive number, got {days}")
-    if not load > 0:
-        raise ConfigError(f"--load must be a positive number, got {load}")
+    check_scale(days, load)
     writer = output_writer(output, fmt)
 
     began = time.perf_counter()
@@ -49,8 +48,6 @@ def synth(
             raise ConfigError(f"--model {model_file}: no such file")
         model = Model.from_json(model_file.read_text(encoding="utf-8"), source=str(model_file))
     else:
-        from dlcluster.cli.options import load as load_trace
-
         model = fit(load_trace(fit_trace, fit_format, lenient=False))
     if save_model is not None:
         write_text_atomic(save_model, model.to_json())

@@ -39,7 +39,7 @@ def info(
     if as_json:
         typer.echo(json.dumps(summary, sort_keys=False))
         return
-    table = Table(title=f"{path}", show_header=False)
+    table = Table(title=str(path), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
     for key, value in summary.items():

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 
 from dlcluster.errors import ConfigError, InputError
+from dlcluster.trace import local_datetime
 
 ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
 NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "null", "NULL", "Unknown")
@@ -112,31 +113,36 @@ def is_null_token(col: str) -> pl.Expr:
     return pl.col(col).is_null() | pl.col(col).str.strip_chars().is_in(list(NULL_TOKENS))
 
 
-def parse_datetime(col: str, fmt: str | None, tz: str, ambiguous: str = "earliest") -> pl.Expr:
+def cell_text(col: str) -> pl.Expr:
+    """A raw text cell trimmed, null where it means 'no value'."""
+    return pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
+
+
+def parse_datetime(col: str, fmt: str, tz: str, ambiguous: str = "earliest") -> pl.Expr:
     """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
 
     A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous;
     ``ambiguous`` picks the ``earliest`` (default) or ``latest`` instant.
     """
     check_timezone(tz)
-    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
-    parsed = raw.str.to_datetime(fmt, strict=False, time_unit="us") if fmt else raw.str.to_datetime(
-        strict=False, time_unit="us"
-    )
+    parsed = cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us")
     return parsed.dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null").dt.epoch("s")
+
+
+def wall_clock_text(col: str, tz: str, fmt: str) -> pl.Expr:
+    """Format a UTC epoch-seconds column as ``tz`` wall-clock text (for writers; null stays null)."""
+    return local_datetime(pl.col(col), tz).dt.strftime(fmt).alias(col)
 
 
 def parse_int(col: str) -> pl.Expr:
     """Parse an integer text column (accepts ``12.0``; null where empty or not integral)."""
-    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
-    as_float = raw.cast(pl.Float64, strict=False)
+    as_float = cell_text(col).cast(pl.Float64, strict=False)
     return pl.when(as_float == as_float.floor()).then(as_float).otherwise(None).cast(pl.Int64)
 
 
 def parse_float(col: str) -> pl.Expr:
     """Parse a float text column (null where empty or unparsable)."""
-    raw = pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
-    return raw.cast(pl.Float64, strict=False)
+    return cell_text(col).cast(pl.Float64, strict=False)
 
 
 def unparsable(col: str, parsed: str, what: str) -> Check:

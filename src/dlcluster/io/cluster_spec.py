@@ -15,6 +15,7 @@ Three layouts are told apart by their header:
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -125,6 +126,6 @@ def write_cluster_spec(spec: ClusterSpec, path: str | Path) -> Path:
         shapes = list(zip(nodes, spec.cpus[vc], strict=True)) if spec.cpus is not None else [(g,) for g in nodes]
         if not nodes:
             lines.append(f"{vc},0,{GPUS_PER_NODE}" + (",0" if has_cpus else ""))
-        for shape in dict.fromkeys(shapes):
-            lines.append(",".join([vc, str(shapes.count(shape)), *map(str, shape)]))
+        for shape, count in Counter(shapes).items():
+            lines.append(",".join([vc, str(count), *map(str, shape)]))
     return write_text_atomic(path, "\n".join(lines) + "\n")

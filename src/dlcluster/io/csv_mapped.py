@@ -23,11 +23,11 @@ from dlcluster.io._common import (
     ROW,
     Check,
     apply_checks,
+    cell_text,
     check_timezone,
     duplicate,
     ends_before,
     header_has,
-    is_null_token,
     map_status,
     negative,
     parse_float,
@@ -98,8 +98,7 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
 
 def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path) -> tuple[pl.Series, str]:
     """One time column as UTC epoch seconds (aligned with ``df``), and what it was expected to be."""
-    raw = df.select(pl.when(is_null_token(source)).then(None).otherwise(pl.col(source).str.strip_chars()))
-    raw_s = raw.to_series()
+    raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
     first = present[0] if present.len() else None
     if unit is not None or first is None or _is_number(first):

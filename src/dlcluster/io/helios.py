@@ -14,7 +14,6 @@ is exact. The format holds no job name or GPU share, and its cluster name is the
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import polars as pl
@@ -36,10 +35,11 @@ from dlcluster.io._common import (
     required_value,
     unknown_status,
     unparsable,
+    wall_clock_text,
 )
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.schema import conform
-from dlcluster.trace import Trace
+from dlcluster.trace import Trace, local_datetime
 
 TIMEZONE = "Asia/Shanghai"
 LOG, GPU_NUMBER = "cluster_log.csv", "cluster_gpu_number.csv"
@@ -129,24 +129,15 @@ def read(
     return Trace(jobs, format="helios", timezone=timezone, cluster=spec, source=str(path), dropped=dropped)
 
 
-def _wall_clock(col: str) -> pl.Expr:
-    return (pl.from_epoch(pl.col(col), time_unit="s").dt.replace_time_zone("UTC")
-            .dt.convert_time_zone(TIMEZONE).dt.strftime(TIME_FORMAT).alias(col))
-
-
 def _gpu_number_table(trace: Trace) -> pl.DataFrame:
     """One row per local day over the trace's span, each VC's GPUs (constant) and the total."""
     assert trace.cluster is not None
-    span = trace.jobs.select(
-        pl.col("submit_time").min().alias("lo"),
-        pl.max_horizontal(pl.col("submit_time").max(), pl.col("end_time").max()).alias("hi"),
+    lo, hi = trace.jobs.select(
+        local_datetime(pl.col("submit_time").min(), TIMEZONE).dt.date(),
+        local_datetime(pl.max_horizontal(pl.col("submit_time").max(), pl.col("end_time").max()), TIMEZONE)
+        .dt.date().alias("hi"),
     ).row(0)
-    if span[0] is None:
-        days: list[dt.date] = []
-    else:
-        zone = pl.from_epoch(pl.Series(span), time_unit="s").dt.replace_time_zone("UTC")
-        lo, hi = zone.dt.convert_time_zone(TIMEZONE).dt.date().to_list()
-        days = pl.date_range(lo, hi, interval="1d", eager=True).to_list()
+    days = [] if lo is None else pl.date_range(lo, hi, interval="1d", eager=True).to_list()
     gpus = {vc: trace.cluster.gpus(vc) for vc in trace.cluster.vcs}
     return pl.DataFrame({"date": [d.isoformat() for d in days]}, schema={"date": pl.String}).with_columns(
         *(pl.lit(g, dtype=pl.Int64).alias(vc) for vc, g in gpus.items()),
@@ -161,7 +152,7 @@ def write(trace: Trace, target: str | Path) -> Path:
     log = conform(trace.jobs).select(
         "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
         pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),
-        *(_wall_clock(c) for c in ("submit_time", "start_time", "end_time")),
+        *(wall_clock_text(c, TIMEZONE, TIME_FORMAT) for c in ("submit_time", "start_time", "end_time")),
         "duration",
         pl.col("queue_delay").alias("queue"),
     )

@@ -25,10 +25,10 @@ from dlcluster.io._common import (
     ROW,
     Check,
     apply_checks,
+    cell_text,
     duplicate,
     ends_before,
     header_has,
-    is_null_token,
     map_status,
     negative,
     parse_int,
@@ -89,9 +89,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         ]
     else:
         times = [pl.lit(0).alias("submit_time"), pl.lit("other").alias("status")]
-    has_qos = "qos" in df.columns
-    vc = pl.when(is_null_token("qos")).then(pl.lit("default")).otherwise(pl.col("qos").str.strip_chars()) \
-        if has_qos else pl.lit("default")
+    vc = cell_text("qos").fill_null("default") if "qos" in df.columns else pl.lit("default")
     jobs = conform(df.with_columns(
         pl.col("name").str.strip_chars().alias("job_id"),
         pl.lit("openb").alias("cluster"),

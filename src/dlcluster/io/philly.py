@@ -46,6 +46,7 @@ from dlcluster.io._common import (
     required_value,
     unknown_status,
     unparsable,
+    wall_clock_text,
 )
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.philly_util import PhillyUtilization
@@ -270,8 +271,8 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
 
 
 def _wall_clock(col: str) -> pl.Expr:
-    return (pl.from_epoch(pl.col(col), time_unit="s").dt.replace_time_zone("UTC").dt.convert_time_zone(TIMEZONE)
-            .dt.strftime(TIME_FORMAT).fill_null("None").alias(col))
+    # the log spells a missing time "None"
+    return wall_clock_text(col, TIMEZONE, TIME_FORMAT).fill_null("None")
 
 
 def _synthetic_attempts(jobs: pl.DataFrame) -> pl.DataFrame:

@@ -44,6 +44,9 @@ STATES = {
 }
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 _ELAPSED = r"^(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)$"
+# columns an export may leave out (sacct --format picks them): read as all empty
+OPTIONAL = ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition", "Account",
+            "User", "JobName")
 
 
 def sniff(path: Path) -> bool:
@@ -51,10 +54,8 @@ def sniff(path: Path) -> bool:
     return "JobID|" in first_line(path)
 
 
-def _text(col: str, df: pl.DataFrame) -> pl.Expr:
-    """A text column trimmed, null where empty (or absent from the export)."""
-    if col not in df.columns:
-        return pl.lit(None, pl.String)
+def _text(col: str) -> pl.Expr:
+    """A text column trimmed, null where empty."""
     value = pl.col(col).str.strip_chars()
     return pl.when(value != "").then(value)
 
@@ -80,9 +81,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     """Read a ``sacct --parsable2`` export into the canonical schema."""
     raw = read_csv_text(path, separator="|", quote_char=None)
     require_columns(raw, ("JobID", "Submit", "State"), path)
-    for col in ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes"):
-        if col not in raw.columns:
-            raw = raw.with_columns(pl.lit(None, pl.String).alias(col))
+    raw = raw.with_columns(pl.lit(None, pl.String).alias(c) for c in OPTIONAL if c not in raw.columns)
     # a row without a JobID is not a step: keep it so the checks below report it
     jobs = raw.filter(~pl.col("JobID").str.contains(".", literal=True).fill_null(False))
     alloc, alloc_bad = _gpus("AllocTRES")
@@ -95,7 +94,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         _elapsed().alias("elapsed"),
         parse_int("NCPUS").alias("cpu_num"),
         parse_int("NNodes").alias("node_num"),
-        pl.when(_text("AllocTRES", raw).is_not_null()).then(alloc.fill_null(0))
+        pl.when(_text("AllocTRES").is_not_null()).then(alloc.fill_null(0))
         .otherwise(req.fill_null(0)).alias("gpu_num"),
         alloc_bad.alias("_alloc_bad"),
         req_bad.alias("_req_bad"),
@@ -120,12 +119,11 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         ends_before("end_time", "start_time", "End"),
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
-    cluster = _text("Cluster", df).fill_null(pl.lit(path.stem))
     out = conform(df.with_columns(
-        cluster.alias("cluster"),
-        pl.coalesce(_text("Partition", df), _text("Account", df), pl.lit("default")).alias("vc"),
-        _text("User", df).alias("user"),
-        _text("JobName", df).alias("name"),
+        _text("Cluster").fill_null(pl.lit(path.stem)).alias("cluster"),
+        pl.coalesce(_text("Partition"), _text("Account"), pl.lit("default")).alias("vc"),
+        _text("User").alias("user"),
+        _text("JobName").alias("name"),
         pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed")).alias("duration"),
         (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
     ).sort(ROW))

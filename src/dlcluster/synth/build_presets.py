@@ -16,9 +16,9 @@ import polars as pl
 from scipy.optimize import brentq
 
 from dlcluster.atomic import write_text_atomic
-from dlcluster.cluster import ClusterSpec
 from dlcluster.io import read_trace
-from dlcluster.synth.calendar import DAY, hour_bins, local_midnight
+from dlcluster.io.cluster_spec import read_cluster_spec
+from dlcluster.synth.calendar import DAY, hour_bins
 from dlcluster.synth.fit import fit
 from dlcluster.synth.model import ANY, PRESET_DIR, Bucket, Dist, Model, Queue, Users
 
@@ -50,9 +50,7 @@ def working_hours_profile() -> tuple[float, ...]:
 
 def philly(data: Path) -> Model:
     """The Philly preset: fitted from ``philly/jobs_processed.csv`` plus published status and user shapes."""
-    nodes = pl.read_csv(data / "philly/vc_nodes.csv", schema_overrides={"vc": pl.String})
-    spec = ClusterSpec.uniform(dict(zip(nodes["vc"], nodes["node num"], strict=True)), 8,
-                               source="philly/vc_nodes.csv")
+    spec = read_cluster_spec(data / "philly/vc_nodes.csv")
     trace = read_trace(data / "philly/jobs_processed.csv", format="philly-jobs")
     model = fit(trace, cluster=spec, name="philly")
     total = sum(PHILLY_OUTCOMES.values())
@@ -96,7 +94,7 @@ def _helios_vcs(data: Path, name: str, gpus: int) -> tuple[dict[str, tuple[int, 
     path = data / f"helios/{name}/cluster_gpu_number.csv"
     if path.is_file():
         daily = pl.read_csv(path).drop("date", "total")
-        nodes = {vc: int(round(daily[vc].mean() / 8)) for vc in daily.columns}
+        nodes = {vc: round(daily[vc].mean() / 8) for vc in daily.columns}
         vcs = {vc: (8,) * n for vc, n in sorted(nodes.items()) if n > 0}
         total = sum(map(sum, vcs.values()))
         return vcs, (f"VC sizes: each VC's mean daily GPU count in helios/{name}/cluster_gpu_number.csv rounded to "
@@ -132,8 +130,7 @@ def helios(data: Path, row: dict) -> Model:
     gpu_mix = {0: round(1.0 - gpu_share, 6)} | {
         g: round(p * gpu_share, 6) for g, p in _gpu_mix(row["avg_gpu_num"], largest).items()}
     gpu_mix[1] = round(gpu_mix[1] + 1.0 - sum(gpu_mix.values()), 6)
-    start = local_midnight(int(pl.Series([HELIOS_START]).str.to_datetime().dt.replace_time_zone(HELIOS_TZ)
-                               .dt.epoch("s")[0]), HELIOS_TZ)
+    start = int(pl.Series([HELIOS_START]).str.to_datetime().dt.replace_time_zone(HELIOS_TZ).dt.epoch("s")[0])
     profile = working_hours_profile()
     _, exposure, how = hour_bins(start, HELIOS_DAYS, HELIOS_TZ)
     weights = float((np.asarray(profile)[how] * exposure).sum())

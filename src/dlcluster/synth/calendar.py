@@ -5,14 +5,20 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from dlcluster.trace import local_datetime
+
 HOUR = 3600
 DAY = 86400
 
 
 def hour_of_week(epochs: pl.Expr, timezone: str) -> pl.Expr:
     """Local hour of week (0..167) of UTC epoch seconds in ``timezone``."""
-    local = pl.from_epoch(epochs, time_unit="s").dt.replace_time_zone("UTC").dt.convert_time_zone(timezone)
+    local = local_datetime(epochs, timezone)
     return ((local.dt.weekday().cast(pl.Int32) - 1) * 24 + local.dt.hour().cast(pl.Int32)).alias("how")
+
+
+def _hours_of_week(epochs: np.ndarray | pl.Series, timezone: str) -> np.ndarray:
+    return pl.DataFrame({"t": epochs}).select(hour_of_week(pl.col("t"), timezone))["how"].to_numpy()
 
 
 def hour_bins(start: int, days: float, timezone: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -23,23 +29,18 @@ def hour_bins(start: int, days: float, timezone: str) -> tuple[np.ndarray, np.nd
     exposure = np.ones(n)
     if n:
         exposure[-1] = total - (n - 1)
-    how = pl.DataFrame({"t": starts}).select(hour_of_week(pl.col("t"), timezone))["how"].to_numpy()
-    return starts, exposure, how
+    return starts, exposure, _hours_of_week(starts, timezone)
 
 
 def local_midnight(epoch: int, timezone: str) -> int:
     """UTC epoch of the local midnight starting the day that contains ``epoch``."""
-    local = pl.select(pl.from_epoch(pl.lit(epoch), time_unit="s").dt.replace_time_zone("UTC")
-                      .dt.convert_time_zone(timezone).dt.truncate("1d").dt.epoch("s"))
-    return int(local.item())
+    return int(pl.select(local_datetime(pl.lit(epoch), timezone).dt.truncate("1d").dt.epoch("s")).item())
 
 
 def weekly_rates(submits: pl.Series, start: int, days: float, timezone: str) -> np.ndarray:
     """Submissions per exposed hour for each local hour of week (NaN where the window never covers it)."""
     _, exposure, how = hour_bins(start, days, timezone)
     exposed = np.bincount(how, weights=exposure, minlength=168)
-    counts = np.bincount(
-        pl.DataFrame({"t": submits}).select(hour_of_week(pl.col("t"), timezone))["how"].to_numpy(), minlength=168
-    ).astype(float)
+    counts = np.bincount(_hours_of_week(submits, timezone), minlength=168).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(exposed > 0, counts / exposed, np.nan)

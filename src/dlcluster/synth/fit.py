@@ -43,8 +43,8 @@ def bucket_expr() -> pl.Expr:
 
 
 def _queue(jobs: pl.DataFrame) -> Queue:
-    waits = jobs.select(pl.coalesce("queue_delay", pl.col("start_time") - pl.col("submit_time")).alias("q"))["q"]
-    waits = waits.drop_nulls().filter(waits.drop_nulls() >= 0)
+    waits = jobs.select(pl.coalesce("queue_delay", pl.col("start_time") - pl.col("submit_time")).alias("q")).filter(
+        pl.col("q") >= 0)["q"]
     if waits.len() == 0:
         return Queue()
     positive = waits.filter(waits > 0)

@@ -65,8 +65,9 @@ def _vcs(model: Model, gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return out
 
 
-def _check(days: float, load: float) -> None:
-    if not (math.isfinite(days) and days > 0):
+def check_scale(days: float | None, load: float) -> None:
+    """Raise a one-line error unless ``days`` (when given) and ``load`` are positive finite numbers."""
+    if days is not None and not (math.isfinite(days) and days > 0):
         raise ConfigError(f"--days must be a positive number, got {days}")
     if not (math.isfinite(load) and load > 0):
         raise ConfigError(f"--load must be a positive number, got {load}")
@@ -76,7 +77,7 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
              start: int | None = None) -> Trace:
     """A synthetic trace of ``days`` days (default: the source's span) from ``start`` (UTC epoch)."""
     days = model.days if days is None else float(days)
-    _check(days, float(load))
+    check_scale(days, float(load))
     rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
 

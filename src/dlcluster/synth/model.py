@@ -8,9 +8,13 @@ lognormal fitted from a mean and a median. Probabilities are plain ``{label: sha
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from scipy.optimize import brentq
+from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
@@ -50,11 +54,6 @@ class Dist:
     @classmethod
     def lognormal(cls, mean: float, median: float, max_seconds: float | None = None) -> Dist:
         """The lognormal (truncated at ``max_seconds`` if given) whose mean and median are these."""
-        import math
-
-        from scipy.optimize import brentq
-        from scipy.special import ndtr
-
         if median <= 0 or mean < median:
             raise ConfigError(f"lognormal needs 0 < median <= mean, got median {median}, mean {mean}")
         if mean == median:
