@@ -13,28 +13,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from test_sim_helpers import jobs, spec
+from test_sim_helpers import SUMMARY_KEYS, cli, jobs, spec, write_trace
 
 from dlcluster.cli import simulate_cmd
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io.parquet import write
-from dlcluster.schema import conform
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
-from dlcluster.trace import Trace
 
-SUMMARY_KEYS = {"jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
-                "makespan", "unschedulable"}
 OUTPUTS = ("jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json")
-
-
-def _parquet(tmp_path: Path, table: pl.DataFrame, **vcs: tuple[int, ...]) -> Path:
-    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
-    return write(Trace(table, "parquet", cluster=spec(**vcs)), tmp_path / "t.parquet")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
 
 
 def test_fairness_does_not_depend_on_the_order_users_come_in() -> None:
@@ -79,10 +65,10 @@ def test_load_must_be_finite(load: float) -> None:
 
 
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:
-    trace = _parquet(tmp_path, jobs(("a", "v", 1, 0, 10)), v=(8,))
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     target = tmp_path / "taken"
     target.write_text("keep me\n")
-    res = _cli("simulate", str(trace), "-o", str(target))
+    res = cli("simulate", str(trace), "-o", str(target))
     assert res.returncode == 2
     assert res.stderr == f"error: --output {target}: exists and is not a folder\n"
     assert target.read_text() == "keep me\n"
@@ -90,8 +76,8 @@ def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path
 
 def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     # the progress bar used to print a blank line before the error when stderr is not a terminal
-    res = _cli("simulate", str(_parquet(tmp_path, jobs(("a", "v", 1, 0, 10)), v=(8,))), "-p", "qssf",
-               "-o", str(tmp_path / "out"))
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    res = cli("simulate", str(trace), "-p", "qssf", "-o", str(tmp_path / "out"))
     assert res.returncode == 2
     assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|oracle)\n"
 
@@ -99,7 +85,7 @@ def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
 def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
     # hundreds of long 1-GPU jobs under LAS with a short quantum on one node: hours of simulation
     table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
-    trace, out = _parquet(tmp_path, table, v=(8,)), tmp_path / "out"
+    trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
     script = ("import sys; from dlcluster.cli import main; print('ready', flush=True); "
               f"main(['simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}])")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

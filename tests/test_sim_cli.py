@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-from test_sim_helpers import jobs, spec
-
-from dlcluster.io.parquet import write
-from dlcluster.schema import conform
-from dlcluster.trace import Trace
-
-SUMMARY_KEYS = {"jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
-                "makespan", "unschedulable"}
+from test_sim_helpers import SUMMARY_KEYS, cli, jobs, spec, write_trace
 
 
 def _trace(tmp_path: Path, *extra: tuple) -> Path:
     table = jobs(("a", "v", 6, 1000, 10), ("b", "v", 4, 1001, 5), ("c", "v", 1, 1002, 1), ("d", "w", 2, 1003, 50),
                  *extra)
-    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
-    return write(Trace(table, "parquet", cluster=spec(v=(8,), w=(4, 4))), tmp_path / "t.parquet")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
+    return write_trace(tmp_path / "t.parquet", table, spec(v=(8,), w=(4, 4)))
 
 
 def test_simulate_writes_three_outputs(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    res = _cli("simulate", str(_trace(tmp_path)), "--policy", "fifo", "--csv", "-o", str(out))
+    res = cli("simulate", str(_trace(tmp_path)), "--policy", "fifo", "--csv", "-o", str(out))
     assert res.returncode == 0, res.stderr
     assert len((out / "jobs.csv").read_text().splitlines()) == 1 + 4
     summary = json.loads((out / "summary.json").read_text())
@@ -49,7 +35,7 @@ def test_simulate_writes_three_outputs(tmp_path: Path) -> None:
 def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
     trace = _trace(tmp_path)
     for name in ("one", "two"):
-        assert _cli("simulate", str(trace), "-p", "srtf", "-o", str(tmp_path / name)).returncode == 0
+        assert cli("simulate", str(trace), "-p", "srtf", "-o", str(tmp_path / name)).returncode == 0
     for f in ("jobs.parquet", "timeline.parquet", "placements.parquet"):
         assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes()
 
@@ -57,7 +43,7 @@ def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
 def test_several_policies_one_subfolder_each(tmp_path: Path) -> None:
     est = tmp_path / "est.csv"
     est.write_text("job_id,duration\na,10\nb,5\nc,1\nd,50\n")
-    res = _cli("simulate", str(_trace(tmp_path)), "-p", "fifo,sjf,qssf", "--estimates", str(est), "-o",
+    res = cli("simulate", str(_trace(tmp_path)), "-p", "fifo,sjf,qssf", "--estimates", str(est), "-o",
                str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     for name in ("fifo", "sjf", "qssf"):
@@ -77,7 +63,7 @@ def test_several_policies_one_subfolder_each(tmp_path: Path) -> None:
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    res = _cli("simulate", str(_trace(tmp_path)), *args, "-o", str(tmp_path / "out"))
+    res = cli("simulate", str(_trace(tmp_path)), *args, "-o", str(tmp_path / "out"))
     assert res.returncode == 2
     assert res.stderr.strip() == message
     assert not (tmp_path / "out" / "summary.json").exists()
@@ -85,11 +71,11 @@ def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], messag
 
 def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
     trace = _trace(tmp_path, ("e", "x", 1, 1004, 5))
-    res = _cli("simulate", str(trace), "-o", str(tmp_path / "out"))
+    res = cli("simulate", str(trace), "-o", str(tmp_path / "out"))
     assert res.returncode == 2
     assert res.stderr.strip() == (f"error: {trace}, field 'vc': VC 'x' of job 'e' is not in the cluster spec "
                                   "(known: v, w)")
-    res = _cli("simulate", str(trace), "--skip-unknown-vcs", "-o", str(tmp_path / "out"))
+    res = cli("simulate", str(trace), "--skip-unknown-vcs", "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     summary = json.loads((tmp_path / "out/summary.json").read_text())
     assert summary["overall"]["unschedulable"] == 1
@@ -99,27 +85,27 @@ def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
 def test_bad_estimates_file_names_the_line(tmp_path: Path) -> None:
     est = tmp_path / "est.csv"
     est.write_text("job_id,duration\na,10\nb,soon\n")
-    res = _cli("simulate", str(_trace(tmp_path)), "-p", "qssf", "--estimates", str(est), "-o", str(tmp_path / "o"))
+    res = cli("simulate", str(_trace(tmp_path)), "-p", "qssf", "--estimates", str(est), "-o", str(tmp_path / "o"))
     assert res.returncode == 2
     assert res.stderr.strip() == f"error: {est}, line 3, field 'duration': cannot parse 'soon' as a number of seconds"
 
 
 def test_window_keeps_jobs_submitted_inside_it(tmp_path: Path) -> None:
-    res = _cli("simulate", str(_trace(tmp_path)), "--start", "1970-01-01 00:16:41", "--end", "1970-01-01 00:16:42",
+    res = cli("simulate", str(_trace(tmp_path)), "--start", "1970-01-01 00:16:41", "--end", "1970-01-01 00:16:42",
                "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert pl.read_parquet(tmp_path / "out/jobs.parquet")["job_id"].to_list() == ["b", "c"]
 
 
 def test_policies_lists_policies_and_placements() -> None:
-    res = _cli("policies")
+    res = cli("policies")
     assert res.returncode == 0
     for name in ("fifo", "sjf", "qssf", "srtf", "consolidate"):
         assert name in res.stdout
 
 
 def test_philly_compat_run_from_the_command_line(tmp_path: Path, shared_data: Path, shared_reference: Path) -> None:
-    res = _cli("simulate", str(shared_data / "philly/jobs_processed.csv"), "--cluster",
+    res = cli("simulate", str(shared_data / "philly/jobs_processed.csv"), "--cluster",
                str(shared_data / "philly/vc_nodes.csv"), "--compat", "helios-artifact", "--start",
                "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00", "--skip-unknown-vcs", "-p", "sjf",
                "-o", str(tmp_path / "out"))

@@ -8,11 +8,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from dlcluster.cluster import ClusterSpec
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
-from dlcluster.sim import simulate
+from dlcluster.sim import SimResult, simulate
 from dlcluster.sim.compat import artifact_order, wall_seconds
 from dlcluster.sim.estimates import read_estimates
+from dlcluster.trace import Trace
 
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:00")
 
@@ -22,7 +24,7 @@ def _naive_seconds(text: str) -> int:
 
 
 @cache
-def _inputs(data: Path, ref: Path):  # noqa: ANN202
+def _inputs(data: Path, ref: Path) -> tuple[Trace, ClusterSpec, pl.DataFrame]:
     trace = read_trace(data / "philly/jobs_processed.csv")
     spec = read_cluster_spec(data / "philly/vc_nodes.csv")
     est = read_estimates(ref / "philly-artifact/inputs/Philly_lgb.csv.gz")
@@ -38,7 +40,7 @@ def _reference(ref: Path, policy: str) -> pl.DataFrame:
 
 
 @cache
-def _run(data: Path, ref: Path, policy: str):  # noqa: ANN202
+def _run(data: Path, ref: Path, policy: str) -> SimResult:
     trace, spec, est = _inputs(data, ref)
     window = (_naive_seconds(WINDOW[0]), _naive_seconds(WINDOW[1]))
     return simulate(trace.jobs, spec, policy, compat="helios-artifact", estimates=est, window=window,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,15 +11,12 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_helpers import by_id, check_invariants, jobs, scenarios
+from test_sim_helpers import by_id, check_invariants, cli, jobs, scenarios, write_trace
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.io.cluster_spec import write_cluster_spec
-from dlcluster.io.parquet import write
-from dlcluster.schema import conform
 from dlcluster.sim import simulate
-from dlcluster.trace import Trace
 
 
 def with_cpus(table: pl.DataFrame, *cpus: int | None) -> pl.DataFrame:
@@ -206,19 +201,14 @@ def test_cpu_invariants_compat(scenario, policy: str) -> None:
 
 # --- command line -------------------------------------------------------------------------------
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlcluster", *args], check=False, capture_output=True, text=True)
-
-
 def _trace(tmp_path: Path) -> Path:
     table = with_cpus(jobs(("a", "v", 4, 1000, 100), ("b", "v", 2, 1010, 10)), 12, 8)
-    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
-    return write(Trace(table, "parquet", cluster=ClusterSpec({"v": (8,)})), tmp_path / "t.parquet")
+    return write_trace(tmp_path / "t.parquet", table, ClusterSpec({"v": (8,)}))
 
 
 def test_cli_cpus_per_gpu(tmp_path: Path) -> None:
     trace, out = _trace(tmp_path), tmp_path / "out"
-    res = _cli("simulate", str(trace), "--cpus-per-gpu", "2", "-o", str(out))
+    res = cli("simulate", str(trace), "--cpus-per-gpu", "2", "-o", str(out))
     assert res.returncode == 0, res.stderr
     starts = pl.read_parquet(out / "jobs.parquet").select("job_id", "start").rows()
     assert starts == [("a", 1000), ("b", 1100)]  # 4 GPUs free at 1010, but only 4 of 16 CPUs
@@ -227,16 +217,16 @@ def test_cli_cpus_per_gpu(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["cpu_utilization"] == pytest.approx((12 * 100 + 8 * 10) / (16 * 110))
     assert "cpu_utilization" in res.stdout
-    res = _cli("simulate", str(trace), "-o", str(tmp_path / "plain"))
+    res = cli("simulate", str(trace), "-o", str(tmp_path / "plain"))
     assert res.returncode == 0 and "cpus" not in pl.read_parquet(tmp_path / "plain/placements.parquet").columns
 
 
 def test_cli_cpus_per_gpu_refuses_a_spec_with_cpus(tmp_path: Path) -> None:
     spec = write_cluster_spec(ClusterSpec({"v": (8,)}, {"v": (32,)}), tmp_path / "spec.csv")
-    res = _cli("simulate", str(_trace(tmp_path)), "--cluster", str(spec), "--cpus-per-gpu", "2", "-o",
+    res = cli("simulate", str(_trace(tmp_path)), "--cluster", str(spec), "--cpus-per-gpu", "2", "-o",
                str(tmp_path / "out"))
     assert res.returncode == 2
     assert res.stderr.strip() == f"error: --cpus-per-gpu: the cluster spec ({spec}) already gives CPUs per node"
-    res = _cli("simulate", str(_trace(tmp_path)), "--cluster", str(spec), "-o", str(tmp_path / "out"))
+    res = cli("simulate", str(_trace(tmp_path)), "--cluster", str(spec), "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert pl.read_parquet(tmp_path / "out/jobs.parquet")["start"].to_list() == [1000, 1010]

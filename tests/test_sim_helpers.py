@@ -1,12 +1,23 @@
-"""Small hand-written traces for the simulator tests (helpers only; no tests here)."""
+"""Helpers for the simulator tests: hand-written traces, random scenarios, invariant checks, the CLI (no tests here)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from hypothesis import strategies as st
 
 from dlcluster.cluster import ClusterSpec
+from dlcluster.io.parquet import write
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+# keys every summary (overall and per VC) must hold
+SUMMARY_KEYS = {"jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
+                "makespan", "unschedulable"}
 
 
 def jobs(*rows: tuple) -> pl.DataFrame:
@@ -23,6 +34,17 @@ def jobs(*rows: tuple) -> pl.DataFrame:
 def spec(**vcs: tuple[int, ...]) -> ClusterSpec:
     """A cluster spec from ``vc=(gpus per node, ...)``."""
     return ClusterSpec({vc: tuple(nodes) for vc, nodes in vcs.items()})
+
+
+def write_trace(path: Path, table: pl.DataFrame, cluster: ClusterSpec) -> Path:
+    """``table`` (rows as from :func:`jobs`) as a canonical Parquet trace at ``path`` carrying ``cluster``."""
+    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
+    return write(Trace(table, "parquet", cluster=cluster), path)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """Run ``dlcluster ARGS`` in a child process, capturing its output."""
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], check=False, capture_output=True, text=True)
 
 
 def by_id(result_jobs: pl.DataFrame) -> dict[str, dict]:
@@ -53,7 +75,6 @@ def scenarios(draw: st.DrawFn, *, uniform: bool = False, max_gpus: int = 12, one
 
 def estimates_for(table: pl.DataFrame) -> pl.DataFrame:
     """A deterministic, imperfect predictor: half or double the true duration, plus one second."""
-    # a deterministic, imperfect predictor: half or double the true duration
     return table.select("job_id", estimate=(pl.col("duration") * pl.when(pl.col("gpu_num") % 2 == 0)
                                             .then(0.5).otherwise(2.0)).cast(pl.Float64) + 1)
 

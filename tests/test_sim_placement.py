@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_helpers import by_id, check_invariants, jobs, scenarios, spec
+from test_sim_helpers import (
+    by_id,
+    check_invariants,
+    cli,
+    jobs,
+    scenarios,
+    spec,
+    write_trace,
+)
 
 from dlcluster.errors import ConfigError
-from dlcluster.io.parquet import write
-from dlcluster.schema import conform
 from dlcluster.sim import simulate
 from dlcluster.sim.placement import get_placement
-from dlcluster.trace import Trace
 
 
 def nodes_of(result, job: str) -> list[tuple[int, int]]:
@@ -83,25 +86,20 @@ def test_placement_invariants(scenario, placement: str, policy: str) -> None:
     check_invariants(table, cluster, simulate(table, cluster, policy, placement=placement, seed=5))
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
-
-
 def test_cli_seed_gives_byte_identical_outputs(tmp_path: Path) -> None:
     table = jobs(*[(f"j{i}", "v", 1 + i % 3, 1000 + i, 40) for i in range(40)])
-    table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
-    trace = write(Trace(table, "parquet", cluster=spec(v=(2,) * 10)), tmp_path / "t.parquet")
+    trace = write_trace(tmp_path / "t.parquet", table, spec(v=(2,) * 10))
     outs = []
     for run, seed in enumerate(("4", "4", "5")):
         out = tmp_path / f"out{run}"
-        res = _cli("simulate", str(trace), "--placement", "random", "--seed", seed, "-o", str(out))
+        res = cli("simulate", str(trace), "--placement", "random", "--seed", seed, "-o", str(out))
         assert res.returncode == 0, res.stderr
         outs.append({f: (out / f).read_bytes() for f in ("jobs.parquet", "timeline.parquet", "placements.parquet")})
     assert outs[0] == outs[1]
     assert outs[0]["placements.parquet"] != outs[2]["placements.parquet"]
-    res = _cli("simulate", str(trace), "--placement", "relax", "--relax-after", "30", "-o", str(tmp_path / "r"))
+    res = cli("simulate", str(trace), "--placement", "relax", "--relax-after", "30", "-o", str(tmp_path / "r"))
     assert res.returncode == 0, res.stderr
     assert '"placement": "relax:30"' in (tmp_path / "r" / "summary.json").read_text()
-    res = _cli("simulate", str(trace), "--relax-after", "30", "-o", str(tmp_path / "x"))
+    res = cli("simulate", str(trace), "--relax-after", "30", "-o", str(tmp_path / "x"))
     assert res.returncode == 2
     assert res.stderr.strip() == "error: --relax-after needs --placement relax (got --placement consolidate)"

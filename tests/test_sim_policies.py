@@ -224,7 +224,7 @@ def test_compat_mode_keeps_only_whole_nodes() -> None:
     assert by_id(simulate(t, spec(v=(8, 8, 4)), "fifo").jobs)["a"]["status"] == "completed"
 
 
-def test_estimates_files_in_both_layouts(tmp_path) -> None:  # noqa: ANN001
+def test_estimates_files_in_both_layouts(tmp_path) -> None:
     from dlcluster.sim.estimates import read_estimates
 
     (tmp_path / "a.csv").write_text("job_id,duration\nx,10\ny,2.5\n")
@@ -237,6 +237,16 @@ def test_estimates_files_in_both_layouts(tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "d.csv").write_text("id,guess\nx,10\n")
     with pytest.raises(InputError, match="expected columns job_id,duration"):
         read_estimates(tmp_path / "d.csv")
+
+
+def test_second_estimate_error_names_the_repeating_line(tmp_path) -> None:
+    from dlcluster.sim.estimates import read_estimates
+
+    # x repeats at line 5, but y already repeated at line 4 (line 3 is y's first estimate)
+    (tmp_path / "e.csv").write_text("job_id,duration\nx,1\ny,2\ny,3\nx,4\n")
+    with pytest.raises(InputError) as err:
+        read_estimates(tmp_path / "e.csv")
+    assert str(err.value) == f"{tmp_path / 'e.csv'}, line 4, field 'job_id': job 'y' has a second estimate"
 
 
 def test_registered_policy_runs_by_name() -> None:

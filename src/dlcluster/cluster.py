@@ -64,10 +64,6 @@ class ClusterSpec:
         """Total nodes over all VCs."""
         return sum(len(n) for n in self.vcs.values())
 
-    def largest_node(self, vc: str) -> int:
-        """GPU count of the VC's largest node (0 for an empty VC)."""
-        return max(self.vcs[vc], default=0)
-
     def pooled(self, name: str = "all") -> ClusterSpec:
         """The whole cluster as one shared VC (no isolation between VCs)."""
         order = sorted(self.vcs)

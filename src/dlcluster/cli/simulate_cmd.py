@@ -7,7 +7,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import typer
@@ -26,6 +26,9 @@ from dlcluster.cli import app
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
 from dlcluster.predict import accuracy
+
+if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
+    from dlcluster.sim import SimResult
 
 SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
                 "makespan", "unschedulable")
@@ -55,7 +58,7 @@ def _deferring_interrupts() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _write_outputs(result: Any, outdir: Path, csv: bool) -> None:
+def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     outdir.mkdir(parents=True, exist_ok=True)
     write_atomic(outdir / "jobs.parquet", lambda p: result.jobs.write_parquet(p, compression="zstd"))
     write_atomic(outdir / "timeline.parquet", lambda p: result.timeline.write_parquet(p, compression="zstd"))
@@ -162,7 +165,7 @@ def simulate(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         for name in names:
-            task = bar.add_task(f"{name}", total=len(spec.vcs) if not pooled else 1)
+            task = bar.add_task(name, total=len(spec.vcs) if not pooled else 1)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),

@@ -37,14 +37,16 @@ def _finished(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _history_level(queries: pl.DataFrame, done: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
-    """Per query: sum and count of durations known by its submit time within its ``keys`` group."""
+    """Per query: the mean duration of its ``keys`` group's jobs known by its submit time (null: none yet)."""
     if keys:
         done = done.drop_nulls(list(keys))
         queries = queries.drop_nulls(list(keys))
+
     def per_group(expr: pl.Expr) -> pl.Expr:
         return expr.over(list(keys)) if keys else expr
 
-    running = done.sort("known_at").with_columns(
+    # stable: the float running sums must not depend on how same-second ends are ordered
+    running = done.sort("known_at", maintain_order=True).with_columns(
         per_group(pl.col("duration").cum_sum()).alias("dur_sum"),
         per_group(pl.int_range(1, pl.len() + 1)).alias("dur_n"),
     )
@@ -61,10 +63,11 @@ def history_estimates(jobs: pl.DataFrame) -> pl.DataFrame:
     """Mean duration of the job's most specific history group known at its submission (``job_id, estimate``)."""
     queries = jobs.select("job_id", "user", "name", "gpu_num", "submit_time")
     done = _finished(jobs)
-    levels = [l for l in HISTORY_LEVELS if all(jobs[k].null_count() < jobs.height for k in l)]
+    levels = [keys for keys in HISTORY_LEVELS if all(jobs[k].null_count() < jobs.height for k in keys)]
     out = queries.select("job_id")
     for i, keys in enumerate(levels):
-        out = out.join(_history_level(queries, done, keys).rename({"estimate": f"e{i}"}), on="job_id", how="left")
+        out = out.join(_history_level(queries, done, keys).rename({"estimate": f"e{i}"}), on="job_id", how="left",
+                       maintain_order="left")
     return out.select("job_id", pl.coalesce(*(f"e{i}" for i in range(len(levels))), pl.lit(DEFAULT_SECONDS))
                       .alias("estimate"))
 

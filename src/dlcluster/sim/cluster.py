@@ -14,45 +14,42 @@ def cpu_share(cpus: int, gpus_on_node: int, gpus: int) -> int:
 
 @dataclass(slots=True)
 class VCState:
-    """Free GPUs of every node of one VC, plus how many jobs each node hosts (and free CPUs if ``cpus`` is given)."""
+    """Free GPUs of every node of one VC (and free CPUs if ``cpus`` is given)."""
 
     sizes: tuple[int, ...]
     cpus: tuple[int, ...] | None = None
+    total: int = field(init=False)  # GPUs of the VC
+    largest: int = field(init=False)  # GPUs of its largest node
     free: list[int] = field(init=False)
-    jobs_on: list[int] = field(init=False)
     free_total: int = field(init=False)
     free_cpus: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.total = self.free_total = sum(self.sizes)
+        self.largest = max(self.sizes, default=0)
         self.free = list(self.sizes)
-        self.jobs_on = [0] * len(self.sizes)
-        self.free_total = sum(self.sizes)
         self.free_cpus = list(self.cpus) if self.cpus is not None else []
 
-    @property
-    def total(self) -> int:
-        """GPUs of the VC."""
-        return sum(self.sizes)
-
-    def usable(self, gpus: int, cpus: int) -> list[int]:
-        """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take there now (free GPUs and CPUs)."""
+    def usable(self, gpus: int, cpus: int) -> list[int] | None:
+        """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take now; None if too few in all."""
+        if not cpus:
+            return self.free if self.free_total >= gpus else None
         # cpu_share(cpus, g, gpus) <= c  ⇔  g <= c·gpus / cpus
-        return [min(f, c * gpus // cpus) for f, c in zip(self.free, self.free_cpus, strict=True)]
+        usable = [min(f, c * gpus // cpus) for f, c in zip(self.free, self.free_cpus, strict=True)]
+        return usable if sum(usable) >= gpus else None
 
     def allocate(self, alloc: Allocation) -> None:
         """Take every GPU of ``alloc`` (all or nothing: placements only return feasible ones)."""
-        free, jobs_on = self.free, self.jobs_on
+        free = self.free
         for node, gpus in alloc:
             free[node] -= gpus
-            jobs_on[node] += 1
             self.free_total -= gpus
 
     def release(self, alloc: Allocation) -> None:
         """Give back every GPU of ``alloc``."""
-        free, jobs_on = self.free, self.jobs_on
+        free = self.free
         for node, gpus in alloc:
             free[node] += gpus
-            jobs_on[node] -= 1
             self.free_total += gpus
 
     def move_cpus(self, alloc: Allocation, gpus: int, cpus: int, sign: int) -> None:

@@ -18,14 +18,12 @@ Step = Callable[[int, list[int], list[int]], None]
 class Engine:
     """Event heap and clock for one independent simulation (one VC or the pooled cluster)."""
 
-    __slots__ = ("_ends", "_live", "_wakes", "events", "now")
+    __slots__ = ("_ends", "_live", "_wakes")
 
     def __init__(self) -> None:
         self._ends: list[tuple[int, int]] = []
         self._live: dict[int, int] = {}  # job -> its current end time (heap entries that disagree are stale)
         self._wakes: list[int] = []
-        self.events = 0
-        self.now = 0
 
     def finish_at(self, job: int, time: int) -> None:
         """Schedule ``job`` to end at ``time``."""
@@ -45,6 +43,7 @@ class Engine:
         ends, live, wakes = self._ends, self._live, self._wakes
         pop, inf = heapq.heappop, float("inf")
         i, n = 0, len(times)
+        events = 0
         while True:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
@@ -68,7 +67,6 @@ class Engine:
                 pop(wakes)
                 woken = True
             if ended or arrived or woken:
-                self.now = now
                 step(now, ended, arrived)
-                self.events += 1
-        return self.events
+                events += 1
+        return events

@@ -7,7 +7,14 @@ from pathlib import Path
 import polars as pl
 
 from dlcluster.errors import InputError
-from dlcluster.io._common import ROW, apply_checks, parse_float, read_csv_text, required_value, unparsable
+from dlcluster.io._common import (
+    ROW,
+    apply_checks,
+    parse_float,
+    read_csv_text,
+    required_value,
+    unparsable,
+)
 
 LAYOUTS = (("job_id", "duration"), ("jobname", "priority"))  # the artifact's priority is a predicted duration
 
@@ -24,8 +31,8 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
     checks = [required_value("job_id", key), unparsable(value, "estimate", "a number of seconds"),
               required_value("estimate", value)]
     df, _ = apply_checks(df, checks, path=path, lenient=False)
-    dup = df.filter(pl.col("job_id").is_duplicated()).sort(ROW)
-    if dup.height:
-        first = dup.row(1, named=True)
+    again = df.sort(ROW).filter(~pl.col("job_id").is_first_distinct())
+    if again.height:
+        first = again.row(0, named=True)
         raise InputError(f"job {first['job_id']!r} has a second estimate", path=path, row=first[ROW], field=key)
     return df.select("job_id", "estimate")

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.engine import Engine
+
+if TYPE_CHECKING:  # the placement package imports the policies, which import this module
+    from dlcluster.sim.placement import Placement
 
 
 def checkpoint_overhead(gpus: int) -> int:
@@ -141,12 +144,12 @@ class Record:
 class Cycle:
     """The scheduling pass of one VC: ends, arrivals, ordering, placement (and preemption)."""
 
-    def __init__(self, jobs: Jobs, policy: Policy, placement: Any, state: VCState, engine: Engine) -> None:
+    def __init__(self, jobs: Jobs, policy: Policy, placement: Placement, state: VCState, engine: Engine) -> None:
         self.jobs, self.policy, self.place, self.state, self.engine = jobs, policy, placement.place, state, engine
         self.queue: list[int] = []
         self.running: dict[int, Allocation] = {}  # insertion order = start order
         policy.running = self.running
-        self.waiting_since = [0] * len(jobs.gpu)
+        self.waiting_since = list(jobs.submit)  # a job waits from its submit, and again from each preemption
         self.rec = Record.empty(len(jobs.gpu))
         self.step = self._preemptive if policy.preemptive else self._pass
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
@@ -197,8 +200,6 @@ class Cycle:
         if ended:
             self._finish(ended)
         queue = self.queue
-        for j in arrived:
-            self.waiting_since[j] = self.jobs.submit[j]
         queue.extend(arrived)
         if not queue:
             return
@@ -252,20 +253,21 @@ class Cycle:
     def _preemptive(self, now: int, ended: list[int], arrived: list[int]) -> None:
         if ended:
             self._finish(ended)
-        for j in arrived:
-            self.waiting_since[j] = self.jobs.submit[j]
-        self.queue.extend(arrived)
-        if not self.queue:
-            self._review(now, arrived)
-            return
-        policy, gpu, running, state = self.policy, self.jobs.gpu, self.running, self.state
-        if state.total - state.free_total + sum(gpu[j] for j in self.queue) <= state.total:
+        queue = self.queue
+        queue.extend(arrived)
+        if queue:
+            self._rank(queue, now)
+        self._review(now, arrived)
+
+    def _rank(self, queue: list[int], now: int) -> None:
+        """Admit queued and running jobs by priority within the GPU quota; preempt running jobs left out."""
+        policy, gpu, running = self.policy, self.jobs.gpu, self.running
+        if sum(gpu[j] for j in queue) <= self.state.free_total:
             # every job fits the quota: nobody is preempted, queued jobs are placed in priority order
-            self.queue.sort(key=lambda j: policy.priority(j, now))
-            self._place_in_order(list(self.queue), now)
-            self._review(now, arrived)
+            queue.sort(key=lambda j: policy.priority(j, now))
+            self._place_in_order(queue, now)
             return
-        candidates = self.queue + list(running)
+        candidates = queue + list(running)
         candidates.sort(key=lambda j: policy.priority(j, now))
         quota = self.state.total
         admitted: list[int] = []
@@ -280,7 +282,6 @@ class Cycle:
         for j in victims:
             self._preempt(j, now)
         self._place_in_order(admitted, now)
-        self._review(now, arrived)
 
     def _review(self, now: int, arrived: list[int]) -> None:
         wake = self.policy.next_review(self.queue, now, len(arrived))
@@ -289,7 +290,7 @@ class Cycle:
         if self.relax_after is not None:
             started, submit = self.jobs.started_at, self.jobs.submit
             for j in arrived:
-                if started[j] < 0 and self.relax_after > 0:
+                if started[j] < 0:
                     self.engine.wake_at(submit[j] + self.relax_after)
 
     def _place_in_order(self, admitted: list[int], now: int) -> None:

@@ -79,7 +79,7 @@ def prepare(
         pl.col("gpu_num").cast(pl.Int64), pl.col("submit_time").cast(pl.Int64), pl.col("duration").cast(pl.Int64),
         *([pl.col("cpu_num").cast(pl.Int64).fill_null(0)] if spec.cpus is not None else []),
     ).with_row_index("row")
-    gpu = df.filter(pl.col("gpu_num") > 0)
+    is_gpu = pl.col("gpu_num") > 0
     known = pl.col("vc").is_in(list(spec.vcs))
     origin = None
     if compat:
@@ -90,14 +90,14 @@ def prepare(
                            None if spec.cpus is None else {vc: tuple(spec.cpus[vc][n] for n in keep)
                                                            for vc, keep in whole.items()}, spec.source)
         walled = df.with_columns(wall_seconds(pl.col("submit_time"), timezone).alias("wall"))
-        df, origin = artifact_order(walled, (pl.col("gpu_num") > 0) & known, window)
+        df, origin = artifact_order(walled, is_gpu & known, window)
         df = df.drop("wall")
-        unknown = walled.filter((pl.col("gpu_num") > 0) & ~known)
+        unknown = walled.filter(is_gpu & ~known)
         if window is not None:
             unknown = unknown.filter(pl.col("wall").is_between(window[0], origin + window[1] - window[0]))
     else:
-        df = gpu.filter(known).rename({"submit_time": "submit"})
-        unknown = gpu.filter(~known)
+        unknown = df.filter(is_gpu & ~known)
+        df = df.filter(is_gpu & known).rename({"submit_time": "submit"})
         if window is not None:
             df = df.filter(pl.col("submit").is_between(*window))
             unknown = unknown.filter(pl.col("submit_time").is_between(*window))

@@ -141,8 +141,8 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     out: dict[str, Any] = {"jobs": jobs.height, "unschedulable": unschedulable}
     if jobs.height == 0:
         return {**out, **dict.fromkeys(STATS_KEYS)}  # every key always present: null when nothing ran
-    for col, name in (("jct", "jct"), ("queue_delay", "queue_delay")):
-        s = jobs[col]
+    for name in ("jct", "queue_delay"):
+        s = jobs[name]
         out[f"mean_{name}"] = float(s.mean())
         for q in (50, 95, 99):
             out[f"p{q}_{name}"] = float(s.quantile(q / 100, "linear"))
@@ -186,8 +186,7 @@ def build_results(
     runs: list[GroupRun], prep: Prepared, meta: dict[str, Any], wall: float
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """The jobs table, the timeline, the placements and the summary of a finished run."""
-    ran = pl.concat([_jobs_table(r) for r in runs]) if runs else pl.DataFrame(
-        schema={**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
+    ran = _concat([_jobs_table(r) for r in runs], {**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
     ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
         pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
         pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))
@@ -205,21 +204,22 @@ def build_results(
     by_name = {r.name: r for r in runs}
     vcs: dict[str, Any] = {}
     for name, sizes in prep.spec.vcs.items():
-        r = by_name.get(name)
+        r, gpus = by_name.get(name), sum(sizes)
         if r is not None:
             part = ran.filter(pl.col("group") == name)
-            vcs[name] = {**_stats(part, busy[name], sum(sizes), uns_by_vc.get(name, 0)),
-                         "gpus": sum(sizes), "events": r.events, "wall_seconds": r.wall_seconds,
+            vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
+                         "gpus": gpus, "events": r.events, "wall_seconds": r.wall_seconds,
                          "events_per_second": r.events / r.wall_seconds if r.wall_seconds > 0 else None}
         elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
-            vcs[name] = {**_stats(ran.clear(), 0.0, sum(sizes), uns_by_vc[name]),
-                         "gpus": sum(sizes), "events": 0, "wall_seconds": 0.0, "events_per_second": None}
+            vcs[name] = {**_stats(ran.clear(), 0.0, gpus, uns_by_vc[name]),
+                         "gpus": gpus, "events": 0, "wall_seconds": 0.0, "events_per_second": None}
         if cpus is not None and name in vcs:
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     events = sum(r.events for r in runs)
-    overall = _stats(ran, sum(busy.values()), sum(sum(r.sizes) for r in runs), uns.height)
-    overall.update(gpus=sum(sum(r.sizes) for r in runs), events=events, wall_seconds=wall,
+    capacity = sum(sum(r.sizes) for r in runs)
+    overall = _stats(ran, sum(busy.values()), capacity, uns.height)
+    overall.update(gpus=capacity, events=events, wall_seconds=wall,
                    events_per_second=events / wall if wall > 0 else None)
     if cpus is not None:
         capacity_cpus = sum(sum(cpus[r.name]) for r in runs)

@@ -86,7 +86,7 @@ def simulate(
     placer = get_placement(placement, compat=is_compat, seed=seed)  # checks the name before any work
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
-    prep = exclude_cpu_misfits(prep, placer.place, placer.name)
+    prep = exclude_cpu_misfits(prep, placer)
     cpus = prep.spec.cpus
     # the artifact's SRTF ends every job one second late: model it as one more second of work
     extra = 1 if is_compat and policy_cls.preemptive else 0

@@ -4,12 +4,12 @@ A placement is an object with ``name``, a one-line ``help`` and
 ``place(state, gpus, waited, cpus) -> Allocation | None``: a feasible gang allocation on the
 :class:`~dlcluster.sim.cluster.VCState` (it must not modify the state) or ``None`` when
 the job does not fit now; ``waited`` is the job's time since submit. ``cpus`` is the job's
-CPU demand when the VC models CPUs (0 otherwise): then a node can take only as many of the
-job's GPUs as its free CPUs allow (``state.usable``), and the placement works on those
-counts instead of ``state.free``. Placements may assume the job fits the empty VC: jobs
-that could never fit are excluded before the run. A
-placement whose answer changes once a job has waited ``relax_after`` seconds sets that
-attribute, and the cycle runs a pass at every such moment.
+CPU demand when the VC models CPUs (0 otherwise). A placement works on
+``state.usable(gpus, cpus)``: per node, the GPUs the job could take now (free GPUs, capped
+by free CPUs), or None when there are too few in all. Placements may assume the job fits
+the empty VC: jobs that could never fit are excluded before the run. A placement whose
+answer changes once a job has waited ``relax_after`` seconds sets that attribute, and the
+cycle runs a pass at every such moment.
 """
 
 from __future__ import annotations

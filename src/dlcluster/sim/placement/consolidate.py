@@ -22,14 +22,12 @@ class Consolidate:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
-        free, free_total, sizes = state.free, state.free_total, state.sizes
-        if cpus:
-            free = state.usable(gpus, cpus)
-            free_total = sum(free)
-        if free_total < gpus:
+        free = state.usable(gpus, cpus)
+        if free is None:
             return None
-        if gpus <= max(sizes):
-            node = _best_fit(free, gpus, max(sizes))
+        sizes, largest = state.sizes, state.largest
+        if gpus <= largest:
+            node = _best_fit(free, gpus, largest)
             return None if node < 0 else [(node, gpus)]
         whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
         alloc: Allocation = []
@@ -42,7 +40,7 @@ class Consolidate:
             return alloc
         used = {n for n, _ in alloc}
         rest = [f if n not in used else 0 for n, f in enumerate(free)]
-        node = _best_fit(rest, need, max(sizes))
+        node = _best_fit(rest, need, largest)
         if node >= 0:
             return [*alloc, (node, need)]
         # no single node holds the remainder: spread it over the emptiest nodes
@@ -63,11 +61,8 @@ class ArtifactConsolidate:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
-        free, free_total = state.free, state.free_total
-        if cpus:
-            free = state.usable(gpus, cpus)
-            free_total = sum(free)
-        if free_total < gpus:
+        free = state.usable(gpus, cpus)
+        if free is None:
             return None
         size = state.sizes[0]
         if gpus <= size:

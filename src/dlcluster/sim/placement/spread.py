@@ -29,13 +29,8 @@ class FirstFit:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """First-fit gang placement or None."""
-        free, free_total = state.free, state.free_total
-        if cpus:
-            free = state.usable(gpus, cpus)
-            free_total = sum(free)
-        if free_total < gpus:
-            return None
-        return fill(free, range(len(free)), gpus)
+        free = state.usable(gpus, cpus)
+        return None if free is None else fill(free, range(len(free)), gpus)
 
 
 class RandomFit:
@@ -50,11 +45,8 @@ class RandomFit:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Random-order gang placement or None."""
-        free, free_total = state.free, state.free_total
-        if cpus:
-            free = state.usable(gpus, cpus)
-            free_total = sum(free)
-        if free_total < gpus:
+        free = state.usable(gpus, cpus)
+        if free is None:
             return None
         nodes = [n for n, f in enumerate(free) if f]
         self.rng.shuffle(nodes)
