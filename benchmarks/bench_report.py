@@ -20,6 +20,7 @@ from benchmarks._measure import (
     python_snippet_measured,
     saturn_parquet,
 )
+from dlcluster.atomic import atomic_path, write_atomic
 
 SERVERS, DAYS, START = 500, 30, 1_506_816_000  # 2017-10-01 00:00 UTC: crosses no DST change
 JOIN = (
@@ -36,8 +37,8 @@ def write_gpu_util(path: Path, servers: int = SERVERS, days: int = DAYS, seed: i
     """A per-minute ``cluster_gpu_util`` in the real file's format (PDT suffix, ``NA``, trailing comma)."""
     rng = np.random.default_rng(seed)
     machines = pl.Series([f"m{m:04d}" for m in range(servers)])
-    tmp = path.with_suffix(".partial")
-    with tmp.open("w", encoding="utf-8") as fh:
+    # several GB written day by day: atomic, so an interrupted run is not taken for a cached input
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
         fh.write("time,machineId," + ",".join(f"gpu{g}_util" for g in range(8)) + "\n")
         for day in range(days):
             minutes = START + day * 86400 + 60 * np.arange(1440)
@@ -50,7 +51,6 @@ def write_gpu_util(path: Path, servers: int = SERVERS, days: int = DAYS, seed: i
                                   "machineId": machines.gather(np.tile(np.arange(servers), 1440)),
                                   **{f"gpu{g}_util": vals[:, g] for g in range(8)}, "_": pl.repeat("", n, eager=True)})
             fh.write(frame.write_csv(include_header=False, quote_style="never"))
-    tmp.replace(path)
     return path
 
 
@@ -62,11 +62,12 @@ def write_attempts(path: Path, jobs: int = 20_000, seed: int = 0) -> Path:
                      START + DAYS * 86400)
     width = rng.choice([1, 1, 1, 2, 4], jobs)
     first = rng.integers(0, SERVERS, jobs)
-    servers = [[f"m{(f + k) % SERVERS:04d}" for k in range(w)] for f, w in zip(first, width, strict=True)]
-    pl.DataFrame({"job_id": [str(i) for i in range(jobs)], "attempt": np.zeros(jobs, np.int32),
-                  "start_time": start, "end_time": end, "servers": servers,
-                  "gpus": (width * 8).astype(np.int32)}).write_parquet(path)
-    return path
+    servers = pl.int_ranges(first, first + width, eager=True).list.eval(
+        pl.format("m{}", (pl.element() % SERVERS).cast(pl.String).str.zfill(4)))
+    frame = pl.DataFrame({"job_id": pl.int_range(jobs, eager=True).cast(pl.String),
+                          "attempt": np.zeros(jobs, np.int32), "start_time": start, "end_time": end,
+                          "servers": servers, "gpus": (width * 8).astype(np.int32)})
+    return write_atomic(path, frame.write_parquet)
 
 
 def main() -> list[dict]:

@@ -78,9 +78,6 @@ def test_users_and_failures() -> None:
 
 
 def test_monthly_trend_numbers_each_traces_own_months() -> None:
-    from dlcluster.analysis.cluster import monthly_trend
-    from dlcluster.schema import conform
-
     # 2017-10-15, 2017-11-15 and 2017-12-20 (UTC): three calendar months, indexed 1..3
     jobs = conform(pl.DataFrame({
         "job_id": ["a", "b", "c"], "cluster": "c", "vc": "v", "gpu_num": [1, 2, 1],
@@ -90,7 +87,7 @@ def test_monthly_trend_numbers_each_traces_own_months() -> None:
     def local(col: str) -> pl.Expr:
         return pl.from_epoch(pl.col(col), time_unit="s").dt.replace_time_zone("UTC")
 
-    out = monthly_trend(jobs, local)
+    out = cluster.monthly_trend(jobs, local)
     assert out["month"].to_list() == ["2017-10", "2017-11", "2017-12"]
     assert out["month_index"].to_list() == [1, 2, 3]
     assert out["jobs"].to_list() == [1, 1, 1]

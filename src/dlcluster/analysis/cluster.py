@@ -19,18 +19,13 @@ HOURLY = ["submissions", "gpu_submissions", "running_gpus"]
 def _hourly(jobs: pl.DataFrame, local: LocalTime) -> pl.DataFrame:
     """Per UTC hour up to the last submission: submissions, running GPUs, and the hour's local calendar fields."""
     running = hourly_running(jobs)
+    # no start/end times: running GPUs are unknown, not zero
     known = running.height > 0
-    if not known:
-        lo = int(jobs["submit_time"].min()) // 3600 * 3600
-        hi = int(jobs["submit_time"].max()) // 3600 * 3600
-        # no start/end times: running GPUs are unknown, not zero
-        running = pl.DataFrame({"hour_start": np.arange(lo, hi + 1, 3600, dtype=np.int64)}).with_columns(
-            pl.lit(None, pl.Float64).alias("running_gpus"))
     subs = jobs.group_by((pl.col("submit_time") // 3600 * 3600).alias("hour_start")).agg(
         pl.len().alias("submissions"), (pl.col("gpu_num") > 0).sum().alias("gpu_submissions"))
     # the observation window ends with the last submission: averaging in the hours where
     # only long jobs drain (months, for a short generated window) would dilute every mean
-    lo = min(running["hour_start"].min(), subs["hour_start"].min())
+    lo = min(running["hour_start"].min(), subs["hour_start"].min()) if known else subs["hour_start"].min()
     span = pl.DataFrame({"hour_start": np.arange(lo, subs["hour_start"].max() + 1, 3600, dtype=np.int64)})
     return (
         span.join(running, on="hour_start", how="left").join(subs, on="hour_start", how="left")
@@ -107,7 +102,7 @@ def queue_vs_load(jobs: pl.DataFrame, total_gpus: int | None = None, bins: int =
     """
     g = jobs.filter((pl.col("gpu_num") > 0) & pl.col("queue_delay").is_not_null())
     running = running_at(jobs, g["submit_time"].to_numpy())
-    cap = total_gpus or int(running_at(jobs, np.sort(jobs["start_time"].drop_nulls().to_numpy())).max(initial=0))
+    cap = total_gpus or int(running_at(jobs, jobs["start_time"].drop_nulls().to_numpy()).max(initial=0))
     if g.height == 0 or cap <= 0:
         return pl.DataFrame(schema={"load_bin": pl.Int64, "load_lo": pl.Float64, "jobs": pl.UInt32,
                                     "mean": pl.Float64, "p50": pl.Float64, "p90": pl.Float64, "waited": pl.Float64})

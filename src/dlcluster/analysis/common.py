@@ -56,12 +56,12 @@ def ordered_mean(column: str) -> pl.Expr:
 
 def has_values(jobs: pl.DataFrame, column: str) -> bool:
     """Whether ``column`` holds at least one non-null value."""
-    return jobs.height > 0 and jobs.get_column(column).null_count() < jobs.height
+    return jobs.get_column(column).null_count() < jobs.height
 
 
 def has_outcomes(jobs: pl.DataFrame) -> bool:
     """Whether any job has a final outcome (traces without status are all ``other``)."""
-    return jobs.height > 0 and jobs.select(outcome().is_not_null().any()).item()
+    return jobs.select(outcome().is_not_null().any()).item()
 
 
 def cdf_points(df: pl.DataFrame, value: str, by: list[str] | None = None, points: int = CDF_POINTS) -> pl.DataFrame:
@@ -72,11 +72,21 @@ def cdf_points(df: pl.DataFrame, value: str, by: list[str] | None = None, points
     curve is exact at the points it keeps.
     """
     by = by or []
+
+    def per_group(e: pl.Expr) -> pl.Expr:
+        return e.over(by) if by else e
+
     d = df.select([*by, value]).drop_nulls(value).sort([*by, value])
     if d.height == 0:
         return d.with_columns(pl.lit(None, pl.Float64).alias("p")).clear()
-    n = pl.len().over(by) if by else pl.len()
-    rank = (pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())) + 1
+    n = per_group(pl.len())
+    rank = per_group(pl.int_range(pl.len())) + 1
     d = d.with_columns((rank / n).alias("p"), (rank * points // n).alias("_step"))
-    keep = pl.col("_step") != pl.col("_step").shift(-1).over(by) if by else pl.col("_step") != pl.col("_step").shift(-1)
+    keep = pl.col("_step") != per_group(pl.col("_step").shift(-1))
     return d.filter(keep.fill_null(True)).drop("_step")
+
+
+def cdf_by_size(jobs: pl.DataFrame, value: str) -> pl.DataFrame:
+    """CDF of ``value`` over the GPU jobs of ``jobs`` per size bucket: ``bucket, value, p``."""
+    g = jobs.filter(pl.col("gpu_num") > 0).select(size_bucket().cast(pl.String).alias("bucket"), value)
+    return cdf_points(g, value, ["bucket"])

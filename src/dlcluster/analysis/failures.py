@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dlcluster.analysis.common import cdf_points, gpu_seconds, outcome, size_bucket
+from dlcluster.analysis.common import cdf_by_size, gpu_seconds, outcome, size_bucket
 
 EARLY = 300  # seconds: a failure before this much run time counts as early (user/programming errors)
 
@@ -13,15 +13,14 @@ def attempts_per_job(attempts: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame
     """Jobs by number of scheduling attempts and outcome: ``attempts, outcome, jobs``."""
     counts = attempts.group_by("job_id").agg(pl.len().alias("attempts"))
     j = jobs.select("job_id", outcome().cast(pl.String).fill_null("other").alias("outcome"))
-    return (j.join(counts, on="job_id", how="left").with_columns(pl.col("attempts").fill_null(0))
-            .with_columns(pl.when(pl.col("attempts") >= 10).then(10).otherwise(pl.col("attempts")).alias("attempts"))
+    return (j.join(counts, on="job_id", how="left")
+            .with_columns(pl.col("attempts").fill_null(0).clip(upper_bound=10))
             .group_by("attempts", "outcome").agg(pl.len().alias("jobs")).sort("attempts", "outcome"))
 
 
 def time_to_failure_cdf(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of run time (s) before failure of failed GPU jobs, per size bucket: ``bucket, duration, p``."""
-    f = jobs.filter((pl.col("gpu_num") > 0) & (outcome() == "failed"))
-    return cdf_points(f.select(size_bucket().cast(pl.String).alias("bucket"), "duration"), "duration", ["bucket"])
+    return cdf_by_size(jobs.filter(outcome() == "failed"), "duration")
 
 
 def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:

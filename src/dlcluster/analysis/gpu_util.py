@@ -6,8 +6,8 @@ per machine, running sums of the minute samples (sum of the GPU columns that are
 ``[start, end)`` then needs two as-of look-ups (the running sums just before ``end`` and
 just before ``start``), never a scan of its minutes. The canonical attempts table names
 servers, not GPU indices, so a job's utilisation is the mean over every reporting GPU of
-its servers while it ran: exact for jobs holding whole servers, an upper bound on
-sharing for smaller jobs (other jobs' GPUs on the same server are counted too).
+its servers while it ran: exact for jobs holding whole servers, approximate for smaller
+jobs (other jobs' GPUs on the same server are counted too).
 """
 
 from __future__ import annotations

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from dlcluster.analysis.common import cdf_points, gpu_seconds, outcome, size_bucket
+from dlcluster.analysis.common import (
+    cdf_by_size,
+    cdf_points,
+    gpu_seconds,
+    outcome,
+    size_bucket,
+)
 
 
 def duration_cdf(jobs: pl.DataFrame) -> pl.DataFrame:
@@ -68,14 +74,12 @@ def median_duration_by_gpus(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def duration_cdf_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of GPU-job run time (s) per size bucket: ``bucket, duration, p``."""
-    g = jobs.filter(pl.col("gpu_num") > 0).select(size_bucket().cast(pl.String).alias("bucket"), "duration")
-    return cdf_points(g, "duration", ["bucket"])
+    return cdf_by_size(jobs, "duration")
 
 
 def queue_cdf_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of queueing delay (s) of GPU jobs per size bucket: ``bucket, queue_delay, p``."""
-    g = jobs.filter(pl.col("gpu_num") > 0).select(size_bucket().cast(pl.String).alias("bucket"), "queue_delay")
-    return cdf_points(g, "queue_delay", ["bucket"])
+    return cdf_by_size(jobs, "queue_delay")
 
 
 def queue_cdf_by_vc(jobs: pl.DataFrame, top: int = 8) -> pl.DataFrame:

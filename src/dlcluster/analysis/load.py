@@ -25,6 +25,17 @@ def steps(starts: np.ndarray, ends: np.ndarray, gpus: np.ndarray) -> tuple[np.nd
     return times[last], running[last]
 
 
+def integrate_steps(t: np.ndarray, values: np.ndarray, outside: float, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Integral over each ``[lo, hi)`` of the step function ``values[k]`` on ``[t[k], t[k+1])``.
+
+    It is ``outside`` before ``t[0]`` and keeps ``values[-1]`` after the last event time.
+    """
+    tt = np.concatenate([[min(t[0], lo.min()) - 1], t, [max(t[-1], hi.max()) + 1]])
+    v = np.concatenate([[outside], values.astype(np.float64)])
+    cum = np.concatenate([[0.0], np.cumsum(v * np.diff(tt))])
+    return np.interp(hi, tt, cum) - np.interp(lo, tt, cum)
+
+
 def running_at(jobs: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
     """GPUs held by running jobs at each instant (a job runs on ``[start, end)``)."""
     iv = _intervals(jobs)
@@ -52,8 +63,7 @@ def hourly_running(jobs: pl.DataFrame, by_vc: bool = False) -> pl.DataFrame:
     frames = []
     for (vc,), part in sorted(groups.items()):
         t, r = steps(part["start_time"].to_numpy(), part["end_time"].to_numpy(), part["gpu_num"].to_numpy())
-        area = np.concatenate([[0.0], np.cumsum(r[:-1] * np.diff(t).astype(np.float64))])
-        cum = np.interp(grid, t, area)  # GPU-seconds accumulated up to each grid instant
-        frame = pl.DataFrame({"hour_start": grid[:-1], "running_gpus": np.diff(cum) / HOUR})
+        gpu_seconds = integrate_steps(t, r, 0.0, grid[:-1], grid[1:])
+        frame = pl.DataFrame({"hour_start": grid[:-1], "running_gpus": gpu_seconds / HOUR})
         frames.append(frame.with_columns(pl.lit(vc).alias("vc")).select(list(schema)) if by_vc else frame)
     return pl.concat(frames)

@@ -17,13 +17,17 @@ import numpy as np
 import polars as pl
 
 from dlcluster.analysis.common import SIZE_BUCKETS, size_bucket
-from dlcluster.analysis.load import steps
+from dlcluster.analysis.load import integrate_steps, steps
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 
 SIM_COLUMNS = ("job_id", "vc", "gpu_num", "submit", "start", "end")
 CAUSES = ("fair-share", "fragmentation", "queue-order")
 PLACEMENT_COLUMNS = ("vc", "node", "gpus", "start", "end")
+
+
+def _seconds_column(cause: str) -> str:
+    return f"{cause.replace('-', '_')}_s"
 
 
 def check_sim_jobs(sim: pl.DataFrame, source: str = "<sim jobs>") -> pl.DataFrame:
@@ -35,17 +39,6 @@ def check_sim_jobs(sim: pl.DataFrame, source: str = "<sim jobs>") -> pl.DataFram
         if not sim.schema[col].is_integer():
             raise InputError(f"expected integers, found {sim.schema[col]}", path=source, field=col)
     return sim
-
-
-def _seconds_in(t: np.ndarray, flags: np.ndarray, outside: float, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Seconds within each ``[lo, hi)`` during which a step function (``flags[k]`` on ``[t[k], t[k+1])``) holds.
-
-    ``outside`` is its value before the first and after the last event time.
-    """
-    tt = np.concatenate([[min(t[0], lo.min()) - 1], t, [max(t[-1], hi.max()) + 1]])
-    s = np.concatenate([[outside], flags.astype(np.float64), [outside]])
-    cum = np.concatenate([[0.0], np.cumsum(s[:-1] * np.diff(tt))])
-    return np.interp(hi, tt, cum) - np.interp(lo, tt, cum)
 
 
 def _node_free(segs: pl.DataFrame, nodes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -83,10 +76,10 @@ def _vc_causes(part: pl.DataFrame, segs: pl.DataFrame | None, nodes: tuple[int, 
     for (g,), jobs in waiting.partition_by("gpu_num", as_dict=True).items():
         lo, hi = jobs["submit"].to_numpy(), jobs["start"].to_numpy()
         short = total < g
-        cols = {"fair_share_s": _seconds_in(t, short, float(cap < g), lo, hi)}
+        cols = {"fair_share_s": integrate_steps(t, short, float(cap < g), lo, hi)}
         if free is not None:
             fits = _placeable(free, sizes, int(g))
-            cols["fragmentation_s"] = _seconds_in(t, ~short & ~fits, 0.0, lo, hi)
+            cols["fragmentation_s"] = integrate_steps(t, ~short & ~fits, 0.0, lo, hi)
         frames.append(jobs.select("job_id", "vc", "gpu_num", (pl.col("start") - pl.col("submit")).alias("wait"))
                       .with_columns(*(pl.Series(k, v) for k, v in cols.items())))
     return frames
@@ -107,7 +100,7 @@ def wait_causes(sim: pl.DataFrame, spec: ClusterSpec, placements: pl.DataFrame |
         vc_segs = None if placements is None else segs.get((vc,), placements.clear())
         frames += _vc_causes(part, vc_segs, spec.vcs[vc])
     causes = CAUSES if placements is not None else CAUSES[:2]
-    cols = [f"{c.replace('-', '_')}_s" for c in causes]
+    cols = [_seconds_column(c) for c in causes]
     if not frames:
         return pl.DataFrame(schema={"job_id": pl.String, "vc": pl.String, "gpu_num": pl.Int64, "wait": pl.Int64,
                                     **dict.fromkeys(cols, pl.Float64), "cause": pl.String})
@@ -121,7 +114,7 @@ def wait_causes(sim: pl.DataFrame, spec: ClusterSpec, placements: pl.DataFrame |
 
 def decomposition_table(causes: pl.DataFrame) -> pl.DataFrame:
     """Table 2: waiting jobs per size bucket and cause: ``bucket, cause, jobs, share, wait_hours``."""
-    present = [c for c in CAUSES if f"{c.replace('-', '_')}_s" in causes.columns]
+    present = [c for c in CAUSES if _seconds_column(c) in causes.columns]
     grid = pl.DataFrame({"bucket": list(SIZE_BUCKETS)}).join(pl.DataFrame({"cause": present}), how="cross")
     counts = (causes.with_columns(size_bucket().cast(pl.String).alias("bucket"))
               .group_by("bucket", "cause").agg(pl.len().alias("jobs"), (pl.col("wait").sum() / 3600).alias("wait_hours")))

@@ -67,10 +67,14 @@ def _svg(item: Item) -> str:
 
 def _inline(svg: str) -> str:
     """The SVG for an HTML page: HTML parses SVG natively, so no namespace URLs are needed."""
-    return _NAMESPACE.sub("", _METADATA.sub("", svg), count=0)
+    return _NAMESPACE.sub("", _METADATA.sub("", svg))
 
 
 def _item(item: Item, out: Path) -> str:
+    definition = f'<p class="def"><b>Definition.</b> {html.escape(item.definition)}</p>'
+    if item.absent is not None:
+        return (f'<div class="card absent" id="{item.id}"><h3>{html.escape(item.title)}</h3>'
+                f'<p>Not shown: {html.escape(item.absent)}</p>{definition}</div>')
     files = []
     body = ""
     if item.figure is not None:
@@ -86,14 +90,9 @@ def _item(item: Item, out: Path) -> str:
         write_atomic(out / "tables" / f"{stem}.csv", lambda p, df=df: df.write_csv(p))
         files.append(f"tables/{stem}.csv")
     listing = " · ".join(f"<code>{html.escape(f)}</code>" for f in files)
-    definition = f'<p class="def"><b>Definition.</b> {html.escape(item.definition)}</p>'
-    if item.absent is not None:
-        return (f'<div class="card absent" id="{item.id}"><h3>{html.escape(item.title)}</h3>'
-                f'<p>Not shown: {html.escape(item.absent)}</p>{definition}</div>')
-    tag = "figure" if item.figure is not None else "div"
-    cls = ' class="report-figure"' if item.figure is not None else ' class="card"'
+    tag, cls = ("figure", "report-figure") if item.figure is not None else ("div", "card")
     caption = f"<figcaption>{definition}<p class=\"files\">Files: {listing}</p></figcaption>"
-    return f'<{tag}{cls} id="{item.id}"><h3>{html.escape(item.title)}</h3>{body}{caption}</{tag}>'
+    return f'<{tag} class="{cls}" id="{item.id}"><h3>{html.escape(item.title)}</h3>{body}{caption}</{tag}>'
 
 
 def write_report(sections: list[Section], out: Path, title: str, subtitle: list[str]) -> Path:
@@ -101,10 +100,9 @@ def write_report(sections: list[Section], out: Path, title: str, subtitle: list[
     toc = "".join(f'<li><a href="#{s.id}">{html.escape(s.title)}</a></li>' for s in sections)
     parts = []
     for s in sections:
-        notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in s.notes)
         items = "".join(_item(i, out) for i in s.items)
         parts.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2><p class="intro">{html.escape(s.intro)}</p>'
-                     f"{notes}{items}</section>")
+                     f"{items}</section>")
     sub = "".join(f"<p>{html.escape(line)}</p>" for line in subtitle)
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
+from matplotlib.figure import Figure
 
 from dlcluster.analysis.common import has_outcomes, has_values
 from dlcluster.cluster import ClusterSpec
@@ -34,26 +35,28 @@ class Input:
     def lacks(self, *needs: str) -> str | None:
         """Why this trace cannot feed an analysis needing ``needs``, or ``None`` if it can."""
         j = self.jobs
-        gpu = j.filter(pl.col("gpu_num") > 0)
-        reasons = {
-            "jobs": j.height == 0 and "the trace has no jobs",
-            "gpu_jobs": gpu.height == 0 and "the trace has no GPU jobs",
-            "duration": not has_values(j, "duration") and "the trace records no run times",
-            "queue": not has_values(j, "queue_delay") and "the trace records no start times, so no queueing delay",
-            "start": not has_values(gpu, "start_time") and "the trace records no start/end times, so no running GPUs",
-            "user": not has_values(j, "user") and "the trace has no user column",
-            "cpu": not has_values(j, "cpu_num") and "the trace records no CPU counts",
-            "status": not has_outcomes(j) and "the trace records no final status (completed/cancelled/failed)",
-            "spec": self.spec is None and "no cluster spec is known (pass --cluster)",
-            "spec_vcs": self.spec is not None and j.get_column("vc").is_in(list(self.spec.vcs)).not_().all()
+        # each check scans the whole table, so only the ones asked for are run
+        reasons: dict[str, Callable[[], str | bool]] = {
+            "jobs": lambda: j.height == 0 and "the trace has no jobs",
+            "gpu_jobs": lambda: not (j["gpu_num"] > 0).any() and "the trace has no GPU jobs",
+            "duration": lambda: not has_values(j, "duration") and "the trace records no run times",
+            "queue": lambda: not has_values(j, "queue_delay")
+            and "the trace records no start times, so no queueing delay",
+            "start": lambda: not has_values(j.filter(pl.col("gpu_num") > 0), "start_time")
+            and "the trace records no start/end times, so no running GPUs",
+            "user": lambda: not has_values(j, "user") and "the trace has no user column",
+            "status": lambda: not has_outcomes(j) and "the trace records no final status (completed/cancelled/failed)",
+            "spec": lambda: self.spec is None and "no cluster spec is known (pass --cluster)",
+            "spec_vcs": lambda: self.spec is not None and j.get_column("vc").is_in(list(self.spec.vcs)).not_().all()
             and f"none of its VCs is in the cluster spec (spec VCs: {_first(sorted(self.spec.vcs))})",
-            "attempts": self.trace.attempts is None and "the trace has no attempts table (Philly raw folder only)",
-            "utilization": self.trace.utilization is None
+            "attempts": lambda: self.trace.attempts is None
+            and "the trace has no attempts table (Philly raw folder only)",
+            "utilization": lambda: self.trace.utilization is None
             and "no per-minute GPU utilisation file (Philly raw folder's cluster_gpu_util)",
         }
         for need in needs:
-            if reasons[need]:
-                return str(reasons[need])
+            if why := reasons[need]():
+                return str(why)
         return None
 
 
@@ -84,7 +87,7 @@ def per_trace(inputs: list[Input], needs: tuple[str, ...],
 
 
 def figure_item(id: str, title: str, definition: str, table: pl.DataFrame, notes: list[str],
-                draw: Callable[[pl.DataFrame], object], shown: pl.DataFrame | None = None) -> Item:
+                draw: Callable[[pl.DataFrame], Figure | None], shown: pl.DataFrame | None = None) -> Item:
     """An item from a combined table: drawn when it has rows, otherwise absent with the reasons."""
     if table.height == 0:
         return Item(id, title, definition, absent=" ".join(notes) or "no data.")

@@ -23,10 +23,9 @@ class Item:
 
 @dataclass
 class Section:
-    """A numbered section: a title, a one-paragraph introduction, items and per-trace notes."""
+    """A numbered section: a title, a one-paragraph introduction and its items."""
 
     id: str
     title: str
     intro: str
     items: list[Item] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)

@@ -48,9 +48,12 @@ def _groups(df: pl.DataFrame, group: str | None, order: Sequence[str] | None) ->
     return [g for g in order if g in present] if order else sorted(present)
 
 
-def _legend(fig: Figure, axes: list, names: Sequence[tuple[int, str]]) -> None:
-    handles = [Line2D([], [], color=colour(i), lw=2.5) for i, _ in names]
-    fig.legend(handles, [n for _, n in names], loc="outside upper center", ncols=min(len(names), 6))
+def _handles(names: Sequence[tuple[int, str]]) -> list[Line2D]:
+    return [Line2D([], [], color=colour(i), lw=2.5) for i, _ in names]
+
+
+def _legend(fig: Figure, names: Sequence[tuple[int, str]]) -> None:
+    fig.legend(_handles(names), [n for _, n in names], loc="outside upper center", ncols=min(len(names), 6))
 
 
 def _series(df: pl.DataFrame, column: str = "trace") -> list[tuple[int, str]]:
@@ -90,10 +93,9 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
         if g is not None:
             ax.set_title(f"{g} GPUs" if group == "bucket" else str(g))
         if per_panel:
-            ax.legend([Line2D([], [], color=colour(i), lw=2.5) for i, _ in present], [n for _, n in present],
-                      loc="lower right", fontsize=7)
+            ax.legend(_handles(present), [n for _, n in present], loc="lower right", fontsize=7)
     if not per_panel:
-        _legend(fig, axes, names)
+        _legend(fig, names)
     return fig
 
 
@@ -127,7 +129,7 @@ def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None 
             ax.set_ylim(bottom=0)  # an all-zero panel would otherwise centre its axis on zero
         if g is not None:
             ax.set_title(str(g).replace("_", " "))
-    _legend(fig, axes, names)
+    _legend(fig, names)
     return fig
 
 
@@ -155,7 +157,7 @@ def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
         ax.set_title(label)
         ax.set_xlabel(xlabel)
         ax.set_ylim(bottom=0)
-    _legend(fig, axes, names)
+    _legend(fig, names)
     return fig
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import polars as pl
 
 from dlcluster.analysis import (
@@ -28,6 +30,11 @@ def _in_units(df: pl.DataFrame, cols: list[str], seconds: int) -> pl.DataFrame:
     return df.with_columns(pl.col(c) / seconds for c in cols)
 
 
+def _doc_body(module: ModuleType) -> str:
+    """An analysis module's docstring after its first paragraph, as one line of plain text: its definitions."""
+    return (module.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").strip()
+
+
 def jobs_section(inputs: list[Input]) -> Section:
     """Section 1: run times, size mix, outcomes per size, queueing delay."""
     s = Section("jobs", "1. Jobs", "How long jobs run and wait, how large they are and how they end.")
@@ -38,14 +45,14 @@ def jobs_section(inputs: list[Input]) -> Section:
         "GPU jobs ask for at least one GPU, CPU jobs for none.", t, n,
         lambda d: plots.cdf(d, "duration", "run time (s)", group="kind", order=["GPU jobs", "CPU jobs"])))
     t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.size_mix(i.jobs))
-    long = t.unpivot(index=["trace", "gpu_num"], on=["job_share", "gpu_time_share"], variable_name="measure") \
-        if t.height else t
     s.items.append(figure_item(
         "jobs-size-mix", "Job size mix by job count and by GPU time",
         "Share of GPU jobs requesting each GPU count (left) and share of all GPU time (GPUs × run time) "
         "they consumed (right).", t, n,
-        lambda d: plots.bars(long.with_columns(pl.col("gpu_num").cast(pl.String)), "gpu_num", "value",
-                             "share (%)", group="measure", order=["job_share", "gpu_time_share"], percent=True)))
+        lambda d: plots.bars(d.unpivot(index=["trace", "gpu_num"], on=["job_share", "gpu_time_share"],
+                                       variable_name="measure").with_columns(pl.col("gpu_num").cast(pl.String)),
+                             "gpu_num", "value", "share (%)", group="measure", order=["job_share", "gpu_time_share"],
+                             percent=True)))
     t, n = per_trace(inputs, ("gpu_jobs", "status"), lambda i: jobs.outcome_by_size(i.jobs))
     for measure, label in (("job_share", "job count"), ("gpu_time_share", "GPU time")):
         s.items.append(figure_item(
@@ -120,9 +127,10 @@ def cluster_section(inputs: list[Input]) -> Section:
         "Per local calendar month: jobs submitted, GPU-hours of the GPU jobs submitted that month, and the "
         f"hourly mean of GPUs in use. {running} Traces covering different months are aligned on their own first "
         "month.", t, n,
-        lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x, [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
-                                     ("running_gpus", "GPUs in use (mean)"),
-                                     ("utilization", "GPU utilisation")], xlabel, xticks=months)))
+        lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x,
+                              [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
+                               ("running_gpus", "GPUs in use (mean)"), ("utilization", "GPU utilisation")],
+                              xlabel, xticks=months)))
     t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs"),
                      lambda i: cluster.vc_utilization(i.jobs, i.spec))
     s.items.append(figure_item(
@@ -259,8 +267,7 @@ def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_nam
                 "with the required locality (fragmentation), or a placement existed but other jobs went first "
                 "(queue order; counted as fragmentation when the run's placements.parquet is not beside its "
                 "jobs.parquet).")
-    definition = (queueing.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").replace(
-        "*", "").strip()
+    definition = _doc_body(queueing).replace("*", "")  # its *emphasis* is reStructuredText, not text
     item_id, title = "queueing-decomposition", "Waiting jobs by cause and size (Philly Table 2)"
     if sim is None:
         s.items.append(Item(item_id, title, definition, absent="no simulator output given (pass --sim-jobs)."))
@@ -286,7 +293,7 @@ def summary_section(inputs: list[Input]) -> Section:
     s = Section("summary", "7. Summary table", "One row per trace in the layout of the Helios artifact's "
                 "cluster_summary.csv.")
     rows = pl.concat([summary.cluster_summary(i.jobs, i.name, i.total_gpus) for i in inputs])
-    definition = (summary.__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").replace("``", "").strip()
+    definition = _doc_body(summary)
     s.items.append(Item("summary-table", "Cluster summary", definition,
                         shown=rows.drop("id").cast(pl.Float64).transpose(
                             include_header=True, header_name="column", column_names=rows["id"].to_list()),
