@@ -4,8 +4,8 @@ Definitions (times in seconds): CPU jobs have ``gpu_num == 0``; run time = ``dur
 queue time = ``queue_delay``; ``avg/med_gpu_num`` are over GPU jobs; rates are shares of
 jobs with a final outcome, where ``timeout`` and ``node_fail`` count as failed; the
 ``*_gpu_time`` columns are GPU-seconds (GPUs × run time) of GPU jobs with that outcome
-(empty, not 0, when no job has a final status).
-Means and rates are rounded to 3 decimals, as in the artifact.
+(empty, not 0, when no GPU job has a final status).
+Means, medians and rates are rounded to 3 decimals, as in the artifact.
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ section{margin-top:34px}h2{border-bottom:2px solid #1f3a5f;padding-bottom:4px;co
 margin:18px 0;padding:14px 18px}figure h3,.card h3{margin:0 0 6px;font-size:16px}
 figure svg{max-width:100%;height:auto;display:block}figcaption,.def{font-size:13px;color:#3a4250;max-width:1000px}
 .def b{color:#1f3a5f}.files{font-size:12px;color:#6b7280}.absent{border-left:4px solid #e0a31b;
-background:#fffaf0}.note{font-size:13px;color:#7a5a00;background:#fffaf0;border-left:4px solid #e0a31b;
-padding:6px 12px;margin:8px 0}table{border-collapse:collapse;font-size:13px;margin:8px 0;
+background:#fffaf0}table{border-collapse:collapse;font-size:13px;margin:8px 0;
 font-variant-numeric:tabular-nums}th,td{border-bottom:1px solid #e3e6eb;padding:4px 10px;text-align:right}
 th{background:#eef1f5;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
 .scroll{overflow-x:auto}

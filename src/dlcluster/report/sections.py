@@ -73,14 +73,14 @@ def jobs_section(inputs: list[Input]) -> Section:
     if med.height:
         item.data["jobs-duration-by-size-percentiles"] = med.with_columns(pl.col("bucket").cast(pl.String))
     s.items.append(item)
-    g, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.median_duration_by_gpus(i.jobs))
+    g, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.median_duration_by_gpus(i.jobs))
+    median_item = _table_item("jobs-median-by-gpus", "Median run time by exact GPU count",
+                              "Median run time in minutes of GPU jobs with exactly this many GPUs.", g, n)
     if g.height:
-        s.items.append(Item("jobs-median-by-gpus", "Median run time by exact GPU count",
-                            "Median run time in minutes of GPU jobs with exactly this many GPUs.",
-                            shown=g.with_columns((pl.col("median") / 60).alias("median (min)")).drop("median")
-                            .pivot(on="trace", index="gpu_num", values="median (min)", sort_columns=False)
-                            .sort("gpu_num"),
-                            data={"jobs-median-by-gpus": g}))
+        median_item.shown = (g.with_columns((pl.col("median") / 60).alias("median (min)")).drop("median")
+                             .pivot(on="trace", index="gpu_num", values="median (min)", sort_columns=False)
+                             .sort("gpu_num"))
+    s.items.append(median_item)
     t, n = per_trace(inputs, ("gpu_jobs", "queue"), lambda i: jobs.queue_cdf_by_size(i.jobs))
     s.items.append(figure_item(
         "jobs-queue-by-size", "Queueing delay by job size",
@@ -214,7 +214,8 @@ def locality_section(inputs: list[Input], memory_limit: str) -> Section:
 def _table_item(id: str, title: str, definition: str, t: pl.DataFrame, notes: list[str]) -> Item:
     if t.height == 0:
         return Item(id, title, definition, absent=" ".join(notes) or "no data.")
-    return Item(id, title, definition, shown=t, data={id: t})
+    note = (" Not included: " + " ".join(notes)) if notes else ""  # as figures say which traces are missing
+    return Item(id, title, definition + note, shown=t, data={id: t})
 
 
 def failures_section(inputs: list[Input]) -> Section:
