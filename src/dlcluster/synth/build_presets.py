@@ -142,6 +142,7 @@ def helios(data: Path, row: dict) -> Model:
         buckets={"0": _bucket(row, "cpu"), "1": gpu, "2-4": gpu, "5-8": gpu, ">8": gpu},
         users=Users(HELIOS_USERS, zipf=ZIPF), vcs=vcs,
         vc_share={vc: round(g / sum(vc_gpus.values()), 6) for vc, g in vc_gpus.items()},
+        vc_share_of_gpu_time=True,
         provenance=(
             f"From helios/cluster_summary.csv (Helios SC'21 artifact, HeliosData CC-BY-4.0), row {row['id']}: "
             f"{row['job_num']:,} jobs over {HELIOS_START} + {HELIOS_DAYS} days (Asia/Shanghai) -> arrival rate; "
@@ -155,8 +156,8 @@ def helios(data: Path, row: dict) -> Model:
             f"sigma {QUEUE_SIGMA} (assumed) matching the published mean. Weekly profile: assumed generic "
             f"working-hours shape (cosine over the day, +-{DAY_SWING:.0%}, lowest at {LOW_HOUR:02d}:00 local, "
             f"weekends x{WEEKEND}); no Helios hourly data is fitted. Users: "
-            f"{HELIOS_USERS} with Zipf({ZIPF}) popularity (assumed). {vc_note}; VC job shares proportional to "
-            "VC GPUs (assumed)."
+            f"{HELIOS_USERS} with Zipf({ZIPF}) popularity (assumed). {vc_note}; each VC's share of GPU time proportional "
+            "to its GPUs (assumed), the largest jobs placed first among the VCs that can hold them."
         ),
     )
 

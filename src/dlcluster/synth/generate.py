@@ -50,18 +50,27 @@ def _hash_ids(prefix: str, salt: str, n: int) -> list[str]:
     return [prefix + hashlib.blake2b(f"{salt}/{i}".encode(), digest_size=4).hexdigest() for i in range(n)]
 
 
-def _vcs(model: Model, gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _vcs(model: Model, gpus: np.ndarray, gpu_time: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Index into ``model.vc_share`` of each job's VC; a job only goes to a VC that could ever hold it."""
     names = list(model.vc_share)
     share = np.array([model.vc_share[v] for v in names])
     capacity = np.array([sum(model.vcs.get(v, ())) for v in names])
     out = np.zeros(len(gpus), dtype=np.int64)
-    for g in np.unique(gpus):
-        # a job only goes to a VC that could ever hold it; with no such VC, to the largest
-        fits = share * (capacity >= g) if model.vcs else share
-        if fits.sum() == 0:
-            fits = share * (capacity == capacity[share > 0].max())
+    # GPU-time left to give each VC: large jobs fit only the large VCs, so they are placed first
+    # and the smaller jobs then fill the small VCs, instead of overloading the large ones
+    room = share * float(gpu_time.sum())
+    sizes = np.unique(gpus)[::-1] if model.vc_share_of_gpu_time else np.unique(gpus)
+    for g in sizes:
+        fits = (capacity >= g) if model.vcs else np.ones(len(names), dtype=bool)
+        if not (fits & (share > 0)).any():  # with no VC large enough, the largest takes it
+            fits = capacity == capacity[share > 0].max()
+        weight = share * fits
         mask = gpus == g
-        out[mask] = rng.choice(len(names), size=int(mask.sum()), p=_p(fits))
+        if model.vc_share_of_gpu_time:
+            left = np.clip(room, 0.0, None) * fits
+            weight = left if left.sum() > 0 else weight
+            room -= float(gpu_time[mask].sum()) * weight / weight.sum()
+        out[mask] = rng.choice(len(names), size=int(mask.sum()), p=_p(weight))
     return out
 
 
@@ -128,7 +137,7 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     }
     if model.vc_share:
         vc_names = pl.Series(list(model.vc_share))
-        cols["vc"] = vc_names.gather(_vcs(model, gpus, rng))
+        cols["vc"] = vc_names.gather(_vcs(model, gpus, gpus * duration, rng))
     else:
         cols["vc"] = pl.repeat("default", n, eager=True)
     if model.users is not None:

@@ -127,6 +127,9 @@ class Model:
     users: Users | None = None
     vcs: dict[str, tuple[int, ...]] = field(default_factory=dict)
     vc_share: dict[str, float] = field(default_factory=dict)
+    # True: vc_share is each VC's share of GPU *time*, met by placing the largest jobs first
+    # (presets whose VC mix is assumed); False: each VC's share of jobs, as fitted from a trace
+    vc_share_of_gpu_time: bool = False
     provenance: str = ""
 
     def __post_init__(self) -> None:
@@ -184,6 +187,7 @@ def _model(raw: dict[str, Any]) -> Model:
         users=Users(users["count"], users["zipf"], tuple(users["top_share"])) if users else None,
         vcs={vc: tuple(n) for vc, n in raw.get("vcs", {}).items()},
         vc_share=raw.get("vc_share", {}),
+        vc_share_of_gpu_time=bool(raw.get("vc_share_of_gpu_time", False)),
         provenance=raw.get("provenance", ""),
     )
 
