@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 WORK = ROOT / "bench-out"
+os.environ.setdefault("POLARS_MAX_THREADS", "2")  # the 2-core machine the targets are set for
 
 
 def dlcluster(*args: str) -> list[str]:
@@ -18,36 +20,28 @@ def dlcluster(*args: str) -> list[str]:
     return [sys.executable, "-m", "dlcluster", *args]
 
 
-def python_snippet_measured(code: str) -> tuple[float, float, str]:
-    """Run a Python snippet in a fresh process and return (wall seconds, peak RSS MiB, stdout).
-
-    RUSAGE_CHILDREN is a running maximum over all children, so each measurement runs
-    in its own intermediate process to keep figures independent.
-    """
-    wrapper = (
-        "import resource, subprocess, sys, time, json\n"
-        "t = time.perf_counter()\n"
-        f"p = subprocess.run([sys.executable, '-c', {code!r}], capture_output=True, text=True)\n"
-        "w = time.perf_counter() - t\n"
-        "if p.returncode: sys.stderr.write(p.stderr); sys.exit(p.returncode)\n"
-        "print(json.dumps({'wall': w, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, "
-        "'out': p.stdout}))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(proc.stderr)
-    res = json.loads(proc.stdout)
-    return res["wall"], res["rss"], res["out"]
-
-
 def command_measured(cmd: list[str]) -> tuple[float, float, str]:
-    """Whole-process wall seconds and peak RSS of one command, isolated from earlier children."""
-    return python_snippet_measured(
-        "import subprocess, sys\n"
-        f"p = subprocess.run({cmd!r}, capture_output=True, text=True)\n"
-        "sys.stdout.write(p.stdout)\n"
-        "sys.exit(p.returncode)\n"
-    )
+    """Whole-process wall seconds, peak RSS (MiB) and stdout of one command.
+
+    ``os.wait4`` returns the resource usage of that one child, so figures stay independent
+    of every process measured before it.
+    """
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        out = proc.stdout.read() if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        if proc.returncode:
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode(errors='replace')}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def python_snippet_measured(code: str) -> tuple[float, float, str]:
+    """:func:`command_measured` for a Python snippet run by this interpreter."""
+    return command_measured([sys.executable, "-c", code])
 
 
 def ensure(path: Path, make: list[str]) -> Path:
@@ -57,8 +51,6 @@ def ensure(path: Path, make: list[str]) -> Path:
         subprocess.run(make, check=True, stdout=subprocess.DEVNULL)
     return path
 
-
-os.environ.setdefault("POLARS_MAX_THREADS", "2")
 
 
 def saturn_parquet(days: int = 183) -> Path:

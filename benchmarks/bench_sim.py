@@ -16,11 +16,8 @@ Run from the project root: ``.venv/bin/python -m benchmarks.bench_sim``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,17 +43,6 @@ def _command(policy: str, out: Path) -> list[str]:
         "--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00", "--skip-unknown-vcs",
         "--estimates", str(ref / "inputs/Philly_lgb.csv.gz"), "--policy", policy, "-o", str(out),
     ]
-
-
-def _timed(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if status != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.read().decode() if proc.stderr else ''}")
-    return wall, usage.ru_maxrss / 1024
 
 
 def _noisy_estimates(trace: Path) -> Path:
@@ -115,12 +101,12 @@ def philly() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for policy in POLICIES:
             out = Path(tmp) / policy
-            wall, rss = _timed(_command(policy, out))
+            wall, rss, _ = command_measured(_command(policy, out))
             summary = json.loads((out / "summary.json").read_text())
             jobs = summary["overall"]["jobs"]
             print(f"{policy:<22}{wall:>8.2f}{jobs / wall:>10,.0f}{summary['overall']['events_per_second']:>13,.0f}"
                   f"{rss:>10.0f}{ARTIFACT_WALL[policy]:>12.1f}{ARTIFACT_WALL[policy] / wall:>9.0f}×")
-        wall, rss = _timed(_command(",".join(POLICIES), Path(tmp) / "all"))
+        wall, rss, _ = command_measured(_command(",".join(POLICIES), Path(tmp) / "all"))
         total = sum(ARTIFACT_WALL.values())
         print(f"{'all four, one process':<22}{wall:>8.2f}{4 * jobs / wall:>10,.0f}{'':>13}{rss:>10.0f}"
               f"{total:>12.1f}{total / wall:>9.0f}×")
