@@ -13,7 +13,7 @@ from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.sim import SimResult, simulate
 from dlcluster.sim.compat import artifact_order, wall_seconds
-from dlcluster.sim.estimates import read_estimates
+from dlcluster.predict import read_estimates
 from dlcluster.trace import Trace
 
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:00")

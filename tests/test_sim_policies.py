@@ -225,7 +225,7 @@ def test_compat_mode_keeps_only_whole_nodes() -> None:
 
 
 def test_estimates_files_in_both_layouts(tmp_path) -> None:
-    from dlcluster.sim.estimates import read_estimates
+    from dlcluster.predict import read_estimates
 
     (tmp_path / "a.csv").write_text("job_id,duration\nx,10\ny,2.5\n")
     (tmp_path / "b.csv").write_text("jobname,priority\n7,100\n")
@@ -240,7 +240,7 @@ def test_estimates_files_in_both_layouts(tmp_path) -> None:
 
 
 def test_second_estimate_error_names_the_repeating_line(tmp_path) -> None:
-    from dlcluster.sim.estimates import read_estimates
+    from dlcluster.predict import read_estimates
 
     # x repeats at line 5, but y already repeated at line 4 (line 3 is y's first estimate)
     (tmp_path / "e.csv").write_text("job_id,duration\nx,1\ny,2\ny,3\nx,4\n")

@@ -25,7 +25,7 @@ from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
-from dlcluster.predict import accuracy
+from dlcluster.predict import accuracy, estimates_from
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
     from dlcluster.sim import SimResult
@@ -158,7 +158,7 @@ def simulate(
         lo = _instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = _instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
-    est = _estimates(estimates, trace.jobs) if estimates is not None else None
+    est = estimates_from(estimates, trace.jobs) if estimates is not None else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
     # no bar unless stderr is a terminal: a bar that cannot redraw only leaves a stray blank line before errors
@@ -178,16 +178,6 @@ def simulate(
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))
-
-
-def _estimates(source: str, jobs: pl.DataFrame) -> pl.DataFrame:
-    """A built-in estimator's predictions when ``source`` names one (and no such file exists), else the CSV's."""
-    from dlcluster.predict import ESTIMATORS, estimate_durations
-    from dlcluster.sim.estimates import read_estimates
-
-    if source in ESTIMATORS and not Path(source).exists():
-        return estimate_durations(jobs, source)
-    return read_estimates(source)
 
 
 @app.command()

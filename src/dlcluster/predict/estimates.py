@@ -1,4 +1,4 @@
-"""Duration estimates for estimate-driven policies (QSSF), from `job_id,duration` or `jobname,priority` CSVs."""
+"""Duration estimates from a file (`job_id,duration`, or the Helios artifact's `jobname,priority`) or by estimator name."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from dlcluster.io._common import (
     required_value,
     unparsable,
 )
+from dlcluster.predict.duration import ESTIMATORS, estimate_durations
 
 LAYOUTS = (("job_id", "duration"), ("jobname", "priority"))  # the artifact's priority is a predicted duration
 
@@ -36,3 +37,10 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
         first = again.row(0, named=True)
         raise InputError(f"job {first['job_id']!r} has a second estimate", path=path, row=first[ROW], field=key)
     return df.select("job_id", "estimate")
+
+
+def estimates_from(source: str | Path, jobs: pl.DataFrame) -> pl.DataFrame:
+    """A built-in estimator's predictions when ``source`` names one (and no such file exists), else the file's."""
+    if str(source) in ESTIMATORS and not Path(source).exists():
+        return estimate_durations(jobs, str(source))
+    return read_estimates(source)
