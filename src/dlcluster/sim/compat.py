@@ -13,16 +13,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from dlcluster.trace import local_datetime
+
 
 def wall_seconds(utc: pl.Expr, timezone: str) -> pl.Expr:
     """UTC epoch seconds → the source's wall clock, read as if it were UTC (what the artifact did)."""
-    return (
-        pl.from_epoch(utc, time_unit="s")
-        .dt.replace_time_zone("UTC")
-        .dt.convert_time_zone(timezone)
-        .dt.replace_time_zone(None)
-        .dt.epoch("s")
-    )
+    return local_datetime(utc, timezone).dt.replace_time_zone(None).dt.epoch("s")
 
 
 def artifact_order(jobs: pl.DataFrame, keep: pl.Expr, window: tuple[int, int] | None) -> tuple[pl.DataFrame, int]:
