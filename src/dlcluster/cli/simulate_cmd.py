@@ -64,8 +64,8 @@ def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     write_atomic(outdir / "timeline.parquet", lambda p: result.timeline.write_parquet(p, compression="zstd"))
     write_atomic(outdir / "placements.parquet", lambda p: result.placements.write_parquet(p, compression="zstd"))
     if csv:
-        write_atomic(outdir / "jobs.csv", lambda p: result.jobs.write_csv(p))
-        write_atomic(outdir / "timeline.csv", lambda p: result.timeline.write_csv(p))
+        write_atomic(outdir / "jobs.csv", result.jobs.write_csv)
+        write_atomic(outdir / "timeline.csv", result.timeline.write_csv)
     write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
 
 

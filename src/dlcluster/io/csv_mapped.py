@@ -182,4 +182,4 @@ def read(
 def write(trace: Trace, target: str | Path) -> Path:
     """Write the job table as a canonical CSV (epoch-second integers, canonical header), atomically."""
     jobs = conform(trace.jobs).with_columns(pl.col("status").cast(pl.String))
-    return write_atomic(target, lambda tmp: jobs.write_csv(tmp))
+    return write_atomic(target, jobs.write_csv)

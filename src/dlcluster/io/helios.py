@@ -156,8 +156,8 @@ def write(trace: Trace, target: str | Path) -> Path:
         "duration",
         pl.col("queue_delay").alias("queue"),
     )
-    write_atomic(folder / LOG, lambda tmp: log.write_csv(tmp))
+    write_atomic(folder / LOG, log.write_csv)
     if trace.cluster is not None:
         table = _gpu_number_table(trace)
-        write_atomic(folder / GPU_NUMBER, lambda tmp: table.write_csv(tmp))
+        write_atomic(folder / GPU_NUMBER, table.write_csv)
     return folder
