@@ -38,21 +38,25 @@ class VCState:
         usable = [min(f, c * gpus // cpus) for f, c in zip(self.free, self.free_cpus, strict=True)]
         return usable if sum(usable) >= gpus else None
 
-    def allocate(self, alloc: Allocation) -> None:
-        """Take every GPU of ``alloc`` (all or nothing: placements only return feasible ones)."""
+    def allocate(self, alloc: Allocation, gpus: int, cpus: int) -> None:
+        """Take every GPU of ``alloc`` and, when the job has any, its CPUs (placements only return feasible ones)."""
         free = self.free
-        for node, gpus in alloc:
-            free[node] -= gpus
-            self.free_total -= gpus
+        for node, g in alloc:
+            free[node] -= g
+            self.free_total -= g
+        if cpus:
+            self._move_cpus(alloc, gpus, cpus, -1)
 
-    def release(self, alloc: Allocation) -> None:
-        """Give back every GPU of ``alloc``."""
+    def release(self, alloc: Allocation, gpus: int, cpus: int) -> None:
+        """Give back every GPU of ``alloc`` and the job's CPUs."""
         free = self.free
-        for node, gpus in alloc:
-            free[node] += gpus
-            self.free_total += gpus
+        for node, g in alloc:
+            free[node] += g
+            self.free_total += g
+        if cpus:
+            self._move_cpus(alloc, gpus, cpus, 1)
 
-    def move_cpus(self, alloc: Allocation, gpus: int, cpus: int, sign: int) -> None:
+    def _move_cpus(self, alloc: Allocation, gpus: int, cpus: int, sign: int) -> None:
         """Take (``sign`` -1) or give back (+1) the CPUs of a job of ``gpus`` GPUs and ``cpus`` CPUs held on ``alloc``."""
         free_cpus = self.free_cpus
         for node, g in alloc:

@@ -159,9 +159,7 @@ class Cycle:
         jobs, rec = self.jobs, self.rec
         for j in ended:
             alloc = self.running.pop(j)
-            self.state.release(alloc)
-            if jobs.cpu[j]:
-                self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], 1)
+            self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
             rec.end[j] = jobs.end_at[j]
             rec.close_segment(j, jobs.started_at[j], jobs.end_at[j], alloc, jobs.gpu[j])
             jobs.remaining[j] = 0
@@ -169,9 +167,7 @@ class Cycle:
 
     def _start(self, j: int, now: int, alloc: Allocation) -> None:
         jobs, rec = self.jobs, self.rec
-        self.state.allocate(alloc)
-        if jobs.cpu[j]:
-            self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], -1)
+        self.state.allocate(alloc, jobs.gpu[j], jobs.cpu[j])
         self.running[j] = alloc
         if rec.start[j] < 0:
             rec.start[j] = now
@@ -184,9 +180,7 @@ class Cycle:
     def _preempt(self, j: int, now: int) -> None:
         jobs = self.jobs
         alloc = self.running.pop(j)
-        self.state.release(alloc)
-        if jobs.cpu[j]:
-            self.state.move_cpus(alloc, jobs.gpu[j], jobs.cpu[j], 1)
+        self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         self.engine.cancel(j)
         self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         self.rec.preemptions[j] += 1
