@@ -72,17 +72,21 @@ def test_tie_order_is_the_artifacts_internal_order(shared_data: Path, shared_ref
     assert (stable["job_id"] != ordered["job_id"]).sum() > 0
 
 
-@pytest.mark.parametrize("policy", ["fifo", "sjf", "qssf"])
-def test_queueing_delay_matches_per_job(shared_data: Path, shared_reference: Path, policy: str) -> None:
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "qssf", "srtf"])
+def test_every_job_matches_the_artifact(shared_data: Path, shared_reference: Path, policy: str) -> None:
     result = _run(shared_data, shared_reference, policy)
     ref = _reference(shared_reference, policy)
     joined = ref.join(result.jobs, on="job_id", how="left")
     assert joined["queue_delay"].null_count() == 0  # every reference job was simulated
-    assert result.summary["overall"]["jobs"] == ref.height
+    assert result.summary["overall"]["jobs"] == ref.height == 68503
     assert result.summary["time_origin"] == "2017-10-01 00:00:45"
-    share = (joined["queue_delay"] == joined["queue"]).mean()
-    assert share >= 0.999, f"{policy}: {share:.5f} of jobs match"
-    assert (joined["start"] == joined["start_time"]).mean() >= 0.999
+    for ours, theirs in (("start", "start_time"), ("end", "end_time"), ("queue_delay", "queue")):
+        assert joined[ours].to_list() == joined[theirs].to_list(), f"{policy}: {ours}"
+    extra = pl.read_csv(shared_reference / f"philly-artifact/extra/{policy}_jobs_extra.csv.gz", infer_schema=False)
+    preempted = extra.select(pl.col("jobname").alias("job_id"), pl.col("ckpt_times").cast(pl.Int64))
+    both = preempted.join(result.jobs, on="job_id")
+    assert both["preemptions"].cast(pl.Int64).to_list() == both["ckpt_times"].to_list()
+    assert result.summary["overall"]["preemptions"] == (801 if policy == "srtf" else 0)
 
 
 def test_dropped_vcs_are_counted_unschedulable(shared_data: Path, shared_reference: Path) -> None:

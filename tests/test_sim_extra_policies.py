@@ -21,7 +21,7 @@ from test_sim_helpers import (
 
 from dlcluster.errors import ConfigError
 from dlcluster.sim import POLICIES, SimResult, simulate
-from dlcluster.sim.framework import checkpoint_overhead
+from dlcluster.sim.jobs import checkpoint_overhead
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.policies.tiresias import Tiresias
 
@@ -44,11 +44,11 @@ def test_las_preempts_for_the_job_with_least_attained_service() -> None:
 def test_las_rotates_every_quantum_while_jobs_wait() -> None:
     t = jobs(("A", "v", 1, 0, 150), ("B", "v", 1, 0, 150))
     r = by_id(simulate(t, spec(v=(1,)), "las:100").jobs)
-    # 0: A (arrival order); 100: B (0 GPU·s beats 100); 200: tie at 100 GPU·s, A first in arrival order,
-    # 57 s left (50 + 7) → ends 257; B resumes then with 57 s left → 314
-    assert (r["A"]["start"], r["A"]["end"], r["A"]["queue_delay"]) == (0, 257, 100)
-    assert (r["B"]["start"], r["B"]["end"], r["B"]["queue_delay"]) == (100, 314, 157)
-    assert r["A"]["preemptions"] == r["B"]["preemptions"] == 1
+    # 0: A (arrival order); 100: B (0 GPU·s beats 100) preempts A, which has 57 s left (50 + 7); 200: a tie at
+    # 100 GPU·s, and ties never preempt; B ends at 250 before the review at 300, then A resumes → 307
+    assert (r["A"]["start"], r["A"]["end"], r["A"]["queue_delay"]) == (0, 307, 150)
+    assert (r["B"]["start"], r["B"]["end"], r["B"]["queue_delay"]) == (100, 250, 100)
+    assert (r["A"]["preemptions"], r["B"]["preemptions"]) == (1, 0)
 
 
 def test_las_counts_gpu_seconds_not_seconds() -> None:

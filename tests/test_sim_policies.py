@@ -69,9 +69,10 @@ def test_srtf_compat_adds_the_artifacts_extra_second() -> None:
 
 
 def test_srtf_skips_a_job_that_does_not_fit() -> None:
-    # nodes 4+4+2: X and Y (3 GPUs each) leave 1+1+2 free; Z (3 GPUs, shortest) fits the quota but no
-    # node, so W (1 GPU) behind it starts at once; Z starts when X frees node 0
-    t = jobs(("X", "v", 3, 0, 50), ("Y", "v", 3, 0, 60), ("Z", "v", 3, 1, 5), ("W", "v", 1, 2, 200))
+    # nodes 4+4+2: X and Y (3 GPUs each) leave 1+1+2 free; Z (3 GPUs) fits no node and no running job is
+    # worse than it (49 and 59 s left against its 65), so W (1 GPU) behind it starts at once; Z starts when X
+    # frees node 0
+    t = jobs(("X", "v", 3, 0, 50), ("Y", "v", 3, 0, 60), ("Z", "v", 3, 1, 65), ("W", "v", 1, 2, 200))
     s = starts(simulate(t, spec(v=(4, 4, 2)), "srtf"))
     assert (s["W"], s["Z"]) == (2, 50)
 

@@ -13,7 +13,7 @@ from test_sim_helpers import (
 )
 
 from dlcluster.sim import simulate
-from dlcluster.sim.framework import checkpoint_overhead
+from dlcluster.sim.jobs import checkpoint_overhead
 
 POLICIES = ("fifo", "sjf", "qssf", "srtf")
 

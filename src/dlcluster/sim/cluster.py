@@ -1,10 +1,15 @@
-"""Per-VC state: free GPUs (and, when modelled, free CPUs) per node as plain integer lists; allocate and release."""
+"""Per-VC state: free GPUs (and, when modelled, free CPUs) per node as plain integer lists, and node states.
+
+A node is usable (state ``on``) or not (``off``, ``booting``, ``down``, or any other name a
+controller uses); an unusable node shows no free GPUs, so placements never see it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 Allocation = list[tuple[int, int]]  # (node index, GPUs taken on it)
+ON = "on"
 
 
 def cpu_share(cpus: int, gpus_on_node: int, gpus: int) -> int:
@@ -14,7 +19,7 @@ def cpu_share(cpus: int, gpus_on_node: int, gpus: int) -> int:
 
 @dataclass(slots=True)
 class VCState:
-    """Free GPUs of every node of one VC (and free CPUs if ``cpus`` is given)."""
+    """Free GPUs of every node of one VC (and free CPUs if ``cpus`` is given), and each node's state."""
 
     sizes: tuple[int, ...]
     cpus: tuple[int, ...] | None = None
@@ -23,12 +28,22 @@ class VCState:
     free: list[int] = field(init=False)
     free_total: int = field(init=False)
     free_cpus: list[int] = field(init=False)
+    states: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
         self.largest = max(self.sizes, default=0)
         self.free = list(self.sizes)
         self.free_cpus = list(self.cpus) if self.cpus is not None else []
+        self.states = [ON] * len(self.sizes)
+
+    def copy(self) -> VCState:
+        """A scratch copy to try allocations on (a preemption's dry run)."""
+        other = VCState.__new__(VCState)
+        other.sizes, other.cpus, other.total, other.largest = self.sizes, self.cpus, self.total, self.largest
+        other.free, other.free_total = list(self.free), self.free_total
+        other.free_cpus, other.states = list(self.free_cpus), list(self.states)
+        return other
 
     def usable(self, gpus: int, cpus: int) -> list[int] | None:
         """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take now; None if too few in all."""
@@ -37,6 +52,25 @@ class VCState:
         # cpu_share(cpus, g, gpus) <= c  ⇔  g <= c·gpus / cpus
         usable = [min(f, c * gpus // cpus) for f, c in zip(self.free, self.free_cpus, strict=True)]
         return usable if sum(usable) >= gpus else None
+
+    def idle(self, node: int) -> bool:
+        """Whether ``node`` runs no job."""
+        return self.states[node] != ON or self.free[node] == self.sizes[node]
+
+    def set_state(self, node: int, state: str) -> None:
+        """Make ``node`` usable (``on``) or not; only an idle node may stop being usable."""
+        was = self.states[node]
+        if was == state:
+            return
+        if was == ON:
+            if self.free[node] != self.sizes[node]:
+                raise ValueError(f"node {node} runs jobs; only an idle node can become {state!r}")
+            self.free[node] = 0
+            self.free_total -= self.sizes[node]
+        elif state == ON:
+            self.free[node] = self.sizes[node]
+            self.free_total += self.sizes[node]
+        self.states[node] = state
 
     def allocate(self, alloc: Allocation, gpus: int, cpus: int) -> None:
         """Take every GPU of ``alloc`` and, when the job has any, its CPUs (placements only return feasible ones)."""

@@ -1,4 +1,6 @@
-"""Input preparation of the Helios SC'21 artifact: wall-clock seconds, window, time origin, tie order.
+"""Compatibility with the Helios SC'21 artifact: every quirk in one place (:data:`HELIOS_ARTIFACT`).
+
+Input preparation: wall-clock seconds, window, time origin, tie order.
 
 The artifact read naive wall-clock timestamps as UTC, sorted the whole trace by them
 with pandas' default (non-stable) quicksort, filtered, shifted times so that the first
@@ -10,9 +12,14 @@ pandas' quicksort is NumPy's ``argsort(kind="quicksort")``: the first sort ran o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import ConfigError
+from dlcluster.sim.jobs import Jobs
 from dlcluster.trace import local_datetime
 
 
@@ -43,3 +50,59 @@ def artifact_order(jobs: pl.DataFrame, keep: pl.Expr, window: tuple[int, int] | 
     if window is not None:
         kept = kept.filter(pl.col("submit").is_between(0, window[1] - window[0]))
     return kept[np.argsort(kept["submit"].to_numpy(), kind="quicksort")], origin
+
+
+def _quasi_order(key: list[float], gpu: list[int]):  # type: ignore[no-untyped-def]
+    """QSSF's "quasi" order: by GPU count, re-sorted by estimated GPU time only when older jobs wait too."""
+
+    def order(queue: list[int], now: int, arrived: int) -> None:
+        queue.sort(key=gpu.__getitem__)
+        if len(queue) > arrived:
+            queue.sort(key=key.__getitem__)
+
+    return order
+
+
+@dataclass(frozen=True)
+class ArtifactProfile:
+    """The artifact's behaviour, apart from input preparation (above) and its consolidate placer (placement).
+
+    - policies: only the four it implements;
+    - SRTF ends every job one second late (its tick loop): one more second of work;
+    - QSSF sorts by GPU count, and by estimated GPU time only when jobs older than this second wait;
+    - preemption admits jobs by priority within the VC's GPU count, ignoring placement;
+    - VCs are whole nodes of one size (``GPUs // 8``): smaller remainder nodes do not exist.
+    """
+
+    name: str = "helios-artifact"
+    policies: tuple[str, ...] = ("fifo", "sjf", "qssf", "srtf")
+
+    def check(self, policy: str) -> None:
+        """Reject a policy the artifact does not have."""
+        if policy not in self.policies:
+            raise ConfigError(f"policy {policy!r} does not exist in compatibility mode {self.name}; "
+                              f"choose one of: {', '.join(self.policies)}")
+
+    def extra_seconds(self, policy: str) -> int:
+        """Seconds added to every job's work."""
+        return 1 if policy == "srtf" else 0
+
+    def order(self, policy: str, jobs: Jobs):  # type: ignore[no-untyped-def]
+        """The queue order that replaces the policy's own, or None."""
+        if policy != "qssf":
+            return None
+        assert jobs.estimate is not None
+        return _quasi_order([e * g for e, g in zip(jobs.estimate, jobs.gpu, strict=True)], jobs.gpu)
+
+    @staticmethod
+    def whole_nodes(spec: ClusterSpec) -> ClusterSpec:
+        """Keep only the nodes of the largest size in every VC (the artifact's ``GPUs // 8``)."""
+        size = max((g for nodes in spec.vcs.values() for g in nodes), default=0)
+        whole = {vc: [n for n, g in enumerate(nodes) if g == size] for vc, nodes in spec.vcs.items()}
+        return ClusterSpec({vc: tuple(spec.vcs[vc][n] for n in keep) for vc, keep in whole.items()},
+                           None if spec.cpus is None else {vc: tuple(spec.cpus[vc][n] for n in keep)
+                                                           for vc, keep in whole.items()}, spec.source)
+
+
+HELIOS_ARTIFACT = ArtifactProfile()
+COMPAT_MODES = {HELIOS_ARTIFACT.name: HELIOS_ARTIFACT}

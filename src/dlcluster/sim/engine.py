@@ -1,32 +1,53 @@
-"""The discrete-event core: integer clock, end-time heap, arrival cursor; knows no policy.
+"""The discrete-event core: one integer clock for the whole cluster, typed event queues; knows no policy.
 
-The engine jumps from one event second to the next (an arrival, a job end or a wake-up
-requested by the scheduler) and calls ``step(now, ended, arrived)`` once per event
-second. Within a second the scheduler sees every job that ended and every job that
-arrived at that second, so "ends before arrivals before scheduling" is the caller's
-order of work, not a race.
+Events are arrivals (a cursor over jobs in arrival order), job ends, wake-ups of one
+simulation group (a VC, or the pooled cluster), node-state changes, and periodic ticks.
+The clock jumps from one event second to the next and hands everything due at that
+second to the handler at once, so the order of work within a second is the handler's
+(see :class:`~dlcluster.sim.simulation.Simulation`), never a race between heaps. Heap
+entries carry a sequence number, so same-second events keep the order they were
+scheduled in and runs repeat exactly.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
-Step = Callable[[int, list[int], list[int]], None]
+NodeChange = tuple[int, int, str]  # (group, node, new state)
 
 
+class Handler(Protocol):
+    """What the engine drives: one call per event second."""
+
+    def second(self, now: int, ended: list[int], first: int, last: int, woken: list[int],
+               nodes: list[NodeChange], ticks: list[int]) -> None:
+        """Handle second ``now``: ``ended`` jobs, arrivals ``first..last-1``, woken groups, node changes, due ticks."""
+        ...
+
+    def unfinished(self) -> bool:
+        """Whether some admitted job has not ended yet (ticks keep the clock going only then)."""
+        ...
+
+
+@dataclass(slots=True)
 class Engine:
-    """Event heap and clock for one independent simulation (one VC or the pooled cluster)."""
+    """Event queues and the run loop."""
 
-    __slots__ = ("_ends", "_live", "_wakes")
-
-    def __init__(self) -> None:
-        self._ends: list[tuple[int, int]] = []
-        self._live: dict[int, int] = {}  # job -> its current end time (heap entries that disagree are stale)
-        self._wakes: list[int] = []
+    _ends: list[tuple[int, int]] = field(default_factory=list)
+    _live: dict[int, int] = field(default_factory=dict)  # job -> its current end time (other heap entries are stale)
+    _wakes: list[tuple[int, int]] = field(default_factory=list)
+    _wake_set: set[tuple[int, int]] = field(default_factory=set)  # merges duplicate wake-ups
+    _nodes: list[tuple[int, int, int, int, str]] = field(default_factory=list)  # (time, seq, group, node, state)
+    _ticks: list[tuple[int, int]] = field(default_factory=list)  # (time, subscriber)
+    _periods: list[int] = field(default_factory=list)
+    _seq: int = 0
+    stall_limit: int = 10_000  # consecutive ticks with nothing else to do before the run gives up
 
     def finish_at(self, job: int, time: int) -> None:
-        """Schedule ``job`` to end at ``time``."""
+        """Schedule ``job`` to end at ``time`` (replacing any end scheduled before)."""
         self._live[job] = time
         heapq.heappush(self._ends, (time, job))
 
@@ -34,39 +55,74 @@ class Engine:
         """Forget ``job``'s scheduled end (it was preempted)."""
         del self._live[job]
 
-    def wake_at(self, time: int) -> None:
-        """Ask for a scheduling pass at ``time`` even if no job arrives or ends then."""
-        heapq.heappush(self._wakes, time)
+    def scheduled(self, job: int) -> bool:
+        """Whether ``job`` has an end scheduled."""
+        return job in self._live
 
-    def run(self, times: Sequence[int], jobs: Sequence[int], step: Step) -> int:
-        """Feed arrivals (``times`` non-decreasing, ``jobs`` in arrival order) until nothing is left; return events."""
-        ends, live, wakes = self._ends, self._live, self._wakes
+    def wake_at(self, time: int, group: int) -> None:
+        """Ask for a scheduling pass of ``group`` at ``time`` even if nothing arrives or ends there."""
+        key = (time, group)
+        if key not in self._wake_set:
+            self._wake_set.add(key)
+            heapq.heappush(self._wakes, key)
+
+    def node_at(self, time: int, group: int, node: int, state: str) -> None:
+        """Schedule ``node`` of ``group`` to enter ``state`` at ``time``."""
+        self._seq += 1
+        heapq.heappush(self._nodes, (time, self._seq, group, node, state))
+
+    def every(self, period: int, start: int) -> int:
+        """Subscribe to ticks every ``period`` seconds from ``start``; returns the subscriber number."""
+        self._periods.append(period)
+        heapq.heappush(self._ticks, (start, len(self._periods) - 1))
+        return len(self._periods) - 1
+
+    def run(self, times: Sequence[int], handler: Handler) -> None:
+        """Feed arrivals (``times`` non-decreasing, job ``i`` arriving at ``times[i]``) until nothing is left."""
+        ends, live, wakes, wake_set, nodes, ticks = (self._ends, self._live, self._wakes, self._wake_set,
+                                                     self._nodes, self._ticks)
         pop, inf = heapq.heappop, float("inf")
         i, n = 0, len(times)
-        events = 0
+        stalled = 0
         while True:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
                 now = ends[0][0]
-            if wakes and wakes[0] < now:
-                now = wakes[0]
+            if wakes and wakes[0][0] < now:
+                now = wakes[0][0]
+            if nodes and nodes[0][0] < now:
+                now = nodes[0][0]
             if now == inf:
-                break
+                if not ticks or not handler.unfinished() or stalled >= self.stall_limit:
+                    break
+                stalled += 1
+                now = ticks[0][0]
+            elif ticks and ticks[0][0] < now:
+                now = ticks[0][0]
+            else:
+                stalled = 0
             ended = []
             while ends and ends[0][0] == now:
                 _, job = pop(ends)
                 if live.get(job) == now:
                     del live[job]
                     ended.append(job)
-            arrived = []
+            first = i
             while i < n and times[i] == now:
-                arrived.append(jobs[i])
                 i += 1
-            woken = False
-            while wakes and wakes[0] == now:
-                pop(wakes)
-                woken = True
-            if ended or arrived or woken:
-                step(now, ended, arrived)
-                events += 1
-        return events
+            woken = []
+            while wakes and wakes[0][0] == now:
+                key = pop(wakes)
+                wake_set.discard(key)
+                woken.append(key[1])
+            changed = []
+            while nodes and nodes[0][0] == now:
+                _, _, group, node, state = pop(nodes)
+                changed.append((group, node, state))
+            due = []
+            while ticks and ticks[0][0] == now:
+                _, sub = pop(ticks)
+                due.append(sub)
+                heapq.heappush(ticks, (now + self._periods[sub], sub))
+            if ended or first < i or woken or changed or due:
+                handler.second(now, ended, first, i, woken, changed, due)

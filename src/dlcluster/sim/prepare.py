@@ -9,7 +9,7 @@ import polars as pl
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.sim.compat import artifact_order, wall_seconds
+from dlcluster.sim.compat import HELIOS_ARTIFACT, artifact_order, wall_seconds
 
 NEEDED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
 UNKNOWN_VC = ("error", "unschedulable")
@@ -75,7 +75,7 @@ def prepare(
         raise ConfigError(f"unknown_vc must be one of {', '.join(UNKNOWN_VC)}, got {unknown_vc!r}")
     df = jobs.select(
         "job_id", "vc",
-        (pl.col("user") if "user" in jobs.columns else pl.lit(None, pl.String)).alias("user"),
+        *((pl.col(c) if c in jobs.columns else pl.lit(None, pl.String)).alias(c) for c in ("user", "name")),
         pl.col("gpu_num").cast(pl.Int64), pl.col("submit_time").cast(pl.Int64), pl.col("duration").cast(pl.Int64),
         *([pl.col("cpu_num").cast(pl.Int64).fill_null(0)] if spec.cpus is not None else []),
     ).with_row_index("row")
@@ -83,12 +83,7 @@ def prepare(
     known = pl.col("vc").is_in(list(spec.vcs))
     origin = None
     if compat:
-        # the artifact's VCs are whole nodes of one size (GPUs // 8): smaller remainder nodes do not exist there
-        size = max((g for nodes in spec.vcs.values() for g in nodes), default=0)
-        whole = {vc: [n for n, g in enumerate(nodes) if g == size] for vc, nodes in spec.vcs.items()}
-        spec = ClusterSpec({vc: tuple(spec.vcs[vc][n] for n in keep) for vc, keep in whole.items()},
-                           None if spec.cpus is None else {vc: tuple(spec.cpus[vc][n] for n in keep)
-                                                           for vc, keep in whole.items()}, spec.source)
+        spec = HELIOS_ARTIFACT.whole_nodes(spec)
         walled = df.with_columns(wall_seconds(pl.col("submit_time"), timezone).alias("wall"))
         df, origin = artifact_order(walled, is_gpu & known, window)
         df = df.drop("wall")

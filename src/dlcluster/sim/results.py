@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from dlcluster.sim.framework import Record
+from dlcluster.sim.jobs import Record
 from dlcluster.sim.prepare import Prepared
 
 TAU = 10  # seconds: the bounded-slowdown threshold
@@ -21,54 +21,75 @@ SAMPLE = 60  # seconds between timeline samples
 
 @dataclass
 class GroupRun:
-    """One simulated group (a VC, or the pooled cluster) and what happened in it."""
+    """One simulation group (a VC, or the pooled cluster) and what happened in it, cut out of the whole run."""
 
     name: str
-    jobs: pl.DataFrame
-    record: Record
+    jobs: pl.DataFrame  # the group's rows of the prepared jobs, with ``job`` (global job number)
+    seg: dict[str, Any]  # its run segments (arrays, see _segments) and ``job_id`` per (segment, node)
     sizes: tuple[int, ...]
     events: int
-    wall_seconds: float
     cpus: tuple[int, ...] | None = None  # node CPU counts when CPUs are modelled
-
-    def node_cpus(self) -> np.ndarray:
-        """CPUs held in each (segment, node) row of the record: the job's CPUs in proportion to its GPUs there."""
-        rec = self.record
-        job = np.array(rec.node_job, dtype=np.int64)
-        cpu, gpu = self.jobs["cpu_num"].to_numpy()[job], self.jobs["gpu_num"].to_numpy()[job]
-        return -(-cpu * np.array(rec.node_gpus, dtype=np.int64) // gpu)
+    node_cpus: np.ndarray | None = None  # CPUs held in each (segment, node) row
 
 
-def _jobs_table(run: GroupRun) -> pl.DataFrame:
-    rec = run.record
+def _segments(rec: Record) -> dict[str, np.ndarray]:
+    """Run segments as arrays: per segment (job, start, end, gpus), per (segment, node) (node_job, node, ...)."""
+    cols = {"job": rec.seg_job, "start": rec.seg_start, "end": rec.seg_end, "gpus": rec.seg_gpus,
+            "node_job": rec.node_job, "node": rec.node_id, "node_gpus": rec.node_gpus,
+            "n_start": rec.node_start, "n_end": rec.node_end}
+    return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
+
+
+def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
+    """One :class:`GroupRun` per group that had jobs, in cluster-spec order."""
+    df = prep.jobs.with_row_index("job")
+    seg = _segments(rec)
+    spec, cpus = prep.spec, prep.spec.cpus
+    group = df["group"].replace_strict({name: i for i, name in enumerate(spec.vcs)}, return_dtype=pl.Int64).to_numpy()
+    node_cpus = None
+    if cpus is not None:
+        cpu, gpu = df["cpu_num"].to_numpy()[seg["node_job"]], df["gpu_num"].to_numpy()[seg["node_job"]]
+        node_cpus = -(-cpu * seg["node_gpus"] // np.maximum(gpu, 1))
+    runs = []
+    present = set(df["group"].unique().to_list())
+    for i, name in enumerate(spec.vcs):
+        if name not in present:
+            continue
+        seg_in = group[seg["job"]] == i
+        node_in = group[seg["node_job"]] == i
+        part = {k: (v[node_in] if k in ("node_job", "node", "node_gpus", "n_start", "n_end") else v[seg_in])
+                for k, v in seg.items()}
+        part["job_id"] = df["job_id"].gather(part["node_job"])  # type: ignore[assignment]
+        runs.append(GroupRun(name, df.filter(pl.col("group") == name), part, spec.vcs[name], events[i],
+                             cpus[name] if cpus is not None else None,
+                             node_cpus[node_in] if node_cpus is not None else None))
+    return runs
+
+
+def _jobs_table(run: GroupRun, rec: Record) -> pl.DataFrame:
+    idx = run.jobs["job"].to_numpy()
+    take = lambda values: np.asarray(values, dtype=np.int64)[idx]  # noqa: E731
     return run.jobs.select(
         "row", "job_id", "vc", pl.lit(run.name).alias("group"), "user", "gpu_num", "submit",
-        pl.Series("start", rec.start, pl.Int64), pl.Series("end", rec.end, pl.Int64), "duration",
-        pl.Series("queue_delay", rec.queue, pl.Int64),
-        pl.Series("preemptions", rec.preemptions, pl.Int32), pl.Series("nodes_spanned", rec.nodes, pl.Int32),
+        pl.Series("start", take(rec.start), pl.Int64), pl.Series("end", take(rec.end), pl.Int64), "duration",
+        pl.Series("queue_delay", take(rec.queue), pl.Int64),
+        pl.Series("preemptions", take(rec.preemptions), pl.Int32),
+        pl.Series("nodes_spanned", take(rec.nodes), pl.Int32),
     )
-
-
-def _segments(run: GroupRun) -> dict[str, np.ndarray]:
-    """Run segments as arrays: per segment (start, end, gpus) and per (segment, node) (node, n_start, n_end)."""
-    rec = run.record
-    cols = {"start": rec.seg_start, "end": rec.seg_end, "gpus": rec.seg_gpus,
-            "node": rec.node_id, "n_start": rec.node_start, "n_end": rec.node_end}
-    return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
 
 
 def _placements(run: GroupRun) -> pl.DataFrame:
     """Which GPUs of which node each job held, over which interval (one row per run segment and node)."""
-    rec = run.record
-    ids = run.jobs["job_id"]
-    cpus = {} if run.cpus is None else {"cpus": pl.Series(run.node_cpus(), dtype=pl.Int32)}
+    seg = run.seg
+    job_ids = seg["job_id"]
+    cpus = {} if run.node_cpus is None else {"cpus": pl.Series(run.node_cpus, dtype=pl.Int32)}
     return pl.DataFrame({
-        "job_id": ids.gather(rec.node_job) if rec.node_job else pl.Series([], dtype=pl.String),
-        "vc": pl.repeat(run.name, len(rec.node_job), eager=True, dtype=pl.String),
-        "node": pl.Series(rec.node_id, dtype=pl.Int32),
-        "gpus": pl.Series(rec.node_gpus, dtype=pl.Int32),
-        "start": pl.Series(rec.node_start, dtype=pl.Int64),
-        "end": pl.Series(rec.node_end, dtype=pl.Int64),
+        "job_id": pl.Series(job_ids, dtype=pl.String),
+        "vc": pl.repeat(run.name, len(job_ids), eager=True, dtype=pl.String),
+        "node": pl.Series(seg["node"], dtype=pl.Int32),
+        "gpus": pl.Series(seg["node_gpus"], dtype=pl.Int32),
+        "start": pl.Series(seg["n_start"], dtype=pl.Int64),
+        "end": pl.Series(seg["n_end"], dtype=pl.Int64),
         **cpus,
     })
 
@@ -94,7 +115,7 @@ def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> pl.Dat
 
 
 def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
-    seg = _segments(run)
+    seg = run.seg
     n = int((jobs["end"].max() - t0) // SAMPLE) + 1
     busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"])
     js, je, jg = (jobs[c].to_numpy() for c in ("submit", "end", "gpu_num"))
@@ -107,7 +128,7 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
     cpus = {}
     if run.cpus is not None:
         total_cpus = sum(run.cpus)
-        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus())
+        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus)
         cpus = {"total_cpus": np.full(n, total_cpus, dtype=np.int64), "idle_cpus": total_cpus - held}
     return pl.DataFrame({
         "time": np.arange(n, dtype=np.int64) * SAMPLE + t0,
@@ -183,10 +204,11 @@ def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
 
 
 def build_results(
-    runs: list[GroupRun], prep: Prepared, meta: dict[str, Any], wall: float
+    prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """The jobs table, the timeline, the placements and the summary of a finished run."""
-    ran = _concat([_jobs_table(r) for r in runs], {**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
+    runs = _split(prep, rec, events)
+    ran = _concat([_jobs_table(r, rec) for r in runs], {**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
     ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
         pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
         pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))
@@ -194,10 +216,9 @@ def build_results(
         pl.lit("completed").alias("status"),
     )
     t0 = int(ran["submit"].min()) if ran.height else 0
-    busy = {r.name: float(np.dot(np.subtract(r.record.seg_end, r.record.seg_start), r.record.seg_gpus))
-            for r in runs}
+    busy = {r.name: float(np.dot(r.seg["end"] - r.seg["start"], r.seg["gpus"])) for r in runs}
     cpus = prep.spec.cpus
-    busy_cpus = {r.name: float(np.dot(np.subtract(r.record.node_end, r.record.node_start), r.node_cpus()))
+    busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], r.node_cpus))
                  for r in runs} if cpus is not None else {}
     uns = prep.unschedulable
     uns_by_vc = dict(uns.group_by("group").len().iter_rows())
@@ -208,11 +229,11 @@ def build_results(
         if r is not None:
             part = ran.filter(pl.col("group") == name)
             vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
-                         "gpus": gpus, "events": r.events, "wall_seconds": r.wall_seconds,
-                         "events_per_second": r.events / r.wall_seconds if r.wall_seconds > 0 else None}
+                         # one clock drives every VC: timings exist for the whole run only
+                         "gpus": gpus, "events": r.events, "wall_seconds": None, "events_per_second": None}
         elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
             vcs[name] = {**_stats(ran.clear(), 0.0, gpus, uns_by_vc[name]),
-                         "gpus": gpus, "events": 0, "wall_seconds": 0.0, "events_per_second": None}
+                         "gpus": gpus, "events": 0, "wall_seconds": None, "events_per_second": None}
         if cpus is not None and name in vcs:
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
@@ -234,5 +255,29 @@ def build_results(
     )
     timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0) for r in runs],
                        TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
+    if rec.node_states:
+        timeline = _with_node_states(timeline, prep, rec)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     return table, timeline, placements, summary
+
+
+def _with_node_states(timeline: pl.DataFrame, prep: Prepared, rec: Record) -> pl.DataFrame:
+    """Add ``nodes_<state>`` columns: per sample, the VC's nodes in each state a node entered during the run."""
+    log = pl.DataFrame(rec.node_states, schema={"t": pl.Int64, "g": pl.Int64, "node": pl.Int64, "state": pl.String},
+                       orient="row")
+    names = list(prep.spec.vcs)
+    states = sorted({"on", *log["state"].unique().to_list()})
+    frames = []
+    for (vc,), part in timeline.partition_by("vc", as_dict=True, maintain_order=True).items():
+        times = part["time"].to_numpy()
+        counts = {st: np.zeros(len(times), dtype=np.int64) for st in states}
+        mine = log.filter(pl.col("g") == names.index(vc))
+        for node in range(len(prep.spec.vcs[vc])):
+            changes = mine.filter(pl.col("node") == node)
+            # the state at each sample is the last change at or before it ("on" before any change)
+            at = np.searchsorted(changes["t"].to_numpy(), times, side="right") - 1
+            labels = np.array(["on", *changes["state"].to_list()], dtype=object)[at + 1]
+            for st in states:
+                counts[st] += labels == st
+        frames.append(part.with_columns(**{f"nodes_{st}": counts[st] for st in states}))
+    return pl.concat(frames)

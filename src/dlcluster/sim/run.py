@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import datetime
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, DlclusterError, InputError
 from dlcluster.sim.cluster import VCState
+from dlcluster.sim.compat import COMPAT_MODES
 from dlcluster.sim.cpu_fit import exclude_cpu_misfits
+from dlcluster.sim.cycle import Cycle, SpeedModel
 from dlcluster.sim.engine import Engine
-from dlcluster.sim.framework import Cycle, Jobs, Policy
+from dlcluster.sim.framework import Policy
+from dlcluster.sim.jobs import Jobs, Record
+from dlcluster.sim.observers import Observer
 from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.prepare import prepare
-from dlcluster.sim.results import GroupRun, build_results
+from dlcluster.sim.results import build_results
+from dlcluster.sim.simulation import Progress, Simulation
 
-COMPAT_MODES = ("helios-artifact",)
-Progress = Callable[[str, int, int], None]  # (group just simulated, groups done, groups in all)
+
+class SimulationError(DlclusterError):
+    """A run that cannot complete (e.g. an observer left the nodes a job needs unusable for good)."""
 
 
 @dataclass
@@ -69,6 +76,8 @@ def simulate(
     seed: int = 0,
     source: str = "<jobs>",
     progress: Progress | None = None,
+    observers: Sequence[Observer] = (),
+    speed: SpeedModel | None = None,
 ) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (canonical table) over ``cluster``, each VC on its own unless ``pooled``.
 
@@ -78,43 +87,57 @@ def simulate(
     ``unknown_vc="unschedulable"`` counts jobs of VCs missing from ``cluster`` instead of failing.
     ``seed`` drives every random choice (the ``random`` placement): same seed, same output.
     CPUs are modelled when ``cluster`` has CPU counts and ``jobs`` a ``cpu_num`` column.
+    ``observers`` listen to the run and act through :class:`~dlcluster.sim.observers.Control`
+    (an estimator may supply the estimates of ``needs_estimates`` policies at submission);
+    ``speed`` makes a job's progress rate depend on its placement (default: full speed always).
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
-    is_compat = compat is not None
+    profile = COMPAT_MODES[compat] if compat is not None else None
+    is_compat = profile is not None
     policy_cls = get_policy(policy) if isinstance(policy, str) else policy
+    if profile is not None:
+        profile.check(policy_cls.name)
     placer = get_placement(placement, compat=is_compat, seed=seed)  # checks the name before any work
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
     prep = exclude_cpu_misfits(prep, placer)
-    cpus = prep.spec.cpus
-    # the artifact's SRTF ends every job one second late: model it as one more second of work
-    extra = 1 if is_compat and policy_cls.preemptive else 0
-    groups = prep.jobs.partition_by("group", maintain_order=True, as_dict=True)
+    spec, cpus, df = prep.spec, prep.spec.cpus, prep.jobs
+    names = list(spec.vcs)
+    extra = profile.extra_seconds(policy_cls.name) if profile is not None else 0
     wants_estimates = policy_cls.needs_estimates or (policy_cls.uses_estimates and estimates is not None)
-    order = [g for g in prep.spec.vcs if (g,) in groups]
-    runs: list[GroupRun] = []
+    from_observers = wants_estimates and estimates is None and bool(observers)
+    if wants_estimates and not from_observers:
+        estimate = _estimates(df, estimates, policy_cls.name)
+    else:
+        estimate = [math.nan] * df.height if from_observers else None
+    index = {name: i for i, name in enumerate(names)}
+    sim_jobs = Jobs(
+        gpu=df["gpu_num"].to_list(),
+        submit=df["submit"].to_list(),
+        duration=(df["duration"] + extra).to_list() if extra else df["duration"].to_list(),
+        estimate=estimate,
+        cpu=df["cpu_num"].to_list() if cpus is not None else None,
+        group=df["group"].replace_strict(index, return_dtype=pl.Int64).to_list(),
+        labels=lambda key: df[key].to_list() if key in df.columns else None,
+    )
+    engine, rec = Engine(), Record.empty(df.height)
+    waiting_since = list(sim_jobs.submit)
+    order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
+    cycles = [
+        Cycle(i, sim_jobs, policy_cls(sim_jobs, compat=is_compat),
+              get_placement(placement, compat=is_compat, seed=seed, group=name),
+              VCState(spec.vcs[name], cpus[name] if cpus is not None else None), engine, rec, waiting_since,
+              observers, order=order, quota_preemption=is_compat, speed=speed, estimates_required=from_observers)
+        for i, name in enumerate(names)
+    ]
     t_all = time.perf_counter()
-    for done, name in enumerate(order, 1):
-        group = groups[(name,)]
-        t0 = time.perf_counter()
-        sim_jobs = Jobs(
-            gpu=group["gpu_num"].to_list(),
-            submit=group["submit"].to_list(),
-            duration=(group["duration"] + extra).to_list(),
-            estimate=_estimates(group, estimates, policy_cls.name) if wants_estimates else None,
-            cpu=group["cpu_num"].to_list() if cpus is not None else [],
-        )
-        engine = Engine()
-        cycle = Cycle(sim_jobs, policy_cls(sim_jobs, compat=is_compat),
-                      get_placement(placement, compat=is_compat, seed=seed, group=name),
-                      VCState(prep.spec.vcs[name], cpus[name] if cpus is not None else None), engine)
-        events = engine.run(sim_jobs.submit, range(group.height), cycle.step)
-        runs.append(GroupRun(name, group, cycle.rec, prep.spec.vcs[name], events, time.perf_counter() - t0,
-                             cpus[name] if cpus is not None else None))
-        if progress is not None:
-            progress(name, done, len(order))
+    sim = Simulation(sim_jobs, names, cycles, engine, rec, observers, progress)
+    engine.run(sim_jobs.submit, sim)
     wall = time.perf_counter() - t_all
+    if sim.left:
+        raise SimulationError(f"{sim.left} job(s) never finished: the nodes they need never became usable")
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
             "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    return SimResult(*build_results(runs, prep, meta, wall))
+    return SimResult(*build_results(prep, rec, [c.events for c in cycles], meta, wall))
+

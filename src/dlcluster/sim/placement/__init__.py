@@ -21,7 +21,7 @@ from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.placement.consolidate import ArtifactConsolidate, Consolidate
 from dlcluster.sim.placement.relax import Relax
 from dlcluster.sim.placement.spread import FirstFit, RandomFit
-from dlcluster.sim.policies import positive_seconds
+from dlcluster.sim.policies import load_plugins, positive_seconds
 
 
 class Placement(Protocol):
@@ -40,6 +40,14 @@ PLACEMENTS: dict[str, type] = {"consolidate": Consolidate, "first-fit": FirstFit
 COMPAT_PLACEMENTS: dict[str, type] = {"consolidate": ArtifactConsolidate}
 
 
+def register_placement(cls: type) -> type:
+    """Add a placement class (constructed without arguments) to the registry under ``cls.name``; a decorator."""
+    if not getattr(cls, "name", "") or not callable(getattr(cls, "place", None)):
+        raise ConfigError(f"placement class {cls.__name__} needs a name and a place() method")
+    PLACEMENTS[cls.name] = cls
+    return cls
+
+
 def get_placement(name: str, *, compat: bool = False, seed: int = 0, group: str = "") -> Placement:
     """A fresh placement by name (``relax:T`` sets T; the artifact's variant in compatibility mode).
 
@@ -47,6 +55,8 @@ def get_placement(name: str, *, compat: bool = False, seed: int = 0, group: str 
     """
     table = COMPAT_PLACEMENTS if compat else PLACEMENTS
     base, sep, arg = name.partition(":")
+    if base not in table and not compat:
+        load_plugins("dlcluster.placements", register_placement)
     if base not in table:
         raise ConfigError(f"unknown placement {base!r}{' in compatibility mode' if compat else ''}; "
                           f"choose one of: {', '.join(table)}")

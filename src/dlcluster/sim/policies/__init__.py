@@ -6,6 +6,10 @@ subclass with that class attribute set to the number.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
 from dlcluster.errors import ConfigError
 from dlcluster.sim.framework import Policy
 from dlcluster.sim.policies.easy import FifoEasy, QssfEasy
@@ -38,9 +42,26 @@ def positive_seconds(text: str, what: str, minimum: int = 1) -> int:
     return value
 
 
+_LOADED: set[str] = set()
+
+
+def load_plugins(group: str, register: Callable[[Any], Any]) -> None:
+    """Register every class that installed packages offer under the entry-point ``group`` (once per process)."""
+    if group in _LOADED:
+        return
+    _LOADED.add(group)
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        try:
+            register(entry.load())
+        except Exception as exc:  # a broken plug-in is named, not a traceback
+            raise ConfigError(f"entry point {entry.name!r} ({entry.value}) of group {group}: {exc}") from None
+
+
 def get_policy(name: str) -> type[Policy]:
     """The policy class registered as ``name``, or ``base:VALUE`` for a policy with a parameter."""
     base, sep, arg = name.partition(":")
+    if base not in POLICIES:
+        load_plugins("dlcluster.policies", register_policy)
     if base not in POLICIES:
         raise ConfigError(f"unknown policy {base!r}; choose one of: {', '.join(POLICIES)}")
     cls = POLICIES[base]

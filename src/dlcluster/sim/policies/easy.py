@@ -24,8 +24,8 @@ class EasyBackfill(Policy):
         need = jobs.gpu[head]
         if free >= need:
             return now, free - need
-        started, gpu, expected = jobs.started_at, jobs.gpu, jobs.expected
-        for end, j in sorted((max(now, started[j] + expected(j)), j) for j in self.running):
+        gpu, expected_end = jobs.gpu, jobs.expected_end
+        for end, j in sorted((expected_end(j, now), j) for j in self.running):
             free += gpu[j]
             if free >= need:
                 return int(end), free - need

@@ -10,10 +10,8 @@ class Fifo(Policy):
 
     name = "fifo"
     help = "first come, first served; head-of-line blocking (no backfill)"
+    static = True
 
     def priority(self, job: int, now: int) -> int:
         """Submit time (ties keep arrival order)."""
         return self.jobs.submit[job]
-
-    def order(self, queue: list[int], now: int, arrived: int) -> None:
-        """Arrivals are appended in submit order, so the queue is always already sorted."""

@@ -10,6 +10,7 @@ class Sjf(Policy):
 
     name = "sjf"
     help = "shortest job first on the true duration (oracle); non-preemptive, head-of-line blocking"
+    static = True
 
     def priority(self, job: int, now: int) -> int:
         """The job's recorded duration."""

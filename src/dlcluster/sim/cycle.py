@@ -1,0 +1,428 @@
+"""The scheduling pass of one simulation group (a VC, or the pooled cluster), and the only code that changes its state.
+
+A pass runs at every second at which the group has an event: jobs that ended have
+released their GPUs and jobs that arrived have joined the queue before it. The queue of a
+``static`` policy is a sorted container of ``(key, job)`` (job numbers follow arrival
+order, so ties keep it); other policies keep a list that ``order`` re-sorts every pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from typing import TYPE_CHECKING, Protocol
+
+from sortedcontainers import SortedList
+
+from dlcluster.sim.cluster import Allocation, VCState
+from dlcluster.sim.engine import Engine
+from dlcluster.sim.framework import Policy
+from dlcluster.sim.jobs import Jobs, Record, checkpoint_overhead
+
+if TYPE_CHECKING:  # the placement package imports the policies, which import the framework
+    from dlcluster.sim.placement import Placement
+    from dlcluster.sim.observers import Observer
+
+Order = Callable[[list[int], int, int], None]  # (queue, now, arrived): re-order in place
+
+
+class SpeedModel(Protocol):
+    """How fast a running job makes progress: 1.0 is full speed (work seconds per second)."""
+
+    def rate(self, jobs: Jobs, job: int, alloc: Allocation, sizes: tuple[int, ...], neighbours: int) -> float:
+        """Rate of ``job`` placed on ``alloc`` (nodes of ``sizes`` GPUs) next to ``neighbours`` other jobs."""
+        ...
+
+
+class _Keys(Sequence[int]):
+    """The jobs of a sorted ``(key, job)`` queue, as a read-only sequence for policy hooks."""
+
+    def __init__(self, entries: SortedList) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        return self._entries[i][1]
+
+    def __iter__(self) -> Iterator[int]:
+        return (j for _, j in self._entries)
+
+
+class Cycle:
+    """Queue, running jobs and node state of one group; starts, preempts and finishes its jobs."""
+
+    def __init__(self, index: int, jobs: Jobs, policy: Policy, placement: Placement, state: VCState,
+                 engine: Engine, rec: Record, waiting_since: list[int], observers: Sequence[Observer] = (), *,
+                 order: Order | None = None, quota_preemption: bool = False, speed: SpeedModel | None = None,
+                 estimates_required: bool = False) -> None:
+        self.index, self.jobs, self.policy, self.state, self.engine, self.rec = index, jobs, policy, state, engine, rec
+        self.place = placement.place
+        self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
+        self.observers = observers
+        self.speed = speed
+        self.node_jobs: list[set[int]] = [set() for _ in state.sizes] if speed is not None else []
+        self.running: dict[int, Allocation] = {}  # insertion order = start order
+        policy.running = self.running
+        self.arrivals: list[int] = []
+        self.events = 0
+        self.static = policy.static and order is None
+        self.sorted = SortedList()
+        self.queue: list[int] = []
+        self.order: Order = order or policy.order
+        self.estimates_required = estimates_required  # estimates come from observers: check each at arrival
+        self.reviews = type(policy).next_review is not Policy.next_review
+        # a placement whose choice changes after a job has waited long enough needs a pass at that moment
+        self.relax_after: int | None = getattr(placement, "relax_after", None)
+        if policy.preemptive:
+            self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
+        else:
+            self.run_pass = self._static_pass if self.static else self._pass
+
+    # ---- state changes -------------------------------------------------------------------------------------------
+
+    def _start(self, j: int, now: int, alloc: Allocation) -> None:
+        jobs, rec = self.jobs, self.rec
+        self.state.allocate(alloc, jobs.gpu[j], jobs.cpu[j])
+        self.running[j] = alloc
+        if rec.start[j] < 0:
+            rec.start[j] = now
+        rec.queue[j] += now - self.waiting_since[j]
+        rec.nodes[j] = len(alloc)
+        jobs.started_at[j] = jobs.progress_at[j] = now
+        if self.speed is not None:
+            for node, _ in alloc:
+                self.node_jobs[node].add(j)
+            self._respeed(alloc, now)
+        else:
+            jobs.end_at[j] = end = jobs.end_time(j, now)
+            self.engine.finish_at(j, end)
+        for o in self.observers:
+            o.on_start(j, now)
+
+    def finish(self, j: int, now: int) -> None:
+        """``j`` ended at ``now``: give back its resources and record its last run segment."""
+        jobs, rec = self.jobs, self.rec
+        alloc = self.running.pop(j)
+        self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+        rec.end[j] = now
+        rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        jobs.remaining[j] = 0
+        jobs.started_at[j] = -1
+        if self.speed is not None:
+            self._leave(j, alloc, now)
+
+    def _preempt(self, j: int, now: int) -> None:
+        jobs = self.jobs
+        alloc = self.running.pop(j)
+        self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+        self.engine.cancel(j)
+        self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.rec.preemptions[j] += 1
+        jobs.held[j] += now - jobs.started_at[j]
+        jobs.remaining[j] = jobs.remaining_at(j, now) + checkpoint_overhead(jobs.gpu[j])
+        jobs.started_at[j] = -1
+        self.waiting_since[j] = now
+        self.queue.append(j)
+        if self.speed is not None:
+            self._leave(j, alloc, now)
+        for o in self.observers:
+            o.on_preempt(j, now)
+
+    def _leave(self, j: int, alloc: Allocation, now: int) -> None:
+        jobs = self.jobs
+        for node, _ in alloc:
+            self.node_jobs[node].discard(j)
+        jobs.rate[j] = 1
+        self._respeed(alloc, now)
+
+    def _respeed(self, alloc: Allocation, now: int) -> None:
+        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed."""
+        assert self.speed is not None
+        jobs, node_jobs, sizes = self.jobs, self.node_jobs, self.state.sizes
+        affected = sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
+        for k in affected:
+            held = self.running[k]
+            near = set().union(*(node_jobs[n] for n, _ in held))
+            rate = self.speed.rate(jobs, k, held, sizes, len(near) - 1)
+            if not rate > 0:
+                raise ValueError(f"speed model gave job {k} a rate of {rate}; rates must be positive")
+            if rate != jobs.rate[k] or not self.engine.scheduled(k):
+                jobs.remaining[k] = jobs.remaining_at(k, now)
+                jobs.progress_at[k] = now
+                jobs.rate[k] = rate
+                left = jobs.remaining[k]
+                jobs.end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
+                self.engine.finish_at(k, end)
+
+    def set_node_state(self, node: int, state: str, now: int) -> None:
+        """``node`` enters ``state`` at ``now`` (only an idle node may become unusable)."""
+        try:
+            self.state.set_state(node, state)
+        except ValueError as exc:
+            raise ValueError(f"group {self.index}: {exc}") from None
+        self.rec.node_states.append((now, self.index, node, state))
+
+    # ---- passes --------------------------------------------------------------------------------------------------
+
+    def _take_arrivals(self, now: int) -> list[int]:
+        arrived, self.arrivals = self.arrivals, []
+        if self.estimates_required:
+            est = self.jobs.estimate
+            assert est is not None
+            for j in arrived:
+                if math.isnan(est[j]):
+                    raise ValueError(f"job {j} has no duration estimate at its submission (second {now}); "
+                                     "an estimator must set one in on_submit")
+        return arrived
+
+    def _static_pass(self, now: int) -> None:
+        """Static keys: the sorted queue only gains arrivals; place from the head (skipping, if non-blocking)."""
+        self.events += 1
+        arrived = self._take_arrivals(now)
+        q, policy, place, state, jobs = self.sorted, self.policy, self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
+        if arrived:
+            q.update([(policy.priority(j, now), j) for j in arrived])
+        if not q:
+            return
+        if policy.blocking:
+            while q:
+                j = q[0][1]
+                alloc = place(state, gpu[j], now - submit[j], cpu[j])
+                if alloc is None:
+                    break
+                q.pop(0)
+                self._start(j, now, alloc)
+            if len(q) > 1 and state.free_total:
+                self._backfill(now)
+        else:
+            started = []
+            for entry in q:
+                if not state.free_total:
+                    break
+                j = entry[1]
+                alloc = place(state, gpu[j], now - submit[j], cpu[j])
+                if alloc is not None:
+                    self._start(j, now, alloc)
+                    started.append(entry)
+            for entry in started:
+                q.remove(entry)
+        self._review(now, arrived)
+
+    def _backfill(self, now: int) -> None:
+        """EASY: start jobs behind the blocked head that fit now and do not delay its reservation."""
+        q, state = self.sorted, self.state
+        reservation = self.policy.reserve(q[0][1], now, state.free_total)
+        if reservation is None:
+            return
+        shadow, spare = reservation
+        jobs, place = self.jobs, self.place
+        gpu, submit, cpu, expected = jobs.gpu, jobs.submit, jobs.cpu, jobs.expected
+        started = []
+        for entry in islice(q, 1, None):
+            j = entry[1]
+            g = gpu[j]
+            short = now + expected(j) <= shadow
+            alloc = place(state, g, now - submit[j], cpu[j]) if short or g <= spare else None
+            if alloc is None:
+                continue
+            if not short:
+                spare -= g
+            self._start(j, now, alloc)
+            started.append(entry)
+            if state.free_total == 0:
+                break
+        for entry in started:
+            q.remove(entry)
+
+    def _pass(self, now: int) -> None:
+        """Dynamic keys: re-order the whole queue, then place in order."""
+        self.events += 1
+        arrived = self._take_arrivals(now)
+        queue = self.queue
+        queue.extend(arrived)
+        if not queue:
+            return
+        policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
+        self.order(queue, now, len(arrived))
+        kept: list[int] = []
+        blocked = False
+        for idx, j in enumerate(queue):
+            alloc = place(state, gpu[j], now - submit[j], cpu[j])
+            if alloc is not None:
+                self._start(j, now, alloc)
+            elif policy.blocking:
+                del queue[:idx]  # every job before the head started; the tail stays in place
+                if len(queue) > 1 and state.free_total:
+                    self._backfill_list(now)
+                blocked = True
+                break
+            else:
+                kept.append(j)
+        if not blocked:
+            self.queue = kept
+        self._review(now, arrived)
+
+    def _backfill_list(self, now: int) -> None:
+        """EASY on a re-ordered list queue: the same rule as :meth:`_backfill`."""
+        entries = SortedList(enumerate(self.queue))
+        self.sorted, saved = entries, self.sorted
+        self._backfill(now)
+        self.sorted = saved
+        self.queue = [j for _, j in entries]
+
+    def _preemptive_pass(self, now: int) -> None:
+        """Place queued jobs in priority order; preempt strictly worse running jobs only where that lets one start."""
+        self.events += 1
+        arrived = self._take_arrivals(now)
+        queue, self.queue = self.queue + arrived, []  # victims preempted during the walk collect in self.queue
+        if queue:
+            self.order(queue, now, len(arrived))
+            if self._place_preempting(queue, now):
+                # victims rejoined the queue; jobs that now fit the GPUs left over start too
+                self.order(self.queue, now, 0)
+                self._place_only(self.queue, now)
+        self._review(now, arrived)
+
+    def _place_preempting(self, queue: list[int], now: int) -> bool:
+        policy, place, state, jobs, running = self.policy, self.place, self.state, self.jobs, self.running
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
+        ranked: list[tuple[object, int]] | None = None  # running jobs, worst priority first
+        kept: list[int] = []
+        preempted = False
+        # in priority order, once no running job is worse than a queued one, none is worse than those after it
+        monotone = type(policy).order is Policy.order
+        can_preempt = bool(running)
+        for i, j in enumerate(queue):
+            alloc = place(state, gpu[j], now - submit[j], cpu[j]) if state.free_total >= gpu[j] else None
+            if alloc is None and can_preempt:
+                if ranked is None:
+                    # later starts first among equal keys (the most recent start is preempted first)
+                    ranked = sorted(((policy.priority(r, now), r) for r in reversed(running)),
+                                    key=lambda e: e[0], reverse=True)
+                key = policy.priority(j, now)
+                worse = []
+                for k, r in ranked:
+                    if not k > key:
+                        break
+                    if r in running:
+                        worse.append(r)
+                can_preempt = bool(worse) or not monotone
+                if worse and state.free_total + sum(gpu[r] for r in worse) >= gpu[j]:
+                    found = self._dry_run(j, policy.victims(j, worse, now), now)
+                    if found is not None:
+                        victims, alloc = found
+                        for v in victims:
+                            self._preempt(v, now)
+                        preempted = True
+            if alloc is not None:
+                self._start(j, now, alloc)
+            elif policy.blocking:
+                kept.extend(queue[i:])
+                break
+            else:
+                kept.append(j)
+        self.queue = kept + self.queue  # the victims, preempted during the walk, after the jobs that kept waiting
+        return preempted
+
+    def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation] | None:
+        """The fewest of ``candidates`` (taken in order, then reprieved best first) whose GPUs let ``job`` be placed."""
+        jobs, running = self.jobs, self.running
+        gpu, cpu = jobs.gpu, jobs.cpu
+        need, waited = gpu[job], now - jobs.submit[job]
+        scratch = self.state.copy()
+        chosen: list[int] = []
+        for v in candidates:
+            scratch.release(running[v], gpu[v], cpu[v])
+            chosen.append(v)
+            if scratch.free_total >= need and self.place(scratch, need, waited, cpu[job]) is not None:
+                break
+        else:
+            return None
+        for v in reversed(chosen[:-1]):  # reprieve: keep running every victim the job can do without
+            scratch.allocate(running[v], gpu[v], cpu[v])
+            if self.place(scratch, need, waited, cpu[job]) is None:
+                scratch.release(running[v], gpu[v], cpu[v])
+            else:
+                chosen.remove(v)
+        alloc = self.place(scratch, need, waited, cpu[job])
+        assert alloc is not None
+        return chosen, alloc
+
+    def _place_only(self, queue: list[int], now: int) -> None:
+        """Start every queued job that fits now, in order (no preemption); the others stay queued."""
+        started = set()
+        place, state, jobs = self.place, self.state, self.jobs
+        for j in queue:
+            if not state.free_total:
+                break
+            alloc = place(state, jobs.gpu[j], now - jobs.submit[j], jobs.cpu[j])
+            if alloc is not None:
+                self._start(j, now, alloc)
+                started.add(j)
+            elif self.policy.blocking:
+                break
+        if started:
+            self.queue = [j for j in self.queue if j not in started]
+
+    def _quota_pass(self, now: int) -> None:
+        """The Helios artifact's preemption: admit by priority within the VC's GPU count, ignoring placement."""
+        self.events += 1
+        arrived = self._take_arrivals(now)
+        queue = self.queue
+        queue.extend(arrived)
+        if queue:
+            policy, gpu, running = self.policy, self.jobs.gpu, self.running
+            if sum(gpu[j] for j in queue) <= self.state.free_total:
+                # every job fits the quota: nobody is preempted, queued jobs are placed in priority order
+                queue.sort(key=lambda j: policy.priority(j, now))
+                self._place_only_all(queue, now)
+            else:
+                candidates = queue + list(running)
+                candidates.sort(key=lambda j: policy.priority(j, now))
+                quota = self.state.total
+                admitted: list[int] = []
+                victims: list[int] = []
+                for j in candidates:
+                    if gpu[j] <= quota:
+                        quota -= gpu[j]
+                        if j not in running:
+                            admitted.append(j)
+                    elif j in running:
+                        victims.append(j)
+                for j in victims:
+                    self._preempt(j, now)
+                self._place_only_all(admitted, now)
+        self._review(now, arrived)
+
+    def _place_only_all(self, admitted: list[int], now: int) -> None:
+        """Try every admitted job in order, whatever failed before (the artifact's placement loop)."""
+        started = set()
+        place, state, jobs = self.place, self.state, self.jobs
+        for j in admitted:
+            alloc = place(state, jobs.gpu[j], now - jobs.submit[j], jobs.cpu[j])
+            if alloc is not None:
+                self._start(j, now, alloc)
+                started.add(j)
+        if started:
+            self.queue = [j for j in self.queue if j not in started]
+
+    def _review(self, now: int, arrived: list[int]) -> None:
+        if self.reviews:
+            queue = _Keys(self.sorted) if self.static else self.queue
+            wake = self.policy.next_review(queue, now, len(arrived))
+            if wake is not None and wake > now:
+                self.engine.wake_at(wake, self.index)
+        if self.relax_after is not None:
+            started, submit = self.jobs.started_at, self.jobs.submit
+            for j in arrived:
+                if started[j] < 0:
+                    self.engine.wake_at(submit[j] + self.relax_after, self.index)
+
+    def queued(self) -> int:
+        """Jobs waiting in this group."""
+        return len(self.sorted) + len(self.queue) + len(self.arrivals)

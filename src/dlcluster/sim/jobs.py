@@ -1,0 +1,144 @@
+"""Per-job inputs and run state of one simulation (plain lists indexed by job number), and what happened to them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from dlcluster.sim.cluster import Allocation
+
+
+def checkpoint_overhead(gpus: int) -> int:
+    """Seconds a preempted job loses to checkpoint/restore: 7 s (1 GPU), 30 s (2–8), 60 s (more)."""
+    return 7 if gpus <= 1 else 30 if gpus <= 8 else 60
+
+
+class Jobs:
+    """Every simulated job, numbered in arrival order; run state is kept by the simulator, policies only read.
+
+    ``remaining`` is work left (seconds at full speed) as of ``progress_at``; a running job
+    makes ``rate`` seconds of work per second (1 unless a speed model says otherwise), so
+    it ends at ``end_at``. ``user``, ``vc`` and ``name`` are there for fairness-aware
+    policies and estimators.
+    """
+
+    __slots__ = ("gpu", "submit", "duration", "estimate", "cpu", "group", "remaining", "rate", "progress_at",
+                 "started_at", "end_at", "held", "_labels", "_label_cache")
+
+    def __init__(
+        self,
+        gpu: list[int],
+        submit: list[int],
+        duration: list[int],
+        estimate: list[float] | None = None,
+        cpu: list[int] | None = None,
+        group: list[int] | None = None,
+        labels: Callable[[str], Sequence[str | None] | None] | None = None,
+    ) -> None:
+        n = len(gpu)
+        self.gpu, self.submit, self.duration = gpu, submit, duration
+        self.estimate = estimate  # predicted duration (s); observers may set it at submission
+        self.cpu = cpu if cpu else [0] * n  # CPUs asked when the VC models CPUs (0: none)
+        self.group = group if group is not None else [0] * n  # index of the job's simulation group (VC)
+        self.remaining: list[float] = list(duration)
+        self.rate: list[float] = [1] * n
+        self.progress_at = [-1] * n
+        self.started_at = [-1] * n  # start of the current run segment (-1 when not running)
+        self.end_at = [-1] * n  # end of the current run segment
+        self.held = [0] * n  # seconds on GPUs in finished run segments (checkpoints included)
+        self._labels = labels  # column name -> values, read only when a policy or observer asks
+        self._label_cache: dict[str, list[str | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self.gpu)
+
+    def _label(self, key: str) -> list[str | None]:
+        if key not in self._label_cache:
+            values = self._labels(key) if self._labels is not None else None
+            self._label_cache[key] = list(values) if values is not None else [None] * len(self.gpu)
+        return self._label_cache[key]
+
+    @property
+    def user(self) -> list[str | None]:
+        """Each job's user (None where the trace has none)."""
+        return self._label("user")
+
+    @property
+    def vc(self) -> list[str | None]:
+        """Each job's VC."""
+        return self._label("vc")
+
+    @property
+    def name(self) -> list[str | None]:
+        """Each job's name (None where the trace has none)."""
+        return self._label("name")
+
+    def remaining_at(self, job: int, now: int) -> float:
+        """Work left for ``job`` at ``now`` (seconds at full speed)."""
+        if self.started_at[job] < 0:
+            return self.remaining[job]
+        return self.remaining[job] - (now - self.progress_at[job]) * self.rate[job]
+
+    def attained_at(self, job: int, now: int) -> int:
+        """GPU-seconds ``job`` has held up to ``now`` (its attained service, for LAS and Tiresias)."""
+        started = self.started_at[job]
+        return self.gpu[job] * (self.held[job] + (now - started if started >= 0 else 0))
+
+    def expected(self, job: int) -> float:
+        """The job's predicted duration when estimates are loaded, else its true duration (oracle)."""
+        return self.estimate[job] if self.estimate is not None else self.duration[job]
+
+    def expected_end(self, job: int, now: int) -> float:
+        """When running ``job`` should end by its expected duration (now, if it is already past it)."""
+        if self.rate[job] == 1:
+            return max(now, self.started_at[job] + self.expected(job))
+        done = self.duration[job] - self.remaining_at(job, now)
+        return now + max(0.0, self.expected(job) - done) / self.rate[job]
+
+    def end_time(self, job: int, now: int) -> int:
+        """The second at which ``job``, running from ``now`` at its rate, finishes its remaining work."""
+        rate = self.rate[job]
+        left = self.remaining[job]
+        return now + (left if rate == 1 else math.ceil(left / rate - 1e-9))
+
+
+@dataclass(slots=True)
+class Record:
+    """What happened to the jobs of one simulation (indexed by job number)."""
+
+    start: list[int]
+    end: list[int]
+    queue: list[int]
+    preemptions: list[int]
+    nodes: list[int]
+    # run segments, flat for cheap appends: per segment, and per (segment, node)
+    seg_job: list[int] = field(default_factory=list)
+    seg_start: list[int] = field(default_factory=list)
+    seg_end: list[int] = field(default_factory=list)
+    seg_gpus: list[int] = field(default_factory=list)
+    node_job: list[int] = field(default_factory=list)
+    node_id: list[int] = field(default_factory=list)
+    node_gpus: list[int] = field(default_factory=list)
+    node_start: list[int] = field(default_factory=list)
+    node_end: list[int] = field(default_factory=list)
+    # node-state changes: (time, group, node, state)
+    node_states: list[tuple[int, int, int, str]] = field(default_factory=list)
+
+    def close_segment(self, job: int, start: int, end: int, alloc: Allocation, gpus: int) -> None:
+        """Record that ``job`` held ``alloc`` (``gpus`` GPUs in all) over [start, end)."""
+        self.seg_job.append(job)
+        self.seg_start.append(start)
+        self.seg_end.append(end)
+        self.seg_gpus.append(gpus)
+        for node, g in alloc:
+            self.node_job.append(job)
+            self.node_id.append(node)
+            self.node_gpus.append(g)
+            self.node_start.append(start)
+            self.node_end.append(end)
+
+    @classmethod
+    def empty(cls, n: int) -> Record:
+        """A record for ``n`` jobs, none started."""
+        return cls([-1] * n, [-1] * n, [0] * n, [0] * n, [0] * n)

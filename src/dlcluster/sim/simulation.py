@@ -1,0 +1,108 @@
+"""One run of the whole cluster on one clock: routes each second's events to the groups and the observers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dlcluster.errors import ConfigError
+from dlcluster.sim.cycle import Cycle
+from dlcluster.sim.engine import Engine, NodeChange
+from dlcluster.sim.jobs import Jobs, Record
+from dlcluster.sim.observers import Control, Observer
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class Simulation:
+    """The engine's handler: the fixed order of work within a second (see :mod:`dlcluster.sim.observers`)."""
+
+    def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, rec: Record,
+                 observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
+        self.jobs, self.names, self.cycles, self.engine, self.rec = jobs, names, cycles, engine, rec
+        self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
+        self.observers = list(observers)
+        self.tickers: list[Observer] = []
+        self.now = jobs.submit[0] if len(jobs) else 0
+        self.left = len(jobs)  # jobs not ended yet
+        self.progress = progress
+        self._step = max(1, len(jobs) // 100)
+        self._dirty: list[int] = []
+        self._in_pass = False
+        control = Control(self)
+        for o in self.observers:
+            if o.tick is not None:
+                if not (isinstance(o.tick, int) and o.tick > 0):
+                    raise ConfigError(f"observer {type(o).__name__}: tick must be a positive whole number of "
+                                      f"seconds, got {o.tick!r}")
+                engine.every(o.tick, self.now)
+                self.tickers.append(o)
+            o.attach(control)
+
+    def cycle(self, group: str) -> Cycle:
+        """The scheduling cycle of ``group``."""
+        if group not in self.by_name:
+            raise ValueError(f"no group {group!r}; groups: {', '.join(self.names)}")
+        return self.by_name[group]
+
+    def node_state(self, group: str, node: int, state: str, at: int | None) -> None:
+        """Change a node's state now (and schedule a pass of its group) or at ``at``."""
+        cycle = self.cycle(group)
+        if not 0 <= node < len(cycle.state.sizes):
+            raise ValueError(f"group {group!r} has no node {node}")
+        if at is not None and at > self.now:
+            self.engine.node_at(at, cycle.index, node, state)
+            return
+        cycle.set_node_state(node, state, self.now)
+        self._mark(cycle.index)
+
+    def _mark(self, group: int) -> None:
+        if group not in self._dirty:
+            self._dirty.append(group)
+
+    def unfinished(self) -> bool:
+        """Whether some job has not ended yet."""
+        return self.left > 0
+
+    def second(self, now: int, ended: list[int], first: int, last: int, woken: list[int],
+               nodes: list[NodeChange], ticks: list[int]) -> None:
+        """Handle every event of second ``now`` in the documented order, then run the touched groups' passes."""
+        self.now = now
+        cycles, group, observers = self.cycles, self.jobs.group, self.observers
+        dirty = self._dirty
+        for g, node, state in nodes:
+            cycles[g].set_node_state(node, state, now)
+            if g not in dirty:
+                dirty.append(g)
+        for j in ended:
+            g = group[j]
+            cycles[g].finish(j, now)
+            if g not in dirty:
+                dirty.append(g)
+            for o in observers:
+                o.on_finish(j, now, "completed")
+        if ended:
+            self._ended(len(ended))
+        for j in range(first, last):
+            for o in observers:
+                o.on_submit(j, now)
+            g = group[j]
+            cycles[g].arrivals.append(j)
+            if g not in dirty:
+                dirty.append(g)
+        for sub in ticks:
+            self.tickers[sub].on_tick(now)
+        for g in woken:
+            if g not in dirty:
+                dirty.append(g)
+        while dirty:  # a pass whose observers change node states touches that group again
+            todo = sorted(dirty)
+            dirty.clear()
+            for g in todo:
+                cycles[g].run_pass(now)
+
+    def _ended(self, count: int) -> None:
+        before = self.left
+        self.left -= count
+        if self.progress is not None and before // self._step != self.left // self._step:
+            total = len(self.jobs)
+            self.progress("jobs", total - self.left, total)
