@@ -99,8 +99,9 @@ class Cycle:
         else:
             jobs.end_at[j] = end = jobs.end_time(j, now)
             self.engine.finish_at(j, end)
-        for o in self.observers:
-            o.on_start(j, now)
+        if self.observers:
+            for o in self.observers:
+                o.on_start(j, now)
 
     def finish(self, j: int, now: int) -> None:
         """``j`` ended at ``now``: give back its resources and record its last run segment."""
@@ -144,6 +145,8 @@ class Cycle:
         jobs, node_jobs, sizes = self.jobs, self.node_jobs, self.state.sizes
         affected = sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
         for k in affected:
+            if jobs.end_at[k] == now and jobs.started_at[k] < now:
+                continue  # it ends this very second: its end is already being handled
             held = self.running[k]
             near = set().union(*(node_jobs[n] for n, _ in held))
             rate = self.speed.rate(jobs, k, held, sizes, len(near) - 1)
@@ -185,8 +188,24 @@ class Cycle:
         q, policy, place, state, jobs = self.sorted, self.policy, self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         if arrived:
-            q.update([(policy.priority(j, now), j) for j in arrived])
+            entries = [(policy.priority(j, now), j) for j in arrived]
+            if not q and policy.blocking:
+                # the common case, an empty queue: place the arrivals in order without the sorted container
+                if len(entries) > 1:
+                    entries.sort()
+                for i, (_, j) in enumerate(entries):
+                    alloc = place(state, gpu[j], now - submit[j], cpu[j])
+                    if alloc is None:
+                        entries = entries[i:]
+                        break
+                    self._start(j, now, alloc)
+                else:
+                    entries = []
+            if entries:
+                q.update(entries)
         if not q:
+            if self.reviews or self.relax_after is not None:
+                self._review(now, arrived)
             return
         if policy.blocking:
             while q:

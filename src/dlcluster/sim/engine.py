@@ -110,16 +110,16 @@ class Engine:
             first = i
             while i < n and times[i] == now:
                 i += 1
-            woken = []
+            woken: list[int] = []
             while wakes and wakes[0][0] == now:
                 key = pop(wakes)
                 wake_set.discard(key)
                 woken.append(key[1])
-            changed = []
+            changed: list[NodeChange] = []
             while nodes and nodes[0][0] == now:
                 _, _, group, node, state = pop(nodes)
                 changed.append((group, node, state))
-            due = []
+            due: list[int] = []
             while ticks and ticks[0][0] == now:
                 _, sub = pop(ticks)
                 due.append(sub)

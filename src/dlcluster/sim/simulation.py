@@ -73,18 +73,20 @@ class Simulation:
             cycles[g].set_node_state(node, state, now)
             if g not in dirty:
                 dirty.append(g)
-        for j in ended:
-            g = group[j]
-            cycles[g].finish(j, now)
-            if g not in dirty:
-                dirty.append(g)
-            for o in observers:
-                o.on_finish(j, now, "completed")
         if ended:
+            for j in ended:
+                g = group[j]
+                cycles[g].finish(j, now)
+                if g not in dirty:
+                    dirty.append(g)
+                if observers:
+                    for o in observers:
+                        o.on_finish(j, now, "completed")
             self._ended(len(ended))
         for j in range(first, last):
-            for o in observers:
-                o.on_submit(j, now)
+            if observers:
+                for o in observers:
+                    o.on_submit(j, now)
             g = group[j]
             cycles[g].arrivals.append(j)
             if g not in dirty:
@@ -95,7 +97,9 @@ class Simulation:
             if g not in dirty:
                 dirty.append(g)
         while dirty:  # a pass whose observers change node states touches that group again
-            todo = sorted(dirty)
+            if len(dirty) > 1:
+                dirty.sort()
+            todo = dirty[:]
             dirty.clear()
             for g in todo:
                 cycles[g].run_pass(now)
