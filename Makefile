@@ -25,11 +25,17 @@ demo: $(STAMP)
 		-o demo-out/report
 	@echo "open demo-out/report/index.html to see the report"
 
+# the type check runs first; the tests run even when it fails, and either failing fails the target
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	@status=0; \
+	echo "$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim"; \
+	$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim || status=1; \
+	echo "$(BIN)/python -m pytest"; \
+	$(BIN)/python -m pytest || status=1; \
+	exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache
