@@ -165,12 +165,12 @@ def simulate(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         for name in names:
-            task = bar.add_task(name, total=len(spec.vcs) if not pooled else 1)
+            task = bar.add_task(name, total=None)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
-                         progress=lambda vc, done, total, task=task, name=name: bar.update(
-                             task, completed=done, total=total, description=f"{name} {vc}"))
+                         progress=lambda what, done, total, task=task, name=name: bar.update(
+                             task, completed=done, total=total, description=f"{name}: {what} done"))
             if est is not None:
                 result.summary["estimates"] = {"source": estimates, **accuracy(est, trace.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
@@ -189,7 +189,8 @@ def policies() -> None:
     console = Console()
     table = Table(title="policies", show_header=False)
     for name, cls in POLICIES.items():
-        table.add_row(f"{name}:{cls.parameter.upper()}" if cls.parameter else name, cls.help)
+        queue = "sorted once" if cls.static else "re-ranked every event"
+        table.add_row(f"{name}:{cls.parameter.upper()}" if cls.parameter else name, cls.help, queue)
     console.print(table)
     table = Table(title="placements", show_header=False)
     first: dict[type, str] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sortedcontainers import SortedList
 
@@ -44,7 +44,7 @@ class _Keys(Sequence[int]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
         return self._entries[i][1]
 
     def __iter__(self) -> Iterator[int]:
@@ -173,18 +173,25 @@ class Cycle:
     def _take_arrivals(self, now: int) -> list[int]:
         arrived, self.arrivals = self.arrivals, []
         if self.estimates_required:
-            est = self.jobs.estimate
-            assert est is not None
-            for j in arrived:
-                if math.isnan(est[j]):
-                    raise ValueError(f"job {j} has no duration estimate at its submission (second {now}); "
-                                     "an estimator must set one in on_submit")
+            self._check_estimates(arrived, now)
         return arrived
+
+    def _check_estimates(self, arrived: list[int], now: int) -> None:
+        est = self.jobs.estimate
+        assert est is not None
+        for j in arrived:
+            if math.isnan(est[j]):
+                raise ValueError(f"job {j} has no duration estimate at its submission (second {now}); "
+                                 "an estimator must set one in on_submit")
 
     def _static_pass(self, now: int) -> None:
         """Static keys: the sorted queue only gains arrivals; place from the head (skipping, if non-blocking)."""
         self.events += 1
-        arrived = self._take_arrivals(now)
+        arrived = self.arrivals
+        if arrived:
+            self.arrivals = []
+            if self.estimates_required:
+                self._check_estimates(arrived, now)
         q, policy, place, state, jobs = self.sorted, self.policy, self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         if arrived:
@@ -310,7 +317,7 @@ class Cycle:
     def _place_preempting(self, queue: list[int], now: int) -> bool:
         policy, place, state, jobs, running = self.policy, self.place, self.state, self.jobs, self.running
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        ranked: list[tuple[object, int]] | None = None  # running jobs, worst priority first
+        ranked: list[tuple[Any, int]] | None = None  # running jobs, worst priority first
         kept: list[int] = []
         preempted = False
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
@@ -320,8 +327,10 @@ class Cycle:
             alloc = place(state, gpu[j], now - submit[j], cpu[j]) if state.free_total >= gpu[j] else None
             if alloc is None and can_preempt:
                 if ranked is None:
-                    # later starts first among equal keys (the most recent start is preempted first)
-                    ranked = sorted(((policy.priority(r, now), r) for r in reversed(running)),
+                    # later starts first among equal keys (the most recent start is preempted first); a job that
+                    # started this very second has made no progress and is not preempted in it
+                    started = jobs.started_at
+                    ranked = sorted(((policy.priority(r, now), r) for r in reversed(running) if started[r] < now),
                                     key=lambda e: e[0], reverse=True)
                 key = policy.priority(j, now)
                 worse = []

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 NodeChange = tuple[int, int, str]  # (group, node, new state)
+NONE: list = []  # shared empty list for seconds without such events (never appended to)  # type: ignore[type-arg]
 
 
 class Handler(Protocol):
@@ -81,7 +82,7 @@ class Engine:
         """Feed arrivals (``times`` non-decreasing, job ``i`` arriving at ``times[i]``) until nothing is left."""
         ends, live, wakes, wake_set, nodes, ticks = (self._ends, self._live, self._wakes, self._wake_set,
                                                      self._nodes, self._ticks)
-        pop, inf = heapq.heappop, float("inf")
+        pop, inf = heapq.heappop, 2**63  # an integer "never": the clock stays an int
         i, n = 0, len(times)
         stalled = 0
         while True:
@@ -110,19 +111,25 @@ class Engine:
             first = i
             while i < n and times[i] == now:
                 i += 1
-            woken: list[int] = []
-            while wakes and wakes[0][0] == now:
-                key = pop(wakes)
-                wake_set.discard(key)
-                woken.append(key[1])
-            changed: list[NodeChange] = []
-            while nodes and nodes[0][0] == now:
-                _, _, group, node, state = pop(nodes)
-                changed.append((group, node, state))
-            due: list[int] = []
-            while ticks and ticks[0][0] == now:
-                _, sub = pop(ticks)
-                due.append(sub)
-                heapq.heappush(ticks, (now + self._periods[sub], sub))
+            woken: list[int] = NONE
+            if wakes and wakes[0][0] == now:
+                woken = []
+                while wakes and wakes[0][0] == now:
+                    key = pop(wakes)
+                    wake_set.discard(key)
+                    woken.append(key[1])
+            changed: list[NodeChange] = NONE
+            if nodes and nodes[0][0] == now:
+                changed = []
+                while nodes and nodes[0][0] == now:
+                    _, _, group, node, state = pop(nodes)
+                    changed.append((group, node, state))
+            due: list[int] = NONE
+            if ticks and ticks[0][0] == now:
+                due = []
+                while ticks and ticks[0][0] == now:
+                    _, sub = pop(ticks)
+                    due.append(sub)
+                    heapq.heappush(ticks, (now + self._periods[sub], sub))
             if ended or first < i or woken or changed or due:
                 handler.second(now, ended, first, i, woken, changed, due)

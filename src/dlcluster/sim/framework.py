@@ -63,9 +63,8 @@ class Policy:
                 raise ConfigError(f"policy class {cls.__name__} defines {hook}() but {rule}; "
                                   f"the hook would never be called")
 
-    def __init__(self, jobs: Jobs, *, compat: bool = False) -> None:
+    def __init__(self, jobs: Jobs) -> None:
         self.jobs = jobs
-        self.compat = compat
         self.running: Mapping[int, Allocation] = {}  # the group's running jobs (read-only view)
 
     def priority(self, job: int, now: int) -> Any:

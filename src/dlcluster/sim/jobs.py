@@ -98,9 +98,8 @@ class Jobs:
 
     def end_time(self, job: int, now: int) -> int:
         """The second at which ``job``, running from ``now`` at its rate, finishes its remaining work."""
-        rate = self.rate[job]
-        left = self.remaining[job]
-        return now + (left if rate == 1 else math.ceil(left / rate - 1e-9))
+        rate, left = self.rate[job], self.remaining[job]
+        return now + (int(left) if rate == 1 else math.ceil(left / rate - 1e-9))
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ simulation loop only records what happened.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -59,7 +59,7 @@ def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
         node_in = group[seg["node_job"]] == i
         part = {k: (v[node_in] if k in ("node_job", "node", "node_gpus", "n_start", "n_end") else v[seg_in])
                 for k, v in seg.items()}
-        part["job_id"] = df["job_id"].gather(part["node_job"])  # type: ignore[assignment]
+        part["job_id"] = df["job_id"].gather(part["node_job"])
         runs.append(GroupRun(name, df.filter(pl.col("group") == name), part, spec.vcs[name], events[i],
                              cpus[name] if cpus is not None else None,
                              node_cpus[node_in] if node_cpus is not None else None))
@@ -116,7 +116,7 @@ def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> pl.Dat
 
 def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
     seg = run.seg
-    n = int((jobs["end"].max() - t0) // SAMPLE) + 1
+    n = (_int(jobs["end"].max()) - t0) // SAMPLE + 1
     busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"])
     js, je, jg = (jobs[c].to_numpy() for c in ("submit", "end", "gpu_num"))
     present_gpus = _covering(js, je, t0, n, jg)
@@ -164,12 +164,12 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
         return {**out, **dict.fromkeys(STATS_KEYS)}  # every key always present: null when nothing ran
     for name in ("jct", "queue_delay"):
         s = jobs[name]
-        out[f"mean_{name}"] = float(s.mean())
+        out[f"mean_{name}"] = _float(s.mean())
         for q in (50, 95, 99):
-            out[f"p{q}_{name}"] = float(s.quantile(q / 100, "linear"))
+            out[f"p{q}_{name}"] = _float(s.quantile(q / 100, "linear"))
     out["mean_slowdown"] = jobs["slowdown"].mean()
-    out["mean_bounded_slowdown"] = float(jobs["bounded_slowdown"].mean())
-    makespan = int(jobs["end"].max() - jobs["submit"].min())
+    out["mean_bounded_slowdown"] = _float(jobs["bounded_slowdown"].mean())
+    makespan = _int(jobs["end"].max()) - _int(jobs["submit"].min())
     out["makespan"] = makespan
     out["utilization"] = busy / (capacity_gpus * makespan) if makespan > 0 and capacity_gpus else None
     # over known users only: a trace without users has no fairness to report
@@ -179,7 +179,7 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     return out
 
 
-JOBS_SCHEMA = {
+JOBS_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "job_id": pl.String, "vc": pl.String, "user": pl.String, "gpu_num": pl.Int64, "submit": pl.Int64,
     "start": pl.Int64, "end": pl.Int64, "duration": pl.Int64, "queue_delay": pl.Int64, "jct": pl.Int64,
     "slowdown": pl.Float64, "bounded_slowdown": pl.Float64, "preemptions": pl.Int32, "nodes_spanned": pl.Int32,
@@ -199,6 +199,16 @@ def _cpu_utilization(stats: dict[str, Any], busy_cpus: float, capacity_cpus: int
     return busy_cpus / (capacity_cpus * makespan) if makespan and capacity_cpus else None
 
 
+def _int(value: object) -> int:
+    """A Polars scalar (a min, max or sum of integers) as int."""
+    return int(cast(int, value))
+
+
+def _float(value: object) -> float:
+    """A Polars scalar (a mean or quantile) as float."""
+    return float(cast(float, value))
+
+
 def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
@@ -215,10 +225,10 @@ def build_results(
         .alias("bounded_slowdown"),
         pl.lit("completed").alias("status"),
     )
-    t0 = int(ran["submit"].min()) if ran.height else 0
+    t0 = _int(ran["submit"].min()) if ran.height else 0
     busy = {r.name: float(np.dot(r.seg["end"] - r.seg["start"], r.seg["gpus"])) for r in runs}
     cpus = prep.spec.cpus
-    busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], r.node_cpus))
+    busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], np.asarray(r.node_cpus)))
                  for r in runs} if cpus is not None else {}
     uns = prep.unschedulable
     uns_by_vc = dict(uns.group_by("group").len().iter_rows())
@@ -237,11 +247,11 @@ def build_results(
         if cpus is not None and name in vcs:
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
-    events = sum(r.events for r in runs)
+    n_events = sum(r.events for r in runs)
     capacity = sum(sum(r.sizes) for r in runs)
     overall = _stats(ran, sum(busy.values()), capacity, uns.height)
-    overall.update(gpus=capacity, events=events, wall_seconds=wall,
-                   events_per_second=events / wall if wall > 0 else None)
+    overall.update(gpus=capacity, events=n_events, wall_seconds=wall,
+                   events_per_second=n_events / wall if wall > 0 else None)
     if cpus is not None:
         capacity_cpus = sum(sum(cpus[r.name]) for r in runs)
         overall.update(cpus=capacity_cpus,

@@ -107,6 +107,7 @@ def simulate(
     extra = profile.extra_seconds(policy_cls.name) if profile is not None else 0
     wants_estimates = policy_cls.needs_estimates or (policy_cls.uses_estimates and estimates is not None)
     from_observers = wants_estimates and estimates is None and bool(observers)
+    estimate: list[float] | None
     if wants_estimates and not from_observers:
         estimate = _estimates(df, estimates, policy_cls.name)
     else:
@@ -125,7 +126,7 @@ def simulate(
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
     cycles = [
-        Cycle(i, sim_jobs, policy_cls(sim_jobs, compat=is_compat),
+        Cycle(i, sim_jobs, policy_cls(sim_jobs),
               get_placement(placement, compat=is_compat, seed=seed, group=name),
               VCState(spec.vcs[name], cpus[name] if cpus is not None else None), engine, rec, waiting_since,
               observers, order=order, quota_preemption=is_compat, speed=speed, estimates_required=from_observers)

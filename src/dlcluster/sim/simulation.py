@@ -82,7 +82,9 @@ class Simulation:
                 if observers:
                     for o in observers:
                         o.on_finish(j, now, "completed")
-            self._ended(len(ended))
+            self.left -= len(ended)
+            if self.progress is not None:
+                self._report(len(ended))
         for j in range(first, last):
             if observers:
                 for o in observers:
@@ -104,9 +106,8 @@ class Simulation:
             for g in todo:
                 cycles[g].run_pass(now)
 
-    def _ended(self, count: int) -> None:
-        before = self.left
-        self.left -= count
-        if self.progress is not None and before // self._step != self.left // self._step:
+    def _report(self, count: int) -> None:
+        assert self.progress is not None
+        if (self.left + count) // self._step != self.left // self._step:
             total = len(self.jobs)
             self.progress("jobs", total - self.left, total)

@@ -42,9 +42,10 @@ COMPAT_PLACEMENTS: dict[str, type] = {"consolidate": ArtifactConsolidate}
 
 def register_placement(cls: type) -> type:
     """Add a placement class (constructed without arguments) to the registry under ``cls.name``; a decorator."""
-    if not getattr(cls, "name", "") or not callable(getattr(cls, "place", None)):
+    name = getattr(cls, "name", "")
+    if not name or not callable(getattr(cls, "place", None)):
         raise ConfigError(f"placement class {cls.__name__} needs a name and a place() method")
-    PLACEMENTS[cls.name] = cls
+    PLACEMENTS[name] = cls
     return cls
 
 
@@ -67,4 +68,5 @@ def get_placement(name: str, *, compat: bool = False, seed: int = 0, group: str 
         return Relax(positive_seconds(arg, f"placement {name!r} (relax_after)")) if sep else Relax()
     if cls is RandomFit:
         return RandomFit(f"{seed}:{group}")
-    return cls()
+    placement: Placement = cls()
+    return placement

@@ -13,6 +13,6 @@ class Srtf(Policy):
     preemptive = True
     blocking = False
 
-    def priority(self, job: int, now: int) -> int:
+    def priority(self, job: int, now: int) -> float:
         """Work left at ``now``."""
         return self.jobs.remaining_at(job, now)
