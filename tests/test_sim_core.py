@@ -351,3 +351,17 @@ def _as_pooled(result):  # type: ignore[no-untyped-def]
 
     return SimResult(result.jobs.with_columns(pl.lit("all").alias("vc")), result.timeline, result.placements,
                      result.summary)
+
+
+def test_the_docs_observer_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs/simulator.md").read_text()
+    code = text.split("## Observers", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    # E is submitted before anything ended (estimate 3600 s), F after B ended (estimate 10 s): QSSF runs F first
+    t = jobs(("A", "v", 1, 0, 100), ("B", "v", 1, 0, 10), ("E", "v", 2, 5, 50), ("F", "v", 2, 20, 50))
+    trace = type("T", (), {"jobs": t})()
+    scope = {"trace": trace, "spec": spec(v=(2,))}
+    exec(compile(code, "docs/simulator.md", "exec"), scope)  # noqa: S102
+    r = by_id(scope["result"].jobs)
+    assert (r["F"]["start"], r["E"]["start"]) == (100, 150)

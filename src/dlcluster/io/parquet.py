@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cluster import ClusterSpec
@@ -28,6 +27,8 @@ def sniff(path: Path) -> bool:
 
 def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read a canonical Parquet job table written by :func:`write`."""
+    import pyarrow.parquet as pq  # here, not at import: format detection only sniffs
+
     require_file(path)
     try:
         table = pq.read_table(path)
@@ -69,4 +70,6 @@ def write(trace: Trace, target: str | Path) -> Path:
         if trace.cluster.cpus is not None:
             meta["cluster_cpus"] = {vc: list(nodes) for vc, nodes in trace.cluster.cpus.items()}
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
+    import pyarrow.parquet as pq
+
     return write_atomic(target, lambda tmp: pq.write_table(table, tmp, compression="zstd"))

@@ -12,10 +12,12 @@ is queried; a bad value then fails the query with DuckDB's error naming the line
 from __future__ import annotations
 
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from dlcluster.errors import InputError
+
+if TYPE_CHECKING:  # imported when a folder is opened: format detection and job reading never need it
+    import duckdb
 
 FILES = {"gpu": "cluster_gpu_util", "cpu": "cluster_cpu_util", "mem": "cluster_mem_util"}
 _OFFSETS = {"PDT": 7 * 3600, "PST": 8 * 3600}
@@ -29,6 +31,8 @@ class PhillyUtilization:
     """Per-minute GPU, CPU and memory utilisation of a Philly folder, as lazy DuckDB relations."""
 
     def __init__(self, folder: str | Path) -> None:
+        import duckdb
+
         self.folder = Path(folder)
         self._con = duckdb.connect()
 

@@ -92,13 +92,13 @@ class Cycle:
         rec.queue[j] += now - self.waiting_since[j]
         rec.nodes[j] = len(alloc)
         jobs.started_at[j] = jobs.progress_at[j] = now
-        if self.speed is not None:
+        if self.speed is None:  # full speed always: the end is the work left from now
+            jobs.end_at[j] = end = now + jobs.remaining[j]
+            self.engine.finish_at(j, end)
+        else:
             for node, _ in alloc:
                 self.node_jobs[node].add(j)
             self._respeed(alloc, now)
-        else:
-            jobs.end_at[j] = end = jobs.end_time(j, now)
-            self.engine.finish_at(j, end)
         if self.observers:
             for o in self.observers:
                 o.on_start(j, now)
@@ -188,32 +188,38 @@ class Cycle:
         """Static keys: the sorted queue only gains arrivals; place from the head (skipping, if non-blocking)."""
         self.events += 1
         arrived = self.arrivals
+        q = self.sorted
+        if not arrived and not q:
+            return
+        policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         if arrived:
             self.arrivals = []
             if self.estimates_required:
                 self._check_estimates(arrived, now)
-        q, policy, place, state, jobs = self.sorted, self.policy, self.place, self.state, self.jobs
-        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        if arrived:
-            entries = [(policy.priority(j, now), j) for j in arrived]
             if not q and policy.blocking:
                 # the common case, an empty queue: place the arrivals in order without the sorted container
-                if len(entries) > 1:
-                    entries.sort()
-                for i, (_, j) in enumerate(entries):
+                if len(arrived) == 1:
+                    j = arrived[0]
                     alloc = place(state, gpu[j], now - submit[j], cpu[j])
                     if alloc is None:
-                        entries = entries[i:]
-                        break
-                    self._start(j, now, alloc)
+                        q.add((policy.priority(j, now), j))
+                    else:
+                        self._start(j, now, alloc)
                 else:
-                    entries = []
-            if entries:
-                q.update(entries)
-        if not q:
-            if self.reviews or self.relax_after is not None:
-                self._review(now, arrived)
-            return
+                    entries = sorted([(policy.priority(j, now), j) for j in arrived])
+                    for i, (_, j) in enumerate(entries):
+                        alloc = place(state, gpu[j], now - submit[j], cpu[j])
+                        if alloc is None:
+                            q.update(entries[i:])
+                            break
+                        self._start(j, now, alloc)
+                if not q:
+                    if self.reviews or self.relax_after is not None:
+                        self._review(now, arrived)
+                    return
+            else:
+                q.update([(policy.priority(j, now), j) for j in arrived])
         if policy.blocking:
             while q:
                 j = q[0][1]

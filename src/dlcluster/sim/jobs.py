@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlcluster.sim.cluster import Allocation
 
@@ -41,7 +42,7 @@ class Jobs:
         self.estimate = estimate  # predicted duration (s); observers may set it at submission
         self.cpu = cpu if cpu else [0] * n  # CPUs asked when the VC models CPUs (0: none)
         self.group = group if group is not None else [0] * n  # index of the job's simulation group (VC)
-        self.remaining: list[float] = list(duration)
+        self.remaining: list[Any] = list(duration)  # int seconds; float once a speed model changes a rate
         self.rate: list[float] = [1] * n
         self.progress_at = [-1] * n
         self.started_at = [-1] * n  # start of the current run segment (-1 when not running)
@@ -95,11 +96,6 @@ class Jobs:
             return max(now, self.started_at[job] + self.expected(job))
         done = self.duration[job] - self.remaining_at(job, now)
         return now + max(0.0, self.expected(job) - done) / self.rate[job]
-
-    def end_time(self, job: int, now: int) -> int:
-        """The second at which ``job``, running from ``now`` at its rate, finishes its remaining work."""
-        rate, left = self.rate[job], self.remaining[job]
-        return now + (int(left) if rate == 1 else math.ceil(left / rate - 1e-9))
 
 
 @dataclass(slots=True)

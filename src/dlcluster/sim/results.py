@@ -66,16 +66,19 @@ def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
     return runs
 
 
-def _jobs_table(run: GroupRun, rec: Record) -> pl.DataFrame:
-    idx = run.jobs["job"].to_numpy()
-    take = lambda values: np.asarray(values, dtype=np.int64)[idx]  # noqa: E731
-    return run.jobs.select(
-        "row", "job_id", "vc", pl.lit(run.name).alias("group"), "user", "gpu_num", "submit",
-        pl.Series("start", take(rec.start), pl.Int64), pl.Series("end", take(rec.end), pl.Int64), "duration",
-        pl.Series("queue_delay", take(rec.queue), pl.Int64),
-        pl.Series("preemptions", take(rec.preemptions), pl.Int32),
-        pl.Series("nodes_spanned", take(rec.nodes), pl.Int32),
+def _jobs_table(prep: Prepared, rec: Record, runs: list[GroupRun]) -> pl.DataFrame:
+    """One row per simulated job, VC by VC in cluster-spec order, each VC's jobs in arrival order."""
+    if not runs:
+        return pl.DataFrame(schema={**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
+    table = prep.jobs.select(
+        "row", "job_id", "vc", "group", "user", "gpu_num", "submit",
+        pl.Series("start", rec.start, pl.Int64), pl.Series("end", rec.end, pl.Int64), "duration",
+        pl.Series("queue_delay", rec.queue, pl.Int64),
+        pl.Series("preemptions", rec.preemptions, pl.Int32),
+        pl.Series("nodes_spanned", rec.nodes, pl.Int32),
     )
+    parts = table.partition_by("group", as_dict=True, maintain_order=True)
+    return pl.concat([parts[(r.name,)] for r in runs])  # one chunk per VC, so the Parquet layout follows the VCs
 
 
 def _placements(run: GroupRun) -> pl.DataFrame:
@@ -218,7 +221,7 @@ def build_results(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """The jobs table, the timeline, the placements and the summary of a finished run."""
     runs = _split(prep, rec, events)
-    ran = _concat([_jobs_table(r, rec) for r in runs], {**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
+    ran = _jobs_table(prep, rec, runs)
     ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
         pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
         pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))

@@ -68,6 +68,20 @@ class Simulation:
         """Handle every event of second ``now`` in the documented order, then run the touched groups' passes."""
         self.now = now
         cycles, group, observers = self.cycles, self.jobs.group, self.observers
+        if not (observers or nodes or ticks or woken or self.progress):
+            # the common seconds, one end or one arrival and nothing else: groups are independent without observers
+            if not ended and last == first + 1:
+                cycle = cycles[group[first]]
+                cycle.arrivals.append(first)
+                cycle.run_pass(now)
+                return
+            if first == last and len(ended) == 1:
+                j = ended[0]
+                cycle = cycles[group[j]]
+                cycle.finish(j, now)
+                self.left -= 1
+                cycle.run_pass(now)
+                return
         dirty = self._dirty
         for g, node, state in nodes:
             cycles[g].set_node_state(node, state, now)
