@@ -19,6 +19,7 @@ import polars as pl
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError
+from dlcluster.sim.framework import Order
 from dlcluster.sim.jobs import Jobs
 from dlcluster.trace import local_datetime
 
@@ -52,7 +53,7 @@ def artifact_order(jobs: pl.DataFrame, keep: pl.Expr, window: tuple[int, int] | 
     return kept[np.argsort(kept["submit"].to_numpy(), kind="quicksort")], origin
 
 
-def _quasi_order(key: list[float], gpu: list[int]):  # type: ignore[no-untyped-def]
+def _quasi_order(key: list[float], gpu: list[int]) -> Order:
     """QSSF's "quasi" order: by GPU count, re-sorted by estimated GPU time only when older jobs wait too."""
 
     def order(queue: list[int], now: int, arrived: int) -> None:
@@ -87,7 +88,7 @@ class ArtifactProfile:
         """Seconds added to every job's work."""
         return 1 if policy == "srtf" else 0
 
-    def order(self, policy: str, jobs: Jobs):  # type: ignore[no-untyped-def]
+    def order(self, policy: str, jobs: Jobs) -> Order | None:
         """The queue order that replaces the policy's own, or None."""
         if policy != "qssf":
             return None

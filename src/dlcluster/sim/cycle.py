@@ -9,22 +9,21 @@ order, so ties keep it); other policies keep a list that ``order`` re-sorts ever
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 from sortedcontainers import SortedList
 
 from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.engine import Engine
-from dlcluster.sim.framework import Policy
+from dlcluster.sim.framework import Order, Policy
 from dlcluster.sim.jobs import Jobs, Record, checkpoint_overhead
 
 if TYPE_CHECKING:  # the placement package imports the policies, which import the framework
     from dlcluster.sim.placement import Placement
     from dlcluster.sim.observers import Observer
 
-Order = Callable[[list[int], int, int], None]  # (queue, now, arrived): re-order in place
 
 
 class SpeedModel(Protocol):
@@ -44,8 +43,16 @@ class _Keys(Sequence[int]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def]
-        return self._entries[i][1]
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, i: int | slice) -> int | Sequence[int]:
+        if isinstance(i, slice):
+            return [j for _, j in self._entries[i]]
+        return cast(int, self._entries[i][1])
 
     def __iter__(self) -> Iterator[int]:
         return (j for _, j in self._entries)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 NodeChange = tuple[int, int, str]  # (group, node, new state)
-NONE: list = []  # shared empty list for seconds without such events (never appended to)  # type: ignore[type-arg]
+NONE: list[Any] = []  # shared empty list for seconds without such events (never appended to)
 
 
 class Handler(Protocol):

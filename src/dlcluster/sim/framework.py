@@ -23,12 +23,14 @@ and ``self.running`` and never change simulator state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from dlcluster.errors import ConfigError
 from dlcluster.sim.cluster import Allocation
 from dlcluster.sim.jobs import Jobs
+
+Order = Callable[[list[int], int, int], None]  # (queue, now, arrived): re-order the queue in place
 
 # hook -> (allowed when, what the class must be)
 _HOOK_RULES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from dlcluster.sim.cluster import Allocation
 
@@ -78,8 +78,8 @@ class Jobs:
     def remaining_at(self, job: int, now: int) -> float:
         """Work left for ``job`` at ``now`` (seconds at full speed)."""
         if self.started_at[job] < 0:
-            return self.remaining[job]
-        return self.remaining[job] - (now - self.progress_at[job]) * self.rate[job]
+            return cast(float, self.remaining[job])
+        return cast(float, self.remaining[job] - (now - self.progress_at[job]) * self.rate[job])
 
     def attained_at(self, job: int, now: int) -> int:
         """GPU-seconds ``job`` has held up to ``now`` (its attained service, for LAS and Tiresias)."""

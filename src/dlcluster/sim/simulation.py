@@ -68,7 +68,7 @@ class Simulation:
         """Handle every event of second ``now`` in the documented order, then run the touched groups' passes."""
         self.now = now
         cycles, group, observers = self.cycles, self.jobs.group, self.observers
-        if not (observers or nodes or ticks or woken or self.progress):
+        if not (observers or nodes or ticks or woken):
             # the common seconds, one end or one arrival and nothing else: groups are independent without observers
             if not ended and last == first + 1:
                 cycle = cycles[group[first]]
@@ -80,6 +80,8 @@ class Simulation:
                 cycle = cycles[group[j]]
                 cycle.finish(j, now)
                 self.left -= 1
+                if self.progress is not None:
+                    self._report(1)
                 cycle.run_pass(now)
                 return
         dirty = self._dirty
