@@ -256,8 +256,6 @@ def test_hooks_that_would_be_ignored_are_rejected_when_the_class_is_defined() ->
         type("Bad", (Policy,), {"preemptive": True, "blocking": False, "reserve": lambda *a: None})
     with pytest.raises(ConfigError, match="defines victims.. but must be preemptive"):
         type("Bad", (Policy,), {"victims": lambda *a: []})
-    with pytest.raises(ConfigError, match="cannot be static"):
-        type("Bad", (Policy,), {"static": True, "preemptive": True})
 
 
 def test_a_victims_hook_chooses_who_is_preempted() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from bisect import bisect_right
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
@@ -51,11 +52,36 @@ class _Keys(Sequence[int]):
 
     def __getitem__(self, i: int | slice) -> int | Sequence[int]:
         if isinstance(i, slice):
-            return [j for _, j in self._entries[i]]
-        return cast(int, self._entries[i][1])
+            return [e[-1] for e in self._entries[i]]
+        return cast(int, self._entries[i][-1])
 
     def __iter__(self) -> Iterator[int]:
-        return (j for _, j in self._entries)
+        return (e[-1] for e in self._entries)
+
+
+class _Ranking:
+    """Running jobs of one pass by priority, ascending (among equal keys the latest start last: preempted first)."""
+
+    def __init__(self, policy: Policy, running: dict[int, Allocation], started: list[int], now: int) -> None:
+        movable = [r for r in running if started[r] < now]  # a job that started this second is not preempted in it
+        keys = [policy.priority(r, now) for r in movable]
+        order = sorted(range(len(movable)), key=keys.__getitem__)
+        self.keys = [keys[x] for x in order]
+        self.jobs = [movable[x] for x in order]
+        self.running = running
+
+    def worst_above(self, key: Any) -> int | None:
+        """The worst running job whose key is strictly greater than ``key`` (None: there is none)."""
+        keys, jobs, running = self.keys, self.jobs, self.running
+        while jobs and jobs[-1] not in running:  # preempted since the ranking was made
+            jobs.pop()
+            keys.pop()
+        return jobs[-1] if jobs and keys[-1] > key else None
+
+    def all_above(self, key: Any) -> list[int]:
+        """Every running job whose key is strictly greater than ``key``, worst first."""
+        cut = bisect_right(self.keys, key)
+        return [r for r in reversed(self.jobs[cut:]) if r in self.running]
 
 
 class Cycle:
@@ -75,14 +101,18 @@ class Cycle:
         policy.running = self.running
         self.arrivals: list[int] = []
         self.events = 0
-        self.static = policy.static and order is None
-        self.sorted = SortedList()
+        self.static = policy.static and order is None and not quota_preemption
+        self.sorted = SortedList()  # static keys: (key, [insertion number,] job)
         self.queue: list[int] = []
+        self._victims: list[int] = []  # preempted in the current pass, to rejoin the queue after it
+        self._seq = 0
         self.order: Order = order or policy.order
         self.estimates_required = estimates_required  # estimates come from observers: check each at arrival
         self.reviews = type(policy).next_review is not Policy.next_review
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
         self.relax_after: int | None = getattr(placement, "relax_after", None)
+        # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
+        self.sized_placement: bool = getattr(placement, "sized", False)
         if policy.preemptive:
             self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
         else:
@@ -133,7 +163,7 @@ class Cycle:
         jobs.remaining[j] = jobs.remaining_at(j, now) + checkpoint_overhead(jobs.gpu[j])
         jobs.started_at[j] = -1
         self.waiting_since[j] = now
-        self.queue.append(j)
+        self._victims.append(j)
         if self.speed is not None:
             self._leave(j, alloc, now)
         for o in self.observers:
@@ -229,7 +259,7 @@ class Cycle:
                 q.update([(policy.priority(j, now), j) for j in arrived])
         if policy.blocking:
             while q:
-                j = q[0][1]
+                j = q[0][-1]
                 alloc = place(state, gpu[j], now - submit[j], cpu[j])
                 if alloc is None:
                     break
@@ -242,7 +272,7 @@ class Cycle:
             for entry in q:
                 if not state.free_total:
                     break
-                j = entry[1]
+                j = entry[-1]
                 alloc = place(state, gpu[j], now - submit[j], cpu[j])
                 if alloc is not None:
                     self._start(j, now, alloc)
@@ -254,7 +284,7 @@ class Cycle:
     def _backfill(self, now: int) -> None:
         """EASY: start jobs behind the blocked head that fit now and do not delay its reservation."""
         q, state = self.sorted, self.state
-        reservation = self.policy.reserve(q[0][1], now, state.free_total)
+        reservation = self.policy.reserve(q[0][-1], now, state.free_total)
         if reservation is None:
             return
         shadow, spare = reservation
@@ -262,7 +292,7 @@ class Cycle:
         gpu, submit, cpu, expected = jobs.gpu, jobs.submit, jobs.cpu, jobs.expected
         started = []
         for entry in islice(q, 1, None):
-            j = entry[1]
+            j = entry[-1]
             g = gpu[j]
             short = now + expected(j) <= shadow
             alloc = place(state, g, now - submit[j], cpu[j]) if short or g <= spare else None
@@ -312,103 +342,149 @@ class Cycle:
         self.sorted, saved = entries, self.sorted
         self._backfill(now)
         self.sorted = saved
-        self.queue = [j for _, j in entries]
+        self.queue = [e[-1] for e in entries]
 
     def _preemptive_pass(self, now: int) -> None:
         """Place queued jobs in priority order; preempt strictly worse running jobs only where that lets one start."""
         self.events += 1
         arrived = self._take_arrivals(now)
-        queue, self.queue = self.queue + arrived, []  # victims preempted during the walk collect in self.queue
-        if queue:
-            self.order(queue, now, len(arrived))
-            if self._place_preempting(queue, now):
-                # victims rejoined the queue; jobs that now fit the GPUs left over start too
-                self.order(self.queue, now, 0)
-                self._place_only(self.queue, now)
+        if self.static:
+            q = self.sorted
+            for j in arrived:
+                self._enqueue(j, now)
+            if q:
+                self._walk_sorted(q, now, preempt=True)
+                if self._victims:
+                    # the victims rejoin the queue; jobs that now fit the GPUs left over start too
+                    for v in self._victims:
+                        self._enqueue(v, now)
+                    self._victims = []
+                    self._walk_sorted(q, now, preempt=False)
+        else:
+            queue = self.queue + arrived
+            if queue:
+                self.order(queue, now, len(arrived))
+                self.queue = self._walk_list(queue, now, preempt=True)
+                if self._victims:
+                    self.queue += self._victims
+                    self._victims = []
+                    self.order(self.queue, now, 0)
+                    self.queue = self._walk_list(self.queue, now, preempt=False)
         self._review(now, arrived)
 
-    def _place_preempting(self, queue: list[int], now: int) -> bool:
+    def _enqueue(self, j: int, now: int) -> None:
+        """Add ``j`` to the sorted queue with its key now (constant while it waits); ties keep insertion order."""
+        self._seq += 1
+        self.sorted.add((self.policy.priority(j, now), self._seq, j))
+
+    def _walk_sorted(self, q: SortedList, now: int, *, preempt: bool) -> None:
+        for entry in self._place_preempting(iter(q), now, preempt):
+            q.remove(entry)
+
+    def _walk_list(self, queue: list[int], now: int, *, preempt: bool) -> list[int]:
+        """Walk ``queue`` (in order); return the jobs still waiting, in order."""
+        started = {e[-1] for e in self._place_preempting(((j,) for j in queue), now, preempt)}
+        return [j for j in queue if j not in started] if started else queue
+
+    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool) -> list[tuple[Any, ...]]:
+        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries."""
         policy, place, state, jobs, running = self.policy, self.place, self.state, self.jobs, self.running
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        ranked: list[tuple[Any, int]] | None = None  # running jobs, worst priority first
-        kept: list[int] = []
-        preempted = False
+        ranking: _Ranking | None = None
+        started: list[tuple[Any, ...]] = []
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
-        monotone = type(policy).order is Policy.order
-        can_preempt = bool(running)
-        for i, j in enumerate(queue):
-            alloc = place(state, gpu[j], now - submit[j], cpu[j]) if state.free_total >= gpu[j] else None
-            if alloc is None and can_preempt:
-                if ranked is None:
-                    # later starts first among equal keys (the most recent start is preempted first); a job that
-                    # started this very second has made no progress and is not preempted in it
-                    started = jobs.started_at
-                    ranked = sorted(((policy.priority(r, now), r) for r in reversed(running) if started[r] < now),
-                                    key=lambda e: e[0], reverse=True)
+        monotone = self.static or type(policy).order is Policy.order
+        can_preempt = preempt and bool(running)
+        custom_victims = type(policy).victims is not Policy.victims
+        # with a placement whose answer depends only on the free GPUs and the job's size, a size that failed in
+        # this pass fails for every later job (unfit: as things stand; hopeless: even with every worse job gone)
+        sized = self.sized_placement and not state.free_cpus
+        unfit: set[int] = set()
+        hopeless: set[int] = set()
+        for entry in entries:
+            j = entry[-1]
+            need = gpu[j]
+            alloc = None
+            if state.free_total >= need and need not in unfit:
+                alloc = place(state, need, now - submit[j], cpu[j])
+                if alloc is None and sized:
+                    unfit.add(need)
+            if alloc is None and can_preempt and not (monotone and sized and need in hopeless):
+                if ranking is None:
+                    ranking = _Ranking(policy, running, jobs.started_at, now)
                 key = policy.priority(j, now)
-                worse = []
-                for k, r in ranked:
-                    if not k > key:
-                        break
-                    if r in running:
-                        worse.append(r)
-                can_preempt = bool(worse) or not monotone
-                if worse and state.free_total + sum(gpu[r] for r in worse) >= gpu[j]:
-                    found = self._dry_run(j, policy.victims(j, worse, now), now)
-                    if found is not None:
-                        victims, alloc = found
-                        for v in victims:
-                            self._preempt(v, now)
-                        preempted = True
+                worst = ranking.worst_above(key)
+                can_preempt = worst is not None or not monotone
+                found = None
+                if worst is not None:
+                    if not custom_victims:  # the common case first: the most expendable job alone makes room
+                        found = self._dry_run(j, [worst], now)
+                    if found is None:
+                        worse = ranking.all_above(key)
+                        if custom_victims:
+                            worse = policy.victims(j, worse, now)
+                        if worse and state.free_total + sum(gpu[r] for r in worse) >= need:
+                            found = self._dry_run(j, worse, now)
+                        if found is None:
+                            hopeless.add(need)
+                if found is not None:
+                    victims, alloc = found
+                    for v in victims:
+                        self._preempt(v, now)
+                    unfit.clear()  # GPUs were freed
             if alloc is not None:
                 self._start(j, now, alloc)
-            elif policy.blocking:
-                kept.extend(queue[i:])
-                break
-            else:
-                kept.append(j)
-        self.queue = kept + self.queue  # the victims, preempted during the walk, after the jobs that kept waiting
-        return preempted
+                started.append(entry)
+            elif policy.blocking or (not can_preempt and not state.free_total):
+                break  # nothing later can start in this pass
+        return started
 
     def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation] | None:
-        """The fewest of ``candidates`` (taken in order, then reprieved best first) whose GPUs let ``job`` be placed."""
-        jobs, running = self.jobs, self.running
-        gpu, cpu = jobs.gpu, jobs.cpu
-        need, waited = gpu[job], now - jobs.submit[job]
-        scratch = self.state.copy()
-        chosen: list[int] = []
-        for v in candidates:
-            scratch.release(running[v], gpu[v], cpu[v])
-            chosen.append(v)
-            if scratch.free_total >= need and self.place(scratch, need, waited, cpu[job]) is not None:
-                break
-        else:
-            return None
-        for v in reversed(chosen[:-1]):  # reprieve: keep running every victim the job can do without
-            scratch.allocate(running[v], gpu[v], cpu[v])
-            if self.place(scratch, need, waited, cpu[job]) is None:
-                scratch.release(running[v], gpu[v], cpu[v])
-            else:
-                chosen.remove(v)
-        alloc = self.place(scratch, need, waited, cpu[job])
-        assert alloc is not None
-        return chosen, alloc
+        """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
 
-    def _place_only(self, queue: list[int], now: int) -> None:
-        """Start every queued job that fits now, in order (no preemption); the others stay queued."""
-        started = set()
-        place, state, jobs = self.place, self.state, self.jobs
-        for j in queue:
-            if not state.free_total:
-                break
-            alloc = place(state, jobs.gpu[j], now - jobs.submit[j], jobs.cpu[j])
-            if alloc is not None:
-                self._start(j, now, alloc)
-                started.add(j)
-            elif self.policy.blocking:
-                break
-        if started:
-            self.queue = [j for j in self.queue if j not in started]
+        Tried on the VC state itself, each trial undone before the next (cheaper than copies): the state is
+        unchanged on return, and preempting the victims for real then leaves it exactly as in the last trial.
+        """
+        jobs, running, place, state = self.jobs, self.running, self.place, self.state
+        gpu, cpu = jobs.gpu, jobs.cpu
+        need, waited, cpus = gpu[job], now - jobs.submit[job], cpu[job]
+
+        def without(victims: list[int]) -> Allocation | None:
+            for v in victims:
+                state.release(running[v], gpu[v], cpu[v])
+            alloc = place(state, need, waited, cpus) if state.free_total >= need else None
+            for v in victims:
+                state.allocate(running[v], gpu[v], cpu[v])
+            return alloc
+
+        first = candidates[:1]
+        alloc = without(first)
+        if alloc is not None:  # the common case: the most expendable job alone makes room
+            return first, alloc
+        if len(candidates) == 1 or without(candidates) is None:
+            return None
+        lo, hi = 2, len(candidates)  # the shortest prefix that suffices; hi always does
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if without(candidates[:mid]) is None:
+                lo = mid + 1
+            else:
+                hi = mid
+        chosen = candidates[:hi]
+        alloc = without(chosen)
+        assert alloc is not None
+        # reprieve: victims on nodes the job does not use keep running (its nodes keep their free GPUs); then the
+        # others, best priority first, while the job still fits without them
+        used = {n for n, _ in alloc}
+        remaining = [v for v in chosen if not used.isdisjoint(n for n, _ in running[v])]
+        for v in reversed(list(remaining)):
+            rest = [r for r in remaining if r != v]
+            if rest and without(rest) is not None:
+                remaining = rest
+        final = without(remaining)
+        if final is None:  # a placement whose answer is not monotone in free GPUs: keep the plain prefix
+            return chosen, alloc
+        return remaining, final
 
     def _quota_pass(self, now: int) -> None:
         """The Helios artifact's preemption: admit by priority within the VC's GPU count, ignoring placement."""
@@ -437,6 +513,8 @@ class Cycle:
                         victims.append(j)
                 for j in victims:
                     self._preempt(j, now)
+                self.queue += self._victims
+                self._victims = []
                 self._place_only_all(admitted, now)
         self._review(now, arrived)
 

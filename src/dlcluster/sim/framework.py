@@ -3,9 +3,10 @@
 A policy is a small class (see :class:`Policy`): a sort key ``priority(job, now)``
 (smaller runs sooner; ties keep arrival order because every sort is stable).
 
-- ``static``: the key never changes while a job waits (FIFO, SJF, QSSF). The queue is then
-  kept sorted incrementally (each job's key is computed once, when it joins the queue),
-  instead of being re-sorted at every event.
+- ``static``: a job's key never changes while it waits (FIFO, SJF, QSSF; SRTF, LAS and
+  Tiresias too, whose keys change only while a job runs). The queue is then kept sorted
+  incrementally (each job's key is computed when it joins the queue: at its arrival, or
+  after a preemption), instead of being re-sorted at every event.
 - ``blocking``: a pass stops at the first queued job that cannot be placed (head-of-line
   blocking); a non-blocking pass skips it and tries the next.
 - ``preemptive``: running jobs can be preempted for a queued job of *strictly* better
@@ -57,9 +58,6 @@ class Policy:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.static and cls.preemptive:
-            raise ConfigError(f"policy class {cls.__name__}: a preemptive policy re-ranks running jobs, "
-                              "so it cannot be static")
         for hook, (allowed, rule) in _HOOK_RULES.items():
             if getattr(cls, hook) is not getattr(Policy, hook) and not allowed(cls):
                 raise ConfigError(f"policy class {cls.__name__} defines {hook}() but {rule}; "

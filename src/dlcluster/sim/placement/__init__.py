@@ -9,7 +9,9 @@ CPU demand when the VC models CPUs (0 otherwise). A placement works on
 by free CPUs), or None when there are too few in all. Placements may assume the job fits
 the empty VC: jobs that could never fit are excluded before the run. A placement whose
 answer changes once a job has waited ``relax_after`` seconds sets that attribute, and the
-cycle runs a pass at every such moment.
+cycle runs a pass at every such moment. A placement whose answer depends only on the free
+GPUs per node and the job's GPU count sets ``sized = True``: a scheduling pass then tries
+each size that failed only once.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ class Consolidate:
     """Best fit on one node when the job fits the largest node; else whole free nodes plus a best-fit remainder."""
 
     name = "consolidate"
+    sized = True  # the answer depends only on the free GPUs per node and the job's size
     help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
@@ -57,6 +58,7 @@ class ArtifactConsolidate:
     """The Helios artifact's consolidate placer, rule for rule (homogeneous nodes)."""
 
     name = "consolidate"
+    sized = True  # the answer depends only on the free GPUs per node and the job's size
     help = "the SC'21 artifact's consolidate placer (compatibility mode)"
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:

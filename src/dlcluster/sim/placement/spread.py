@@ -25,6 +25,7 @@ class FirstFit:
     """The first nodes in index order with free GPUs, splitting the job across them as needed."""
 
     name = "first-fit"
+    sized = True  # the answer depends only on the free GPUs per node and the job's size
     help = "first nodes (index order) with free GPUs; jobs are split across nodes freely"
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
@@ -37,6 +38,7 @@ class RandomFit:
     """Free GPUs taken node by node in a random node order drawn for each placement (seeded)."""
 
     name = "random"
+    sized = True  # the answer depends only on the free GPUs per node and the job's size
     help = "nodes in a random order (seeded by --seed), split freely; same seed, same placements"
 
     def __init__(self, seed: str) -> None:

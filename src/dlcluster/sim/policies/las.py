@@ -14,6 +14,7 @@ class Las(Policy):
     help = ("least attained GPU-service (GPU-seconds held) first, preemptive with checkpoint overhead; "
             "re-ranks every quantum s while jobs wait (las:SECONDS, default 600)")
     preemptive = True
+    static = True  # a waiting job's key does not change; running jobs are re-ranked when it matters
     blocking = False
     parameter = "quantum"
     parameter_help = "seconds between re-rankings while jobs wait"

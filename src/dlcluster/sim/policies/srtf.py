@@ -11,6 +11,7 @@ class Srtf(Policy):
     name = "srtf"
     help = "shortest remaining time first (oracle), preemptive with checkpoint overhead; skips jobs that do not fit"
     preemptive = True
+    static = True  # a waiting job's key does not change; running jobs are re-ranked when it matters
     blocking = False
 
     def priority(self, job: int, now: int) -> float:

@@ -14,6 +14,7 @@ class Tiresias(Policy):
     help = ("two-queue discretised LAS (Tiresias): jobs below the threshold of attained GPU-seconds first, "
             "FIFO within a queue, preemptive (tiresias:GPU_SECONDS, default 3600)")
     preemptive = True
+    static = True  # a waiting job's key does not change; running jobs are re-ranked when it matters
     blocking = False
     parameter = "threshold"
     parameter_help = "attained GPU-seconds at which a job is demoted to the second queue"
