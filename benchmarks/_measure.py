@@ -1,13 +1,23 @@
-"""Measure a whole child process: wall seconds and peak resident memory."""
+"""Measure a whole child process: CPU seconds (user + sys), wall seconds and peak resident memory.
+
+CPU seconds are the primary figure (the machine is shared; wall seconds depend on what else
+runs). They come from ``os.wait4``, i.e. the child's own user + sys time, every thread, plus
+that of any process it started and waited for.
+"""
 
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -15,33 +25,109 @@ WORK = ROOT / "bench-out"
 os.environ.setdefault("POLARS_MAX_THREADS", "2")  # the 2-core machine the targets are set for
 
 
+class Measured(NamedTuple):
+    """One measured process. Unpacks as ``wall, peak_mib, out, cpu``."""
+
+    wall: float  # seconds
+    peak_mib: float  # peak resident set size
+    out: str  # stdout
+    cpu: float  # user + sys seconds of the whole process
+
+
+class TimedOut(RuntimeError):
+    """The command ran past its timeout and was killed; ``measured`` holds its figures up to then."""
+
+    def __init__(self, cmd: Sequence[str], timeout: float, measured: Measured) -> None:
+        super().__init__(f"{' '.join(cmd)}: killed after {timeout:g} s")
+        self.measured = measured
+
+
 def dlcluster(*args: str) -> list[str]:
     """Command line running the installed dlcluster with this interpreter."""
     return [sys.executable, "-m", "dlcluster", *args]
 
 
-def command_measured(cmd: list[str]) -> tuple[float, float, str]:
-    """Whole-process wall seconds, peak RSS (MiB) and stdout of one command.
+def command_measured(cmd: list[str], timeout: float | None = None) -> Measured:
+    """Whole-process wall and CPU seconds, peak RSS (MiB) and stdout of one command.
 
     ``os.wait4`` returns the resource usage of that one child, so figures stay independent
-    of every process measured before it.
+    of every process measured before it. With ``timeout`` (wall seconds) the child runs in
+    its own process group, which is killed when the time is up: :class:`TimedOut` is raised.
     """
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
-        out = proc.stdout.read() if proc.stdout else ""
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=timeout is not None)
+        reaped: list[tuple[int, int, resource.struct_rusage]] = []
+        waiter = threading.Thread(target=lambda: reaped.append(os.wait4(proc.pid, 0)), daemon=True)
+        waiter.start()
+        try:
+            waiter.join(timeout)
+            killed = waiter.is_alive()
+        finally:  # time is up, or Ctrl-C: do not leave the child (or its own children) running
+            if waiter.is_alive():
+                _kill(proc.pid, group=timeout is not None)
+                waiter.join()
         wall = time.perf_counter() - start
+        _, status, usage = reaped[0]
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        out.seek(0)
+        cpu = usage.ru_utime + usage.ru_stime
+        res = Measured(wall, usage.ru_maxrss / 1024, out.read().decode(errors="replace"), cpu)
+        if killed:
+            raise TimedOut(cmd, timeout or 0.0, res)
         if proc.returncode:
             err.seek(0)
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.read().decode(errors='replace')}")
-    return wall, usage.ru_maxrss / 1024, out
+    return res
 
 
-def python_snippet_measured(code: str) -> tuple[float, float, str]:
+def _kill(pid: int, *, group: bool) -> None:
+    try:
+        if group:
+            os.killpg(pid, signal.SIGKILL)  # the child leads its own group (start_new_session)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # ended meanwhile
+        pass
+
+
+def python_snippet_measured(code: str, timeout: float | None = None) -> Measured:
     """:func:`command_measured` for a Python snippet run by this interpreter."""
-    return command_measured([sys.executable, "-c", code])
+    return command_measured([sys.executable, "-c", code], timeout)
+
+
+class Table:
+    """A compact fixed-width table printed row by row: ``Table(("policy", 10), ("CPU s", 8, ".1f"), ...)``.
+
+    The first column is left-aligned, the others right-aligned. A cell that is a string or
+    None (printed as ``-``) is printed as is, whatever the column's number format.
+    """
+
+    def __init__(self, *columns: tuple[str, int] | tuple[str, int, str]) -> None:
+        self.columns = [(c[0], c[1], c[2] if len(c) > 2 else "") for c in columns]
+        print(self._line([name for name, _, _ in self.columns]), flush=True)
+
+    def row(self, *cells: object) -> None:
+        """Print one row; missing trailing cells are left blank."""
+        print(self._line(list(cells)), flush=True)
+
+    def _line(self, cells: list[object]) -> str:
+        parts = []
+        for i, (_, width, fmt) in enumerate(self.columns):
+            cell = cells[i] if i < len(cells) else ""
+            text = "-" if cell is None else cell if isinstance(cell, str) else format(cell, fmt)
+            parts.append(f"{text:<{width}}" if i == 0 else f"{text:>{width}}")
+        return "".join(parts).rstrip()
+
+
+# the standard figures of one measured process: CPU seconds first, then wall seconds, then jobs per CPU second
+FIGURES: tuple[tuple[str, int, str], ...] = (("CPU s", 8, ".1f"), ("wall s", 8, ".1f"), ("peak MiB", 10, ",.0f"),
+                                             ("jobs/CPU s", 12, ",.0f"))
+
+
+def figures(m: Measured, jobs: int | None = None) -> tuple[object, ...]:
+    """Cells for :data:`FIGURES`: CPU s, wall s, peak MiB and (when ``jobs`` is known) jobs per CPU second."""
+    return m.cpu, m.wall, m.peak_mib, (jobs / m.cpu if jobs is not None and m.cpu > 0 else None)
 
 
 def ensure(path: Path, make: list[str]) -> Path:

@@ -2,7 +2,9 @@
 the Philly utilisation join on a generated 1-month, 500-server per-minute ``cluster_gpu_util`` file.
 
 Run: ``.venv/bin/python -m benchmarks.bench_report``. Inputs are cached in ``bench-out/``. Each
-figure is one fresh process: wall seconds and peak RSS (DuckDB's own memory limit is 1 GB).
+figure is one fresh process: CPU seconds (user + sys, every thread) first, wall seconds second,
+peak RSS (DuckDB's own memory limit is 1 GB), and jobs per CPU second; for the join also the
+join alone, timed inside the process.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import numpy as np
 import polars as pl
 
 from benchmarks._measure import (
+    FIGURES,
     WORK,
+    Table,
     command_measured,
     dlcluster,
+    figures,
     python_snippet_measured,
     saturn_parquet,
 )
@@ -27,9 +32,10 @@ JOIN = (
     "import json, time, polars as pl\n"
     "from dlcluster.analysis.gpu_util import job_gpu_utilization\n"
     "att = pl.read_parquet({attempts!r})\n"
-    "t = time.perf_counter()\n"
+    "t, c = time.perf_counter(), time.process_time()\n"
     "out = job_gpu_utilization(att, {util!r}, memory_limit='1GB')\n"
-    "print(json.dumps({{'jobs': out.height, 'join_s': time.perf_counter() - t}}))\n"
+    "print(json.dumps({{'jobs': out.height, 'join_cpu_s': time.process_time() - c,\n"
+    "                   'join_s': time.perf_counter() - t}}))\n"
 )
 
 
@@ -73,10 +79,11 @@ def write_attempts(path: Path, jobs: int = 20_000, seed: int = 0) -> Path:
 def main() -> list[dict]:
     """Generate the inputs once, then measure the report and the join."""
     saturn = saturn_parquet()
-    wall, rss, _ = command_measured(dlcluster("characterize", str(saturn), "-o", str(WORK / "saturn-report")))
     jobs = pl.scan_parquet(saturn).select(pl.len()).collect().item()
-    print(f"characterize, Helios Saturn look-alike ({jobs:,} jobs): {wall:.1f} s, peak RSS {rss:,.0f} MiB  "
-          "[target < 60 s, < 3072 MiB]", flush=True)
+    table = Table(("command", 34), ("jobs", 11, ",d"), *FIGURES, ("join CPU s", 12, ".1f"), ("join wall s", 13, ".1f"),
+                  ("target", 20))
+    rep = command_measured(dlcluster("characterize", str(saturn), "-o", str(WORK / "saturn-report")))
+    table.row("characterize, Saturn look-alike", jobs, *figures(rep, jobs), None, None, "< 60 s, < 3072 MiB")
     util_dir = WORK / "philly-util-1m"
     util_dir.mkdir(parents=True, exist_ok=True)
     util = util_dir / "cluster_gpu_util"
@@ -85,14 +92,14 @@ def main() -> list[dict]:
     attempts = util_dir / "attempts.parquet"
     if not attempts.exists():
         write_attempts(attempts)
-    jwall, jrss, out = python_snippet_measured(JOIN.format(attempts=str(attempts), util=str(util)))
-    res = json.loads(out.strip().splitlines()[-1])
+    join = python_snippet_measured(JOIN.format(attempts=str(attempts), util=str(util)))
+    res = json.loads(join.out.strip().splitlines()[-1])
+    table.row("Philly GPU-utilisation join", res["jobs"], *figures(join, res["jobs"]), res["join_cpu_s"],
+              res["join_s"], "DuckDB limit 1 GB")
     size = util.stat().st_size / 2**30
-    print(f"Philly GPU-utilisation join, {SERVERS} servers x {DAYS} days per minute ({size:.1f} GiB CSV), "
-          f"{res['jobs']:,} jobs: join {res['join_s']:.1f} s (process {jwall:.1f} s), peak RSS {jrss:,.0f} MiB "
-          "[DuckDB memory_limit 1 GB]", flush=True)
-    return [{"label": "report", "wall": wall, "peak_mib": rss},
-            {"label": "util-join", **res, "process_s": jwall, "peak_mib": jrss}]
+    print(f"  join input: {SERVERS} servers x {DAYS} days per minute, {size:.1f} GiB CSV", flush=True)
+    return [{"label": "report", "cpu": rep.cpu, "wall": rep.wall, "peak_mib": rep.peak_mib},
+            {"label": "util-join", **res, "process_cpu_s": join.cpu, "process_s": join.wall, "peak_mib": join.peak_mib}]
 
 
 if __name__ == "__main__":

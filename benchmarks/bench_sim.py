@@ -1,49 +1,153 @@
-"""Whole-process timing of ``dlcluster simulate``: the Philly window, a Helios Saturn look-alike, and scaling.
+"""Whole-process timing of ``dlcluster simulate``: Philly, a Helios Saturn look-alike, scaling and an overload.
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_sim``.
+Run from the project root, every case or only the ones named::
 
-1. Philly window in Helios-artifact compatibility mode (needs ``../shared``): wall seconds,
-   jobs/s and peak memory per policy, and the four-policy comparison in one invocation,
-   next to the artifact's own times (one core, 1-s tick loop).
-2. A generated Saturn look-alike (``dlcluster synth --preset helios-saturn --days 183
-   --seed 7``, ≈700k GPU jobs, 2,080 GPUs; cached in ``bench-out/``): FIFO, QSSF (on a
-   noisy oracle: true duration × lognormal(0, 0.5), seeded), and their EASY variants, at
-   the trace's own load and at half of it, with queueing figures to show how loaded it is.
-3. Scaling: FIFO on 45, 90 and 180 days of Saturn: jobs/s and time growth (whole process
-   and engine only; the whole-process figure includes a fixed start-up cost).
+    .venv/bin/python -m benchmarks.bench_sim                      # every case
+    .venv/bin/python -m benchmarks.bench_sim overload             # one case
+    .venv/bin/python -m benchmarks.bench_sim saturn:sjf las-load4:las --timeout 600
+
+A case may be narrowed to some of its policies with ``CASE:POLICY[,POLICY]``. Cases:
+
+``philly``     Philly window in Helios-artifact compatibility mode (needs ``../shared``), each policy and
+               the four-policy comparison in one invocation, beside the artifact's own CPU seconds.
+``saturn``     A generated Saturn look-alike (``dlcluster synth --preset helios-saturn --days 183 --seed
+               7``, ≈700k GPU jobs, 2,080 GPUs; cached in ``bench-out/``): FIFO, SJF, QSSF (on a noisy
+               oracle: true duration × lognormal(0, 0.5), seeded) and the EASY variants, at the trace's own
+               load and at half of it, with queueing figures to show how loaded it is.
+``scaling``    FIFO on 45, 90 and 180 days of Saturn: growth of time with trace length (whole process,
+               and engine only; the whole-process figure includes a fixed start-up cost).
+``overload``   1,000,000 jobs (1 or 2 GPUs) submitted over 10 days to one VC of a single 2-GPU node, so
+               that ≈890k jobs wait at the peak (generated once, seed 7, cached in ``bench-out/``): FIFO
+               and SJF, target < 30 s CPU each.
+``las-load4``  The Philly table (default mode, same window as ``philly``) at ``--load 4``: LAS (target
+               < 15 s CPU) and Tiresias (for information). Needs ``../shared``.
+
+Every figure is one fresh process (see :mod:`benchmarks._measure`): CPU seconds (user + sys) first, wall
+seconds second, peak RSS, and jobs per CPU second. Each run is killed after ``--timeout`` wall seconds
+(default 300) and reported as ``timeout``, so the benchmark always finishes.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from benchmarks._measure import (
+    FIGURES,
     SHARED,
     WORK,
+    Measured,
+    Table,
+    TimedOut,
     command_measured,
     dlcluster,
+    figures,
     saturn_parquet,
 )
+from dlcluster.atomic import write_atomic, write_text_atomic
+from dlcluster.cluster import ClusterSpec
+from dlcluster.io.parquet import write
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
 
-ARTIFACT_WALL = {"fifo": 213.1, "sjf": 202.6, "qssf": 205.2, "srtf": 754.7}  # seconds, reference README
+# the artifact's CPU seconds (user + sys) per policy, from ../shared/reference/philly-artifact/README.md: measured on
+# another machine in another session, so the ratio to them is indicative only
+ARTIFACT_CPU = {"fifo": 212.07 + 2.36, "sjf": 202.23 + 2.0, "qssf": 204.76 + 1.66, "srtf": 750.55 + 2.14}
 POLICIES = ("fifo", "sjf", "srtf", "qssf")
+PHILLY = SHARED / "data/philly"
+WINDOW = ("--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00")
+TIMEOUT = 300.0  # wall seconds per run
 
 
-def _command(policy: str, out: Path) -> list[str]:
-    data, ref = SHARED / "data/philly", SHARED / "reference/philly-artifact"
-    return [
-        sys.executable, "-m", "dlcluster", "simulate", str(data / "jobs_processed.csv"),
-        "--cluster", str(data / "vc_nodes.csv"), "--compat", "helios-artifact",
-        "--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00", "--skip-unknown-vcs",
-        "--estimates", str(ref / "inputs/Philly_lgb.csv.gz"), "--policy", policy, "-o", str(out),
-    ]
+class Run:
+    """Outcome of one ``dlcluster simulate`` process: figures, summary (empty after a timeout), peak of waiting jobs."""
 
+    def __init__(self, measured: Measured, summary: dict | None = None, max_pending: int | None = None) -> None:
+        self.measured, self.summary, self.max_pending = measured, summary or {}, max_pending
+        self.timed_out = summary is None
+
+    @property
+    def jobs(self) -> int | None:
+        return None if self.timed_out else self.summary["overall"]["jobs"]
+
+    @property
+    def engine(self) -> float | None:
+        """The engine's own wall seconds, from the summary."""
+        return None if self.timed_out else self.summary["wall_seconds"]
+
+    def cells(self, jobs: int | None = None) -> tuple[object, ...]:
+        """The standard figures; after a timeout, the figures at the kill marked ``>`` (lower bounds)."""
+        m = self.measured
+        if self.timed_out:
+            return f">{m.cpu:.1f}", f">{m.wall:.1f}", m.peak_mib, None
+        return figures(m, self.jobs if jobs is None else jobs)
+
+
+def simulate(args: Sequence[str], timeout: float, *, pending: bool = False, policy: str | None = None) -> Run:
+    """Run ``dlcluster simulate ARGS -o TMP`` measured; with ``pending``, also read the timeline's peak of waiting jobs.
+
+    ``policy`` names the subfolder of a several-policy run whose summary to read.
+    """
+    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        try:
+            m = command_measured(dlcluster("simulate", *args, "-o", tmp), timeout)
+        except TimedOut as exc:
+            return Run(exc.measured)
+        out = Path(tmp) / policy if policy else Path(tmp)
+        summary = json.loads((out / "summary.json").read_text())
+        peak = None
+        if pending:  # all VCs together: sum per sample time, then the largest
+            peak = (pl.scan_parquet(out / "timeline.parquet").group_by("time").agg(pl.col("pending_jobs").sum())
+                    .select(pl.col("pending_jobs").max()).collect().item())
+        return Run(m, summary, peak)
+
+
+def _wanted(policies: Sequence[str], only: Sequence[str] | None) -> list[str]:
+    return [p for p in policies if not only or p in only]
+
+
+# --- philly -------------------------------------------------------------------------------------------------------
+
+def _philly_args(policy: str) -> list[str]:
+    return [str(PHILLY / "jobs_processed.csv"), "--cluster", str(PHILLY / "vc_nodes.csv"), "--compat",
+            "helios-artifact", *WINDOW, "--skip-unknown-vcs",
+            "--estimates", str(SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"), "--policy", policy]
+
+
+def philly(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """Philly window in compatibility mode, each policy and (unless narrowed) all four in one process."""
+    print("philly: Philly window, Helios-artifact compatibility mode")
+    if not (PHILLY / "jobs_processed.csv").exists():
+        print("  ../shared/data/philly is not available: skipped")
+        return
+    t = Table(("policy", 12), *FIGURES, ("engine ev/s", 13, ",.0f"), ("artifact CPU s", 16, ".1f"), ("ratio", 7, ".0f"))
+    jobs = None
+    for policy in _wanted(POLICIES, only):
+        r = simulate(_philly_args(policy), timeout)
+        jobs = r.jobs or jobs
+        if r.timed_out:
+            t.row(policy, *r.cells(), None, ARTIFACT_CPU[policy], "timeout")
+            continue
+        t.row(policy, *r.cells(), r.summary["overall"]["events_per_second"], ARTIFACT_CPU[policy],
+              f"{ARTIFACT_CPU[policy] / r.measured.cpu:.0f}×")
+    if not only or "all" in only:
+        r = simulate(_philly_args(",".join(POLICIES)), timeout, policy="fifo")
+        total = sum(ARTIFACT_CPU.values())
+        jobs = r.jobs or jobs
+        ratio = "timeout" if r.timed_out else f"{total / r.measured.cpu:.0f}×"
+        t.row("all four", *r.cells(4 * jobs if jobs else None), None, total, ratio)
+    print("  artifact CPU s: user + sys from the reference README (another machine and session); "
+          "the ratio is indicative only")
+
+
+# --- saturn -------------------------------------------------------------------------------------------------------
 
 def _noisy_estimates(trace: Path) -> Path:
     """A noisy oracle for QSSF: true duration × lognormal(0, 0.5), seed 7, as ``job_id,duration``."""
@@ -51,73 +155,152 @@ def _noisy_estimates(trace: Path) -> Path:
     if not out.exists():
         jobs = pl.read_parquet(trace, columns=["job_id", "gpu_num", "duration"]).filter(pl.col("gpu_num") > 0)
         noise = np.random.default_rng(7).lognormal(0.0, 0.5, jobs.height)
-        jobs.select("job_id", (pl.col("duration") * noise).round(1).alias("duration")).write_csv(out)
+        est = jobs.select("job_id", (pl.col("duration") * noise).round(1).alias("duration"))
+        write_atomic(out, est.write_csv)
     return out
 
 
-def _simulate(trace: Path, policy: str, *extra: str) -> tuple[float, float, dict]:
-    """Whole-process wall seconds, peak MiB and summary of one ``dlcluster simulate`` run."""
-    with tempfile.TemporaryDirectory() as tmp:
-        wall, rss, _ = command_measured(dlcluster("simulate", str(trace), "-p", policy, "-o", tmp, *extra))
-        return wall, rss, json.loads((Path(tmp) / "summary.json").read_text())
-
-
-def saturn() -> None:
-    """Saturn look-alike: FIFO, QSSF and EASY variants at load 1 and 0.5 (targets: < 60 s, < 3 GB each)."""
+def saturn(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """Saturn look-alike: FIFO, SJF, QSSF and EASY variants at load 1 and 0.5 (targets: < 60 s, < 3 GB each)."""
     trace = saturn_parquet(183)
     est = _noisy_estimates(trace)
-    print(f"Saturn look-alike, 183 days ({trace.name}; QSSF estimates: {est.name})")
-    head = ("policy", "load", "wall s", "engine s", "jobs/s", "peak MiB", "util", "mean queue h", "p99 queue h")
-    print(f"{head[0]:<11}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], (6, 8, 10, 9, 10, 7, 14, 13), strict=True)))
+    print(f"saturn: Saturn look-alike, 183 days ({trace.name}; QSSF estimates: {est.name})")
+    t = Table(("policy", 11), ("load", 5), *FIGURES, ("engine s", 10, ".1f"), ("util", 6, ".2f"),
+              ("mean queue h", 14, ".1f"), ("p99 queue h", 13, ".1f"))
     for load in ("1", "0.5"):
-        for policy in ("fifo", "qssf", "fifo-easy", "qssf-easy"):
-            wall, rss, s = _simulate(trace, policy, "--estimates", str(est), "--load", load)
-            o = s["overall"]
-            print(f"{policy:<11}{load:>6}{wall:>8.1f}{s['wall_seconds']:>10.1f}{o['jobs'] / wall:>9,.0f}{rss:>10.0f}"
-                  f"{o['utilization']:>7.2f}{o['mean_queue_delay'] / 3600:>14.1f}{o['p99_queue_delay'] / 3600:>13.1f}")
+        for policy in _wanted(("fifo", "sjf", "qssf", "fifo-easy", "qssf-easy"), only):
+            r = simulate([str(trace), "-p", policy, "--estimates", str(est), "--load", load], timeout)
+            if r.timed_out:
+                t.row(policy, load, *r.cells(), "timeout")
+                continue
+            o = r.summary["overall"]
+            t.row(policy, load, *r.cells(), r.engine, o["utilization"],
+                  o["mean_queue_delay"] / 3600, o["p99_queue_delay"] / 3600)
 
 
-def scaling() -> None:
-    """FIFO on 1×, 2×, 4× trace length: jobs/s and growth of time with length."""
-    print("Scaling: FIFO on Saturn, 45 / 90 / 180 days")
-    head = ("days", "jobs", "wall s", "engine s", "jobs/s", "× wall", "× engine", "× jobs")
-    print(f"{head[0]:<6}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], (10, 8, 10, 9, 8, 10, 8), strict=True)))
+# --- scaling ------------------------------------------------------------------------------------------------------
+
+def scaling(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """FIFO on 1×, 2×, 4× trace length: jobs per CPU second and growth of time with length."""
+    print("scaling: FIFO on Saturn, 45 / 90 / 180 days")
+    traces = {days: saturn_parquet(days) for days in (45, 90, 180)}  # generated before the table starts
+    t = Table(("days", 6), ("jobs", 10, ",d"), *FIGURES, ("engine s", 10, ".1f"), ("× CPU", 8, ".2f"),
+              ("× engine", 10, ".2f"), ("× jobs", 8, ".2f"))
     base: tuple[float, float, int] | None = None
-    for days in (45, 90, 180):
-        wall, _, s = _simulate(saturn_parquet(days), "fifo")
-        jobs, engine = s["overall"]["jobs"], s["wall_seconds"]
-        base = base or (wall, engine, jobs)
-        print(f"{days:<6}{jobs:>10,}{wall:>8.1f}{engine:>10.1f}{jobs / wall:>9,.0f}{wall / base[0]:>8.2f}"
-              f"{engine / base[1]:>10.2f}{jobs / base[2]:>8.2f}")
+    for days, trace in traces.items():
+        r = simulate([str(trace), "-p", "fifo"], timeout)
+        if r.timed_out:
+            t.row(str(days), None, *r.cells(), "timeout")
+            continue
+        jobs, engine, cpu = r.summary["overall"]["jobs"], r.summary["wall_seconds"], r.measured.cpu
+        base = base or (cpu, engine, jobs)
+        t.row(str(days), jobs, *r.cells(), engine, cpu / base[0], engine / base[1], jobs / base[2])
 
 
-def philly() -> None:
-    """Philly window in compatibility mode, each policy and all four in one process."""
-    if not (SHARED / "data/philly/jobs_processed.csv").exists():
-        print("../shared/data/philly is not available: Philly figures skipped")
+# --- overload -----------------------------------------------------------------------------------------------------
+
+OVERLOAD_JOBS, OVERLOAD_DAYS, OVERLOAD_ORIGIN = 1_000_000, 10, 1_767_225_600  # 2026-01-01 00:00 UTC
+OVERLOAD_PATH = WORK / "overload-1m.parquet"
+
+
+def overload_trace() -> Path:
+    """1M jobs on one VC of one 2-GPU node (seed 7), built once (:func:`overload` then checks FIFO's peak queue).
+
+    Submits uniform over 10 days (1.16 a second); durations max(1, round(lognormal(1.6, 1.2))) s, mean ≈ 10 s;
+    30 % of the jobs ask for 2 GPUs. That is ≈7.7× what the node can serve in 10 days, so the queue grows to
+    ≈890k jobs at the last submit under FIFO (which starts ≈110k of them by then) and drains over ≈90 days.
+    """
+    path = OVERLOAD_PATH
+    if path.exists():
+        return path
+    n = OVERLOAD_JOBS
+    rng = np.random.default_rng(7)
+    submit = OVERLOAD_ORIGIN + np.sort(rng.integers(0, OVERLOAD_DAYS * 86400, n))
+    duration = np.maximum(1, np.round(rng.lognormal(1.6, 1.2, n))).astype(np.int64)
+    gpus = np.where(rng.random(n) < 0.3, 2, 1).astype(np.int32)
+    table = pl.DataFrame({"i": np.arange(n), "u": rng.integers(0, 50, n), "gpu_num": gpus, "submit_time": submit,
+                          "duration": duration}).select(
+        pl.format("j{}", "i").alias("job_id"), pl.lit("overload").alias("cluster"), pl.lit("vc0").alias("vc"),
+        pl.format("u{}", "u").alias("user"), "gpu_num", "submit_time", "duration", pl.lit("completed").alias("status"))
+    print(f"  building {path.name}: {n:,} jobs, {OVERLOAD_DAYS} days, one VC of one 2-GPU node, "
+          f"{(duration * gpus).sum() / (2 * OVERLOAD_DAYS * 86400):.1f}× the node's GPU-seconds in the window",
+          flush=True)
+    write(Trace(conform(table), "parquet", cluster=ClusterSpec({"vc0": (2,)})), path)  # atomic
+    return path
+
+
+def overload(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """FIFO and SJF on 1M jobs, ≈890k waiting at the peak, on one 2-GPU node (target < 30 s CPU each)."""
+    print(f"overload: {OVERLOAD_JOBS:,} jobs on one VC of one 2-GPU node ({OVERLOAD_PATH.name})")
+    trace = overload_trace()
+    check = trace.with_suffix(".json")
+    if not check.exists():  # the check of a new build, once: how many jobs wait at the peak
+        r = simulate([str(trace), "-p", "fifo"], timeout, pending=True)
+        if r.timed_out:
+            print("  max pending jobs under FIFO: unknown (FIFO timed out; checked again next time)")
+        else:
+            write_text_atomic(check, json.dumps({"max_pending_jobs_fifo": r.max_pending}) + "\n")
+    if check.exists():
+        peak = json.loads(check.read_text())["max_pending_jobs_fifo"]
+        print(f"  max pending jobs under FIFO (timeline.parquet pending_jobs, checked at build): {peak:,}")
+    t = Table(("policy", 8), *FIGURES, ("engine s", 10, ".1f"), ("max pending", 13, ",d"), ("target", 15))
+    for policy in _wanted(("fifo", "sjf"), only):
+        r = simulate([str(trace), "-p", policy], timeout, pending=True)
+        verdict = "timeout" if r.timed_out else "met" if r.measured.cpu < 30 else "MISSED"
+        t.row(policy, *r.cells(), r.engine, r.max_pending,
+              f"<30 s {verdict}")
+
+
+# --- las-load4 ----------------------------------------------------------------------------------------------------
+
+def las_load4(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """LAS (target < 15 s CPU) and Tiresias on the Philly window at four times the arrival rate, default mode."""
+    print("las-load4: Philly window, default mode, --load 4")
+    if not (PHILLY / "jobs_processed.csv").exists():
+        print("  ../shared/data/philly is not available: skipped")
         return
-    header = ("policy", "wall s", "jobs/s", "engine ev/s", "peak MiB", "artifact s", "speed-up")
-    print(f"{header[0]:<22}" + "".join(f"{h:>{w}}" for h, w in zip(header[1:], (8, 10, 13, 10, 12, 10), strict=True)))
-    with tempfile.TemporaryDirectory() as tmp:
-        for policy in POLICIES:
-            out = Path(tmp) / policy
-            wall, rss, _ = command_measured(_command(policy, out))
-            summary = json.loads((out / "summary.json").read_text())
-            jobs = summary["overall"]["jobs"]
-            print(f"{policy:<22}{wall:>8.2f}{jobs / wall:>10,.0f}{summary['overall']['events_per_second']:>13,.0f}"
-                  f"{rss:>10.0f}{ARTIFACT_WALL[policy]:>12.1f}{ARTIFACT_WALL[policy] / wall:>9.0f}×")
-        wall, rss, _ = command_measured(_command(",".join(POLICIES), Path(tmp) / "all"))
-        total = sum(ARTIFACT_WALL.values())
-        print(f"{'all four, one process':<22}{wall:>8.2f}{4 * jobs / wall:>10,.0f}{'':>13}{rss:>10.0f}"
-              f"{total:>12.1f}{total / wall:>9.0f}×")
+    t = Table(("policy", 10), *FIGURES, ("engine s", 10, ".1f"), ("preemptions", 13, ",d"), ("target", 15))
+    for policy, target in _wanted_items({"las": 15.0, "tiresias": None}, only):
+        r = simulate([str(PHILLY / "jobs_processed.csv"), "--cluster", str(PHILLY / "vc_nodes.csv"), *WINDOW,
+                      "--skip-unknown-vcs", "--load", "4", "-p", policy], timeout)
+        if r.timed_out:
+            verdict = "timeout"
+        else:
+            verdict = "-" if target is None else f"<{target:g} s " + ("met" if r.measured.cpu < target else "MISSED")
+        t.row(policy, *r.cells(), r.engine, r.summary.get("overall", {}).get("preemptions"), verdict)
 
 
-def main() -> None:
-    """Run the three benchmarks and print their figures."""
-    philly()
-    saturn()
-    scaling()
+def _wanted_items(items: dict[str, float | None], only: Sequence[str] | None) -> list[tuple[str, float | None]]:
+    return [(k, v) for k, v in items.items() if not only or k in only]
+
+
+CASES: dict[str, Callable[..., None]] = {
+    "philly": philly, "saturn": saturn, "scaling": scaling, "overload": overload, "las-load4": las_load4,
+}
+
+
+def main(selection: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """Run the selected cases (``CASE`` or ``CASE:POLICY[,POLICY]``; default every case) and print their figures."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    chosen: list[tuple[str, list[str] | None]] = []
+    for item in selection or CASES:
+        name, _, policies = item.partition(":")
+        if name not in CASES:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
+        chosen.append((name, policies.split(",") if policies else None))
+    for i, (name, only) in enumerate(chosen):
+        if i:
+            print()
+        CASES[name](only, timeout)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_sim", description=__doc__.split("\n")[0])
+    parser.add_argument("cases", nargs="*", metavar="CASE[:POLICY,...]", help=f"cases: {', '.join(CASES)}")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT, help="wall seconds per run (default %(default)g)")
+    return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
-    main()
+    ns = _parse(sys.argv[1:])
+    main(ns.cases, ns.timeout)
