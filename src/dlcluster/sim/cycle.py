@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from bisect import bisect_right
+from heapq import heappop, heappush
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
@@ -38,7 +39,7 @@ class SpeedModel(Protocol):
 class _Keys(Sequence[int]):
     """The jobs of a sorted ``(key, job)`` queue, as a read-only sequence for policy hooks."""
 
-    def __init__(self, entries: SortedList) -> None:
+    def __init__(self, entries: SortedList | list[tuple[Any, int]]) -> None:
         self._entries = entries
 
     def __len__(self) -> int:
@@ -103,6 +104,7 @@ class Cycle:
         self.events = 0
         self.static = policy.static and order is None and not quota_preemption
         self.sorted = SortedList()  # static keys: (key, [insertion number,] job)
+        self.heap: list[tuple[Any, int]] = []  # static keys, blocking, no backfilling: (key, job)
         self.queue: list[int] = []
         self._victims: list[int] = []  # preempted in the current pass, to rejoin the queue after it
         self._seq = 0
@@ -115,8 +117,11 @@ class Cycle:
         self.sized_placement: bool = getattr(placement, "sized", False)
         if policy.preemptive:
             self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
+        elif self.static:
+            backfills = type(policy).reserve is not Policy.reserve
+            self.run_pass = self._heap_pass if policy.blocking and not backfills else self._static_pass
         else:
-            self.run_pass = self._static_pass if self.static else self._pass
+            self.run_pass = self._pass
 
     # ---- state changes -------------------------------------------------------------------------------------------
 
@@ -220,6 +225,39 @@ class Cycle:
             if math.isnan(est[j]):
                 raise ValueError(f"job {j} has no duration estimate at its submission (second {now}); "
                                  "an estimator must set one in on_submit")
+
+    def _heap_pass(self, now: int) -> None:
+        """Static keys, blocking, no backfilling (FIFO, SJF, QSSF): a heap of ``(key, job)``; only its head matters."""
+        self.events += 1
+        arrived = self.arrivals
+        heap = self.heap
+        if not arrived and not heap:
+            return
+        policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
+        if arrived:
+            self.arrivals = []
+            if self.estimates_required:
+                self._check_estimates(arrived, now)
+            if not heap and len(arrived) == 1:  # the common case: one arrival to an empty queue
+                j = arrived[0]
+                alloc = place(state, gpu[j], now - submit[j], cpu[j])
+                if alloc is None:
+                    heappush(heap, (policy.priority(j, now), j))
+                else:
+                    self._start(j, now, alloc)
+            else:
+                for j in arrived:
+                    heappush(heap, (policy.priority(j, now), j))
+        while heap:
+            j = heap[0][-1]
+            alloc = place(state, gpu[j], now - submit[j], cpu[j])
+            if alloc is None:
+                break
+            heappop(heap)
+            self._start(j, now, alloc)
+        if self.reviews or self.relax_after is not None:
+            self._review(now, arrived)
 
     def _static_pass(self, now: int) -> None:
         """Static keys: the sorted queue only gains arrivals; place from the head (skipping, if non-blocking)."""
@@ -532,7 +570,8 @@ class Cycle:
 
     def _review(self, now: int, arrived: list[int]) -> None:
         if self.reviews:
-            queue = _Keys(self.sorted) if self.static else self.queue
+            queue = _Keys(self.sorted if self.sorted or not self.heap else sorted(self.heap)) if self.static \
+                else self.queue
             wake = self.policy.next_review(queue, now, len(arrived))
             if wake is not None and wake > now:
                 self.engine.wake_at(wake, self.index)
@@ -544,4 +583,4 @@ class Cycle:
 
     def queued(self) -> int:
         """Jobs waiting in this group."""
-        return len(self.sorted) + len(self.queue) + len(self.arrivals)
+        return len(self.sorted) + len(self.heap) + len(self.queue) + len(self.arrivals)

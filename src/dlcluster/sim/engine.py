@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 NodeChange = tuple[int, int, str]  # (group, node, new state)
 NONE: list[Any] = []  # shared empty list for seconds without such events (never appended to)
+NEVER = 2**63  # an integer "never": the clock stays an int
 
 
 class Handler(Protocol):
@@ -25,11 +26,25 @@ class Handler(Protocol):
 
     def second(self, now: int, ended: list[int], first: int, last: int, woken: list[int],
                nodes: list[NodeChange], ticks: list[int]) -> None:
-        """Handle second ``now``: ``ended`` jobs, arrivals ``first..last-1``, woken groups, node changes, due ticks."""
+        """Handle second ``now``: ``ended`` jobs, the arrivals numbered ``first..last-1``, woken groups, node
+        changes, due ticks."""
         ...
 
     def unfinished(self) -> bool:
         """Whether some admitted job has not ended yet (ticks keep the clock going only then)."""
+        ...
+
+    def one_end(self, now: int, job: int) -> None:
+        """Shortcut for a second whose only event is the end of ``job`` (used when ``single_events`` is true)."""
+        ...
+
+    def one_arrival(self, now: int, arrival: int) -> None:
+        """Shortcut for a second whose only event is the ``arrival``-th arrival (when ``single_events`` is true)."""
+        ...
+
+    @property
+    def single_events(self) -> bool:
+        """Whether a second with a single event may go to :meth:`one_end` / :meth:`one_arrival`."""
         ...
 
 
@@ -37,8 +52,9 @@ class Handler(Protocol):
 class Engine:
     """Event queues and the run loop."""
 
+    jobs: int = 0  # how many jobs there are (numbered 0 .. jobs - 1)
     _ends: list[tuple[int, int]] = field(default_factory=list)
-    _live: dict[int, int] = field(default_factory=dict)  # job -> its current end time (other heap entries are stale)
+    _live: list[int] = field(init=False)  # per job its scheduled end, or -1 (heap entries that disagree are stale)
     _wakes: list[tuple[int, int]] = field(default_factory=list)
     _wake_set: set[tuple[int, int]] = field(default_factory=set)  # merges duplicate wake-ups
     _nodes: list[tuple[int, int, int, int, str]] = field(default_factory=list)  # (time, seq, group, node, state)
@@ -47,6 +63,9 @@ class Engine:
     _seq: int = 0
     stall_limit: int = 10_000  # consecutive ticks with nothing else to do before the run gives up
 
+    def __post_init__(self) -> None:
+        self._live = [-1] * self.jobs
+
     def finish_at(self, job: int, time: int) -> None:
         """Schedule ``job`` to end at ``time`` (replacing any end scheduled before)."""
         self._live[job] = time
@@ -54,11 +73,11 @@ class Engine:
 
     def cancel(self, job: int) -> None:
         """Forget ``job``'s scheduled end (it was preempted)."""
-        del self._live[job]
+        self._live[job] = -1
 
     def scheduled(self, job: int) -> bool:
         """Whether ``job`` has an end scheduled."""
-        return job in self._live
+        return self._live[job] >= 0
 
     def wake_at(self, time: int, group: int) -> None:
         """Ask for a scheduling pass of ``group`` at ``time`` even if nothing arrives or ends there."""
@@ -79,12 +98,16 @@ class Engine:
         return len(self._periods) - 1
 
     def run(self, times: Sequence[int], handler: Handler) -> None:
-        """Feed arrivals (``times`` non-decreasing, job ``i`` arriving at ``times[i]``) until nothing is left."""
+        """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left."""
+        if handler.single_events and not self._nodes and not self._ticks:
+            self._run_plain(times, handler)
+            return
         ends, live, wakes, wake_set, nodes, ticks = (self._ends, self._live, self._wakes, self._wake_set,
                                                      self._nodes, self._ticks)
-        pop, inf = heapq.heappop, 2**63  # an integer "never": the clock stays an int
+        pop, inf = heapq.heappop, NEVER
         i, n = 0, len(times)
         stalled = 0
+        single, one_end, one_arrival = handler.single_events, handler.one_end, handler.one_arrival
         while True:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
@@ -105,8 +128,8 @@ class Engine:
             ended = []
             while ends and ends[0][0] == now:
                 _, job = pop(ends)
-                if live.get(job) == now:
-                    del live[job]
+                if live[job] == now:
+                    live[job] = -1
                     ended.append(job)
             first = i
             while i < n and times[i] == now:
@@ -131,5 +154,52 @@ class Engine:
                     _, sub = pop(ticks)
                     due.append(sub)
                     heapq.heappush(ticks, (now + self._periods[sub], sub))
+            if single and not (woken or changed or due):
+                if first == i and len(ended) == 1:
+                    one_end(now, ended[0])
+                    continue
+                if not ended and i == first + 1:
+                    one_arrival(now, first)
+                    continue
             if ended or first < i or woken or changed or due:
                 handler.second(now, ended, first, i, woken, changed, due)
+
+    def _run_plain(self, times: Sequence[int], handler: Handler) -> None:
+        """:meth:`run` for a handler nobody can add node changes or ticks to (no observers): the lean hot loop."""
+        ends, live, wakes, wake_set = self._ends, self._live, self._wakes, self._wake_set
+        pop, inf = heapq.heappop, NEVER
+        second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
+        i, n = 0, len(times)
+        while True:
+            now = times[i] if i < n else inf
+            if ends and ends[0][0] < now:
+                now = ends[0][0]
+            if wakes and wakes[0][0] < now:
+                now = wakes[0][0]
+            if now == inf:
+                break
+            ended = []
+            while ends and ends[0][0] == now:
+                _, job = pop(ends)
+                if live[job] == now:
+                    live[job] = -1
+                    ended.append(job)
+            first = i
+            while i < n and times[i] == now:
+                i += 1
+            if wakes and wakes[0][0] == now:
+                woken = []
+                while wakes and wakes[0][0] == now:
+                    key = pop(wakes)
+                    wake_set.discard(key)
+                    woken.append(key[1])
+                second(now, ended, first, i, woken, NONE, NONE)
+            elif first == i:
+                if len(ended) == 1:
+                    one_end(now, ended[0])
+                elif ended:
+                    second(now, ended, first, i, NONE, NONE, NONE)
+            elif not ended and i == first + 1:
+                one_arrival(now, first)
+            else:
+                second(now, ended, first, i, NONE, NONE, NONE)

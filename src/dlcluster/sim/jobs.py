@@ -16,12 +16,12 @@ def checkpoint_overhead(gpus: int) -> int:
 
 
 class Jobs:
-    """Every simulated job, numbered in arrival order; run state is kept by the simulator, policies only read.
+    """Every simulated job (numbered VC by VC, arrival order within a VC); run state is the simulator's, policies read.
 
     ``remaining`` is work left (seconds at full speed) as of ``progress_at``; a running job
     makes ``rate`` seconds of work per second (1 unless a speed model says otherwise), so
-    it ends at ``end_at``. ``user``, ``vc`` and ``name`` are there for fairness-aware
-    policies and estimators.
+    it ends at ``end_at``. ``job_id``, ``user``, ``vc`` and ``name`` are there for
+    fairness-aware policies and estimators.
     """
 
     __slots__ = ("gpu", "submit", "duration", "estimate", "cpu", "group", "remaining", "rate", "progress_at",
@@ -59,6 +59,11 @@ class Jobs:
             values = self._labels(key) if self._labels is not None else None
             self._label_cache[key] = list(values) if values is not None else [None] * len(self.gpu)
         return self._label_cache[key]
+
+    @property
+    def job_id(self) -> list[str | None]:
+        """Each job's id in the trace."""
+        return self._label("job_id")
 
     @property
     def user(self) -> list[str | None]:

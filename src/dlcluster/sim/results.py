@@ -41,28 +41,32 @@ def _segments(rec: Record) -> dict[str, np.ndarray]:
 
 
 def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
-    """One :class:`GroupRun` per group that had jobs, in cluster-spec order."""
+    """One :class:`GroupRun` per group that had jobs, in cluster-spec order (segments sorted by group once)."""
     df = prep.jobs.with_row_index("job")
     seg = _segments(rec)
     spec, cpus = prep.spec, prep.spec.cpus
     group = df["group"].replace_strict({name: i for i, name in enumerate(spec.vcs)}, return_dtype=pl.Int64).to_numpy()
-    node_cpus = None
     if cpus is not None:
         cpu, gpu = df["cpu_num"].to_numpy()[seg["node_job"]], df["gpu_num"].to_numpy()[seg["node_job"]]
-        node_cpus = -(-cpu * seg["node_gpus"] // np.maximum(gpu, 1))
+        seg["node_cpus"] = -(-cpu * seg["node_gpus"] // np.maximum(gpu, 1))
+    per_node = ("node_job", "node", "node_gpus", "n_start", "n_end", "node_cpus")
+    seg_group, node_group = group[seg["job"]], group[seg["node_job"]]
+    by_seg, by_node = np.argsort(seg_group, kind="stable"), np.argsort(node_group, kind="stable")
+    seg = {k: v[by_node] if k in per_node else v[by_seg] for k, v in seg.items()}
+    n_groups = len(spec.vcs)
+    seg_bounds = np.searchsorted(seg_group[by_seg], np.arange(n_groups + 1))
+    node_bounds = np.searchsorted(node_group[by_node], np.arange(n_groups + 1))
+    parts = df.partition_by("group", as_dict=True, maintain_order=True)
+    job_ids = df["job_id"]
     runs = []
-    present = set(df["group"].unique().to_list())
     for i, name in enumerate(spec.vcs):
-        if name not in present:
+        if (name,) not in parts:
             continue
-        seg_in = group[seg["job"]] == i
-        node_in = group[seg["node_job"]] == i
-        part = {k: (v[node_in] if k in ("node_job", "node", "node_gpus", "n_start", "n_end") else v[seg_in])
-                for k, v in seg.items()}
-        part["job_id"] = df["job_id"].gather(part["node_job"])
-        runs.append(GroupRun(name, df.filter(pl.col("group") == name), part, spec.vcs[name], events[i],
-                             cpus[name] if cpus is not None else None,
-                             node_cpus[node_in] if node_cpus is not None else None))
+        s0, s1, n0, n1 = seg_bounds[i], seg_bounds[i + 1], node_bounds[i], node_bounds[i + 1]
+        part: dict[str, Any] = {k: v[n0:n1] if k in per_node else v[s0:s1] for k, v in seg.items()}
+        part["job_id"] = job_ids.gather(part["node_job"])
+        runs.append(GroupRun(name, parts[(name,)], part, spec.vcs[name], events[i],
+                             cpus[name] if cpus is not None else None, part.get("node_cpus")))
     return runs
 
 

@@ -6,9 +6,10 @@ import datetime
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
@@ -102,8 +103,14 @@ def simulate(
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
     prep = exclude_cpu_misfits(prep, placer)
-    spec, cpus, df = prep.spec, prep.spec.cpus, prep.jobs
+    spec, cpus = prep.spec, prep.spec.cpus
     names = list(spec.vcs)
+    index = {name: i for i, name in enumerate(names)}
+    # jobs are numbered VC by VC (each VC's in arrival order): a VC's data stays together in memory, which the
+    # event loop's cache needs; arrivals are fed in time order (same second: VC order, then arrival order)
+    df = prep.jobs.sort(pl.col("group").replace_strict(index, return_dtype=pl.Int64), maintain_order=True)
+    prep = replace(prep, jobs=df)
+    arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
     extra = profile.extra_seconds(policy_cls.name) if profile is not None else 0
     wants_estimates = policy_cls.needs_estimates or (policy_cls.uses_estimates and estimates is not None)
     from_observers = wants_estimates and estimates is None and bool(observers)
@@ -112,7 +119,6 @@ def simulate(
         estimate = _estimates(df, estimates, policy_cls.name)
     else:
         estimate = [math.nan] * df.height if from_observers else None
-    index = {name: i for i, name in enumerate(names)}
     sim_jobs = Jobs(
         gpu=df["gpu_num"].to_list(),
         submit=df["submit"].to_list(),
@@ -122,7 +128,7 @@ def simulate(
         group=df["group"].replace_strict(index, return_dtype=pl.Int64).to_list(),
         labels=lambda key: df[key].to_list() if key in df.columns else None,
     )
-    engine, rec = Engine(), Record.empty(df.height)
+    engine, rec = Engine(df.height), Record.empty(df.height)
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
     cycles = [
@@ -133,8 +139,8 @@ def simulate(
         for i, name in enumerate(names)
     ]
     t_all = time.perf_counter()
-    sim = Simulation(sim_jobs, names, cycles, engine, rec, observers, progress)
-    engine.run(sim_jobs.submit, sim)
+    sim = Simulation(sim_jobs, names, cycles, engine, rec, arrivals.tolist(), observers, progress)
+    engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
     wall = time.perf_counter() - t_all
     if sim.left:
         raise SimulationError(f"{sim.left} job(s) never finished: the nodes they need never became usable")

@@ -17,12 +17,13 @@ class Simulation:
     """The engine's handler: the fixed order of work within a second (see :mod:`dlcluster.sim.observers`)."""
 
     def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, rec: Record,
-                 observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
+                 arrivals: list[int], observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
         self.jobs, self.names, self.cycles, self.engine, self.rec = jobs, names, cycles, engine, rec
+        self.arrivals = arrivals  # job numbers in arrival order: the engine's i-th arrival is job arrivals[i]
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
         self.observers = list(observers)
         self.tickers: list[Observer] = []
-        self.now = jobs.submit[0] if len(jobs) else 0
+        self.now = jobs.submit[arrivals[0]] if arrivals else 0
         self.left = len(jobs)  # jobs not ended yet
         self.progress = progress
         self._step = max(1, len(jobs) // 100)
@@ -68,22 +69,6 @@ class Simulation:
         """Handle every event of second ``now`` in the documented order, then run the touched groups' passes."""
         self.now = now
         cycles, group, observers = self.cycles, self.jobs.group, self.observers
-        if not (observers or nodes or ticks or woken):
-            # the common seconds, one end or one arrival and nothing else: groups are independent without observers
-            if not ended and last == first + 1:
-                cycle = cycles[group[first]]
-                cycle.arrivals.append(first)
-                cycle.run_pass(now)
-                return
-            if first == last and len(ended) == 1:
-                j = ended[0]
-                cycle = cycles[group[j]]
-                cycle.finish(j, now)
-                self.left -= 1
-                if self.progress is not None:
-                    self._report(1)
-                cycle.run_pass(now)
-                return
         dirty = self._dirty
         for g, node, state in nodes:
             cycles[g].set_node_state(node, state, now)
@@ -101,7 +86,7 @@ class Simulation:
             self.left -= len(ended)
             if self.progress is not None:
                 self._report(len(ended))
-        for j in range(first, last):
+        for j in self.arrivals[first:last]:
             if observers:
                 for o in observers:
                     o.on_submit(j, now)
@@ -121,6 +106,29 @@ class Simulation:
             dirty.clear()
             for g in todo:
                 cycles[g].run_pass(now)
+
+    @property
+    def single_events(self) -> bool:
+        """Without observers a second with one event concerns one group only: the shortcuts below apply."""
+        return not self.observers
+
+    def one_end(self, now: int, job: int) -> None:
+        """The end of ``job`` is the only event of second ``now``."""
+        self.now = now
+        cycle = self.cycles[self.jobs.group[job]]
+        cycle.finish(job, now)
+        self.left -= 1
+        if self.progress is not None:
+            self._report(1)
+        cycle.run_pass(now)
+
+    def one_arrival(self, now: int, arrival: int) -> None:
+        """The ``arrival``-th arrival is the only event of second ``now``."""
+        self.now = now
+        job = self.arrivals[arrival]
+        cycle = self.cycles[self.jobs.group[job]]
+        cycle.arrivals.append(job)
+        cycle.run_pass(now)
 
     def _report(self, count: int) -> None:
         assert self.progress is not None
