@@ -1,0 +1,74 @@
+"""Where a `dlcluster simulate` process spends its CPU seconds, phase by phase (Philly window, compatibility mode).
+
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_phases [POLICY ...]`` (default: fifo srtf).
+Needs ``../shared``. Each policy runs in a fresh child process that times the command's
+phases with ``time.process_time`` (CPU seconds of every thread of the process) by wrapping
+the library functions of each phase; the whole process's CPU seconds (user + sys, from
+``os.wait4``) are printed beside them, and "other" is the difference: interpreter start and
+exit, argument parsing, the comparison table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from benchmarks._measure import SHARED, python_snippet_measured
+
+CHILD = r"""
+import json, sys, time
+T0 = time.process_time()
+import dlcluster.cli.simulate_cmd as cmd
+import dlcluster.sim.run as run
+import dlcluster.sim.engine as engine
+from dlcluster.cli import main
+phases = {"imports": time.process_time() - T0}
+
+def timed(owner, name, phase):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phases[phase] = phases.get(phase, 0.0) + time.process_time() - start
+    setattr(owner, name, wrapper)
+
+timed(cmd, "load", "read trace")
+timed(cmd, "estimates_from", "read estimates")
+timed(run, "prepare", "prepare")
+timed(engine.Engine, "run", "event loop")
+timed(run, "build_results", "result tables")
+timed(cmd, "_write_outputs", "write outputs")
+sys.argv = ["dlcluster", *ARGS]
+try:
+    main()
+except SystemExit as exc:
+    if exc.code:
+        raise
+print(json.dumps(phases))
+"""
+
+
+def main(policies: list[str] | None = None) -> None:
+    """Print CPU seconds per phase for each policy."""
+    data = SHARED / "data/philly"
+    if not data.exists():
+        print("skipped: ../shared not available")
+        return
+    phases = ("imports", "read trace", "read estimates", "prepare", "event loop", "result tables", "write outputs")
+    print(f"{'policy':8} {'whole CPU s':>11} " + " ".join(f"{p:>14}" for p in (*phases, "other")))
+    for policy in policies or ["fifo", "srtf"]:
+        args = [str(data / "jobs_processed.csv"), "--cluster", str(data / "vc_nodes.csv"), "--compat",
+                "helios-artifact", "--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00",
+                "--skip-unknown-vcs", "--estimates", str(SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"),
+                "-p", policy, "-o", f"bench-out/phases-{policy}"]
+        _, _, out, cpu = python_snippet_measured(CHILD.replace("ARGS", repr(["simulate", *args])))
+        measured = json.loads(out.strip().splitlines()[-1])
+        other = cpu - sum(measured.values())
+        print(f"{policy:8} {cpu:11.2f} " + " ".join(f"{measured.get(p, 0.0):14.3f}" for p in phases)
+              + f" {other:14.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or None)
