@@ -13,7 +13,14 @@ from test_sim_helpers import by_id, check_invariants, jobs, scenarios, spec
 
 import dlcluster.sim.policies as policies_module
 from dlcluster.errors import ConfigError
-from dlcluster.sim import Control, Observer, Policy, SimulationError, register_placement, simulate
+from dlcluster.sim import (
+    Control,
+    Observer,
+    Policy,
+    SimulationError,
+    register_placement,
+    simulate,
+)
 from dlcluster.sim.placement import PLACEMENTS, get_placement
 from dlcluster.sim.placement.spread import FirstFit
 from dlcluster.sim.policies import POLICIES, get_policy

@@ -1,16 +1,18 @@
 """The scheduling pass of one simulation group (a VC, or the pooled cluster), and the only code that changes its state.
 
 A pass runs at every second at which the group has an event: jobs that ended have
-released their GPUs and jobs that arrived have joined the queue before it. The queue of a
-``static`` policy is a sorted container of ``(key, job)`` (job numbers follow arrival
-order, so ties keep it); other policies keep a list that ``order`` re-sorts every pass.
+released their GPUs and jobs that arrived have joined the queue before it. The queue is
+kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
+without backfilling (only the head matters); a sorted container of ``(key, [insertion
+number,] job)`` for other static policies (walked from the head); a list that ``order``
+re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
@@ -23,9 +25,8 @@ from dlcluster.sim.framework import Order, Policy
 from dlcluster.sim.jobs import Jobs, Record, checkpoint_overhead
 
 if TYPE_CHECKING:  # the placement package imports the policies, which import the framework
-    from dlcluster.sim.placement import Placement
     from dlcluster.sim.observers import Observer
-
+    from dlcluster.sim.placement import Placement
 
 
 class SpeedModel(Protocol):

@@ -290,8 +290,9 @@ def _with_node_states(timeline: pl.DataFrame, prep: Prepared, rec: Record) -> pl
         times = part["time"].to_numpy()
         counts = {st: np.zeros(len(times), dtype=np.int64) for st in states}
         mine = log.filter(pl.col("g") == names.index(vc))
-        for node in range(len(prep.spec.vcs[vc])):
-            changes = mine.filter(pl.col("node") == node)
+        # nodes that never changed state are on throughout
+        counts["on"] += len(prep.spec.vcs[vc]) - mine["node"].n_unique()
+        for changes in mine.partition_by("node", maintain_order=True):
             # the state at each sample is the last change at or before it ("on" before any change)
             at = np.searchsorted(changes["t"].to_numpy(), times, side="right") - 1
             labels = np.array(["on", *changes["state"].to_list()], dtype=object)[at + 1]

@@ -139,7 +139,7 @@ def simulate(
         for i, name in enumerate(names)
     ]
     t_all = time.perf_counter()
-    sim = Simulation(sim_jobs, names, cycles, engine, rec, arrivals.tolist(), observers, progress)
+    sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress)
     engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
     wall = time.perf_counter() - t_all
     if sim.left:

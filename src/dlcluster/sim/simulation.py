@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dlcluster.errors import ConfigError
 from dlcluster.sim.cycle import Cycle
 from dlcluster.sim.engine import Engine, NodeChange
-from dlcluster.sim.jobs import Jobs, Record
+from dlcluster.sim.jobs import Jobs
 from dlcluster.sim.observers import Control, Observer
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
@@ -16,9 +16,9 @@ Progress = Callable[[str, int, int], None]  # (what, done, total)
 class Simulation:
     """The engine's handler: the fixed order of work within a second (see :mod:`dlcluster.sim.observers`)."""
 
-    def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, rec: Record,
-                 arrivals: list[int], observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
-        self.jobs, self.names, self.cycles, self.engine, self.rec = jobs, names, cycles, engine, rec
+    def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, arrivals: list[int],
+                 observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
+        self.jobs, self.names, self.cycles, self.engine = jobs, names, cycles, engine
         self.arrivals = arrivals  # job numbers in arrival order: the engine's i-th arrival is job arrivals[i]
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
         self.observers = list(observers)
@@ -27,8 +27,7 @@ class Simulation:
         self.left = len(jobs)  # jobs not ended yet
         self.progress = progress
         self._step = max(1, len(jobs) // 100)
-        self._dirty: list[int] = []
-        self._in_pass = False
+        self._dirty: list[int] = []  # groups that need a pass this second
         control = Control(self)
         for o in self.observers:
             if o.tick is not None:
@@ -54,11 +53,8 @@ class Simulation:
             self.engine.node_at(at, cycle.index, node, state)
             return
         cycle.set_node_state(node, state, self.now)
-        self._mark(cycle.index)
-
-    def _mark(self, group: int) -> None:
-        if group not in self._dirty:
-            self._dirty.append(group)
+        if cycle.index not in self._dirty:
+            self._dirty.append(cycle.index)
 
     def unfinished(self) -> bool:
         """Whether some job has not ended yet."""
