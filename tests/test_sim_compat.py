@@ -104,3 +104,16 @@ def test_srtf_mean_jct_per_vc(shared_data: Path, shared_reference: Path) -> None
         ours = result.summary["overall"] if vc == "all" else result.summary["vcs"][vc]
         assert ours["jobs"] == n_jobs
         assert ours["mean_jct"] == pytest.approx(avg_jct, rel=0.005), vc
+
+
+def test_default_mode_at_load_4_matches_the_docs(shared_data: Path, shared_reference: Path) -> None:
+    # docs/simulator.md, "Plausibility": the whole Philly table at --load 4, default mode
+    trace, spec, est = _inputs(shared_data, shared_reference)
+    figures = {}
+    for policy, pooled in (("fifo", False), ("sjf", False), ("qssf", False), ("srtf", False), ("fifo", True)):
+        overall = simulate(trace.jobs, spec, policy, estimates=est, load=4, pooled=pooled,
+                           unknown_vc="unschedulable").summary["overall"]
+        figures[policy + ("-pooled" if pooled else "")] = (round(overall["mean_jct"]),
+                                                            round(overall["mean_queue_delay"]), overall["preemptions"])
+    assert figures == {"fifo": (40609, 27471, 0), "sjf": (17310, 4173, 0), "qssf": (17193, 4056, 0),
+                       "srtf": (15738, 2599, 18680), "fifo-pooled": (13349, 212, 0)}
