@@ -158,10 +158,11 @@ class Cycle:
         if self.speed is not None:
             self._leave(j, alloc, now)
 
-    def _preempt(self, j: int, now: int) -> None:
+    def _preempt(self, j: int, now: int, released: bool = False) -> None:
         jobs = self.jobs
         alloc = self.running.pop(j)
-        self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+        if not released:  # (a dry run may have given its resources back already)
+            self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         self.engine.cancel(j)
         self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         self.rec.preemptions[j] += 1
@@ -467,9 +468,9 @@ class Cycle:
                         if found is None:
                             hopeless.add(need)
                 if found is not None:
-                    victims, alloc = found
+                    victims, alloc, released = found
                     for v in victims:
-                        self._preempt(v, now)
+                        self._preempt(v, now, released)
                     unfit.clear()  # GPUs were freed
             if alloc is not None:
                 self._start(j, now, alloc)
@@ -478,11 +479,13 @@ class Cycle:
                 break  # nothing later can start in this pass
         return started
 
-    def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation] | None:
+    def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation, bool] | None:
         """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
 
-        Tried on the VC state itself, each trial undone before the next (cheaper than copies): the state is
-        unchanged on return, and preempting the victims for real then leaves it exactly as in the last trial.
+        Tried on the VC state itself, each trial undone before the next (cheaper than copies), so preempting
+        the victims for real then leaves the state exactly as in the last trial. Returns the victims, the
+        job's allocation, and whether the victims' resources are already given back (a single victim that
+        suffices keeps its trial: that saves taking them again only to release them at once).
         """
         jobs, running, place, state = self.jobs, self.running, self.place, self.state
         gpu, cpu = jobs.gpu, jobs.cpu
@@ -496,13 +499,18 @@ class Cycle:
                 state.allocate(running[v], gpu[v], cpu[v])
             return alloc
 
-        first = candidates[:1]
-        alloc = without(first)
-        if alloc is not None:  # the common case: the most expendable job alone makes room
-            return first, alloc
-        if len(candidates) == 1 or without(candidates) is None:
-            return None
-        lo, hi = 2, len(candidates)  # the shortest prefix that suffices; hi always does
+        worst = candidates[0]  # the common case: the most expendable job alone makes room
+        state.release(running[worst], gpu[worst], cpu[worst])
+        alloc = place(state, need, waited, cpus) if state.free_total >= need else None
+        if alloc is not None:
+            return [worst], alloc, True
+        state.allocate(running[worst], gpu[worst], cpu[worst])
+        # the shortest prefix that suffices: double the prefix until one does, then bisect
+        lo, hi = 2, 2
+        while without(candidates[:hi]) is None:
+            if hi >= len(candidates):
+                return None
+            lo, hi = hi + 1, min(2 * hi, len(candidates))
         while lo < hi:
             mid = (lo + hi) // 2
             if without(candidates[:mid]) is None:
@@ -522,8 +530,8 @@ class Cycle:
                 remaining = rest
         final = without(remaining)
         if final is None:  # a placement whose answer is not monotone in free GPUs: keep the plain prefix
-            return chosen, alloc
-        return remaining, final
+            return chosen, alloc, False
+        return remaining, final, False
 
     def _quota_pass(self, now: int) -> None:
         """The Helios artifact's preemption: admit by priority within the VC's GPU count, ignoring placement."""
