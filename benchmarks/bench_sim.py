@@ -9,7 +9,8 @@ Run from the project root, every case or only the ones named::
 A case may be narrowed to some of its policies with ``CASE:POLICY[,POLICY]``. Cases:
 
 ``philly``     Philly window in Helios-artifact compatibility mode (needs ``../shared``), each policy and
-               the four-policy comparison in one invocation, beside the artifact's own CPU seconds.
+               the four-policy comparison in one invocation, beside the artifact's CPU seconds measured on the
+               development machine.
 ``saturn``     A generated Saturn look-alike (``dlcluster synth --preset helios-saturn --days 183 --seed
                7``, ≈700k GPU jobs, 2,080 GPUs; cached in ``bench-out/``): FIFO, SJF, QSSF (on a noisy
                oracle: true duration × lognormal(0, 0.5), seeded) and the EASY variants, at the trace's own
@@ -57,9 +58,10 @@ from dlcluster.io.parquet import write
 from dlcluster.schema import conform
 from dlcluster.trace import Trace
 
-# the artifact's CPU seconds (user + sys) per policy, from ../shared/reference/philly-artifact/README.md: measured on
-# another machine in another session, so the ratio to them is indicative only
-ARTIFACT_CPU = {"fifo": 212.07 + 2.36, "sjf": 202.23 + 2.0, "qssf": 204.76 + 1.66, "srtf": 750.55 + 2.14}
+# the artifact's CPU seconds (user + sys, /usr/bin/time) per policy, measured side by side with dlcluster on the
+# development machine ("AMD EPYC", 2 cores) on 2026-11-30, run as ../shared/reference/philly-artifact/README.md says
+# (its per-job output matched the reference files for every job); on another machine the ratio is indicative only
+ARTIFACT_CPU = {"fifo": 80.70 + 0.86, "sjf": 70.00 + 0.89, "qssf": 71.99 + 0.76, "srtf": 258.82 + 0.86}
 POLICIES = ("fifo", "sjf", "srtf", "qssf")
 PHILLY = SHARED / "data/philly"
 WINDOW = ("--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00")
@@ -143,8 +145,8 @@ def philly(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
         jobs = r.jobs or jobs
         ratio = "timeout" if r.timed_out else f"{total / r.measured.cpu:.0f}×"
         t.row("all four", *r.cells(4 * jobs if jobs else None), None, total, ratio)
-    print("  artifact CPU s: user + sys from the reference README (another machine and session); "
-          "the ratio is indicative only")
+    print("  artifact CPU s: user + sys measured on the development machine (see ARTIFACT_CPU); "
+          "on another machine the ratio is indicative only")
 
 
 # --- saturn -------------------------------------------------------------------------------------------------------
