@@ -29,6 +29,7 @@ class VCState:
     free_total: int = field(init=False)
     free_cpus: list[int] = field(init=False)
     states: list[str] = field(init=False)
+    by_free: list[int] = field(init=False)  # by_free[f]: how many usable nodes have exactly f free GPUs
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
@@ -36,13 +37,16 @@ class VCState:
         self.free = list(self.sizes)
         self.free_cpus = list(self.cpus) if self.cpus is not None else []
         self.states = [ON] * len(self.sizes)
+        self.by_free = [0] * (self.largest + 1)
+        for f in self.free:
+            self.by_free[f] += 1
 
     def copy(self) -> VCState:
         """A scratch copy to try allocations on (a preemption's dry run)."""
         other = VCState.__new__(VCState)
         other.sizes, other.cpus, other.total, other.largest = self.sizes, self.cpus, self.total, self.largest
         other.free, other.free_total = list(self.free), self.free_total
-        other.free_cpus, other.states = list(self.free_cpus), list(self.states)
+        other.free_cpus, other.states, other.by_free = list(self.free_cpus), list(self.states), list(self.by_free)
         return other
 
     def usable(self, gpus: int, cpus: int) -> list[int] | None:
@@ -65,28 +69,38 @@ class VCState:
         if was == ON:
             if self.free[node] != self.sizes[node]:
                 raise ValueError(f"node {node} runs jobs; only an idle node can become {state!r}")
+            self.by_free[self.sizes[node]] -= 1
+            self.by_free[0] += 1
             self.free[node] = 0
             self.free_total -= self.sizes[node]
         elif state == ON:
+            self.by_free[0] -= 1
+            self.by_free[self.sizes[node]] += 1
             self.free[node] = self.sizes[node]
             self.free_total += self.sizes[node]
         self.states[node] = state
 
     def allocate(self, alloc: Allocation, gpus: int, cpus: int) -> None:
         """Take every GPU of ``alloc`` and, when the job has any, its CPUs (placements only return feasible ones)."""
-        free = self.free
+        free, by_free = self.free, self.by_free
         for node, g in alloc:
-            free[node] -= g
-            self.free_total -= g
+            f = free[node]
+            by_free[f] -= 1
+            by_free[f - g] += 1
+            free[node] = f - g
+        self.free_total -= gpus
         if cpus:
             self._move_cpus(alloc, gpus, cpus, -1)
 
     def release(self, alloc: Allocation, gpus: int, cpus: int) -> None:
         """Give back every GPU of ``alloc`` and the job's CPUs."""
-        free = self.free
+        free, by_free = self.free, self.by_free
         for node, g in alloc:
-            free[node] += g
-            self.free_total += g
+            f = free[node]
+            by_free[f] -= 1
+            by_free[f + g] += 1
+            free[node] = f + g
+        self.free_total += gpus
         if cpus:
             self._move_cpus(alloc, gpus, cpus, 1)
 

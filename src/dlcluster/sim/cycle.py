@@ -103,7 +103,8 @@ class Cycle:
         policy.running = self.running
         self.arrivals: list[int] = []
         self.events = 0
-        self.static = policy.static and order is None and not quota_preemption
+        # the artifact's preemption walks a plain list
+        self.static = policy.static and order is None and not (quota_preemption and policy.preemptive)
         self.sorted = SortedList()  # static keys: (key, [insertion number,] job)
         self.heap: list[tuple[Any, int]] = []  # static keys, blocking, no backfilling: (key, job)
         self.queue: list[int] = []

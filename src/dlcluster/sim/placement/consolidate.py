@@ -5,11 +5,13 @@ from __future__ import annotations
 from dlcluster.sim.cluster import Allocation, VCState
 
 
-def _best_fit(free: list[int], gpus: int, largest: int) -> int:
-    """Index of the node with the fewest free GPUs that still has ``gpus`` (lowest index on ties), or -1."""
-    # at most `largest` C-level scans of a short list beat one Python-level scan
+def _best_fit(free: list[int], gpus: int, largest: int, by_free: list[int] | None = None) -> int:
+    """Index of the node with the fewest free GPUs that still has ``gpus`` (lowest index on ties), or -1.
+
+    ``by_free`` (nodes per free-GPU count, when ``free`` is the VC's own list) saves scanning for absent counts.
+    """
     for f in range(gpus, largest + 1):
-        if f in free:
+        if f in free if by_free is None else by_free[f]:  # a C-level scan of a short list beats a Python loop
             return free.index(f)
     return -1
 
@@ -28,7 +30,7 @@ class Consolidate:
             return None
         sizes, largest = state.sizes, state.largest
         if gpus <= largest:
-            node = _best_fit(free, gpus, largest)
+            node = _best_fit(free, gpus, largest, None if cpus else state.by_free)
             return None if node < 0 else [(node, gpus)]
         whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
         alloc: Allocation = []
@@ -68,7 +70,7 @@ class ArtifactConsolidate:
             return None
         size = state.sizes[0]
         if gpus <= size:
-            node = _best_fit(free, gpus, size)
+            node = _best_fit(free, gpus, size, None if cpus else state.by_free)
             return None if node < 0 else [(node, gpus)]
         # candidates: nodes with a free GPU, most free first, node index breaking ties
         order = sorted((n for n, f in enumerate(free) if f > 0), key=lambda n: -free[n])
