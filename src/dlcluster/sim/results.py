@@ -111,15 +111,16 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
-def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> pl.DataFrame:
-    """Piecewise-constant job count per node: intervals [start, end) with ``jobs`` on the node."""
-    ev = pl.DataFrame({"node": np.concatenate([node, node]), "t": np.concatenate([start, end]),
-                       "d": np.concatenate([np.ones_like(node), -np.ones_like(node)])})
-    ev = ev.group_by("node", "t").agg(pl.col("d").sum()).sort("node", "t")
-    # each node's deltas sum to zero, so a global running sum restarts at 0 for every node
-    return ev.select(
-        "node", start=pl.col("t"), end=pl.col("t").shift(-1).over("node"), jobs=pl.col("d").cum_sum()
-    ).filter(pl.col("end").is_not_null() & (pl.col("jobs") > 0))
+def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Piecewise-constant job count per node: intervals [start, end) and the jobs on the node in each."""
+    nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
+    deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
+    order = np.lexsort((times, nodes))
+    nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
+    # each node's deltas sum to zero, so one running sum restarts at 0 for every node; an interval between two
+    # events of one second is empty and covers no sample, whatever its count
+    keep = (nodes[:-1] == nodes[1:]) & (jobs[:-1] > 0)
+    return times[:-1][keep], times[1:][keep], jobs[:-1][keep]
 
 
 def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
@@ -130,8 +131,8 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
     present_gpus = _covering(js, je, t0, n, jg)
     present = _covering(js, je, t0, n)
     running = _covering(seg["start"], seg["end"], t0, n)
-    lv = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
-    shared = lv.filter(pl.col("jobs") > 1)
+    lv_start, lv_end, lv_jobs = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
+    shared = lv_jobs > 1
     total = sum(run.sizes)
     cpus = {}
     if run.cpus is not None:
@@ -146,8 +147,8 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
         "pending_gpus": present_gpus - busy,
         "running_jobs": running,
         "pending_jobs": present - running,
-        "nodes_busy": _covering(lv["start"].to_numpy(), lv["end"].to_numpy(), t0, n),
-        "nodes_shared": _covering(shared["start"].to_numpy(), shared["end"].to_numpy(), t0, n),
+        "nodes_busy": _covering(lv_start, lv_end, t0, n),
+        "nodes_shared": _covering(lv_start[shared], lv_end[shared], t0, n),
         **cpus,
     })
 
