@@ -229,6 +229,15 @@ class Cycle:
                 raise ValueError(f"job {j} has no duration estimate at its submission (second {now}); "
                                  "an estimator must set one in on_submit")
 
+    def _start_if_fits(self, j: int, now: int) -> bool:
+        """Start ``j`` now if its placement succeeds; whether it did."""
+        jobs = self.jobs
+        alloc = self.place(self.state, jobs.gpu[j], now - jobs.submit[j], jobs.cpu[j])
+        if alloc is None:
+            return False
+        self._start(j, now, alloc)
+        return True
+
     def _heap_pass(self, now: int) -> None:
         """Static keys, blocking, no backfilling (FIFO, SJF, QSSF): a heap of ``(key, job)``; only its head matters."""
         self.events += 1
@@ -242,14 +251,8 @@ class Cycle:
             self.arrivals = []
             if self.estimates_required:
                 self._check_estimates(arrived, now)
-            if not heap and len(arrived) == 1:  # the common case: one arrival to an empty queue
-                j = arrived[0]
-                alloc = place(state, gpu[j], now - submit[j], cpu[j])
-                if alloc is None:
-                    heappush(heap, (policy.priority(j, now), j))
-                else:
-                    self._start(j, now, alloc)
-            else:
+            # the common case, one arrival to an empty queue, needs no queue at all
+            if heap or len(arrived) > 1 or not self._start_if_fits(arrived[0], now):
                 for j in arrived:
                     heappush(heap, (policy.priority(j, now), j))
         while heap:
@@ -275,29 +278,13 @@ class Cycle:
             self.arrivals = []
             if self.estimates_required:
                 self._check_estimates(arrived, now)
-            if not q and policy.blocking:
-                # the common case, an empty queue: place the arrivals in order without the sorted container
-                if len(arrived) == 1:
-                    j = arrived[0]
-                    alloc = place(state, gpu[j], now - submit[j], cpu[j])
-                    if alloc is None:
-                        q.add((policy.priority(j, now), j))
-                    else:
-                        self._start(j, now, alloc)
-                else:
-                    entries = sorted([(policy.priority(j, now), j) for j in arrived])
-                    for i, (_, j) in enumerate(entries):
-                        alloc = place(state, gpu[j], now - submit[j], cpu[j])
-                        if alloc is None:
-                            q.update(entries[i:])
-                            break
-                        self._start(j, now, alloc)
-                if not q:
-                    if self.reviews or self.relax_after is not None:
-                        self._review(now, arrived)
-                    return
-            else:
+            # the common case, one arrival to an empty queue of a blocking policy, needs no queue at all
+            if q or len(arrived) > 1 or not policy.blocking or not self._start_if_fits(arrived[0], now):
                 q.update([(policy.priority(j, now), j) for j in arrived])
+            if not q:
+                if self.reviews or self.relax_after is not None:
+                    self._review(now, arrived)
+                return
         if policy.blocking:
             while q:
                 j = q[0][-1]
