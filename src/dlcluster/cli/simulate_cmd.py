@@ -189,7 +189,7 @@ def policies() -> None:
     console = Console()
     table = Table(title="policies", show_header=False)
     for name, cls in POLICIES.items():
-        queue = "sorted once" if cls.static else "re-ranked every event"
+        queue = "queue kept sorted" if cls.static else "queue re-sorted every pass"
         table.add_row(f"{name}:{cls.parameter.upper()}" if cls.parameter else name, cls.help, queue)
     console.print(table)
     table = Table(title="placements", show_header=False)
