@@ -135,11 +135,11 @@ class Cycle:
             rec.start[j] = now
         rec.queue[j] += now - self.waiting_since[j]
         rec.nodes[j] = len(alloc)
-        jobs.started_at[j] = jobs.progress_at[j] = now
+        jobs.started_at[j] = now
         if self.speed is None:  # full speed always: the end is the work left from now
-            jobs.end_at[j] = end = now + jobs.remaining[j]
-            self.engine.finish_at(j, end)
+            self.engine.finish_at(j, now + jobs.remaining[j])
         else:
+            jobs.progress_at[j] = now
             for node, _ in alloc:
                 self.node_jobs[node].add(j)
             self._respeed(alloc, now)

@@ -18,8 +18,8 @@ class Jobs:
     """Every simulated job (numbered VC by VC, arrival order within a VC); run state is the simulator's, policies read.
 
     ``remaining`` is work left (seconds at full speed) as of ``progress_at``; a running job
-    makes ``rate`` seconds of work per second (1 unless a speed model says otherwise), so
-    it ends at ``end_at``. ``job_id``, ``user``, ``vc`` and ``name`` are there for
+    makes ``rate`` seconds of work per second (1 unless a speed model says otherwise; then
+    it ends at ``end_at``). ``job_id``, ``user``, ``vc`` and ``name`` are there for
     fairness-aware policies and estimators.
     """
 
@@ -43,12 +43,18 @@ class Jobs:
         self.group = group if group is not None else [0] * n  # index of the job's simulation group (VC)
         self.remaining: list[Any] = list(duration)  # int seconds; float once a speed model changes a rate
         self.rate: list[float] = [1] * n
-        self.progress_at = [-1] * n
         self.started_at = [-1] * n  # start of the current run segment (-1 when not running)
-        self.end_at = [-1] * n  # end of the current run segment
+        # at full speed work is counted from the start: the same list; a speed model gets its own (track_rates)
+        self.progress_at = self.started_at
+        self.end_at: list[int] = []  # end of the current run segment (kept under a speed model only)
         self.held = [0] * n  # seconds on GPUs in finished run segments (checkpoints included)
         self._labels = labels  # column name -> values, read only when a policy or observer asks
         self._label_cache: dict[str, list[str | None]] = {}
+
+    def track_rates(self) -> None:
+        """Keep the moment work was last counted and the scheduled end apart: rates may now change mid-run."""
+        self.progress_at = [-1] * len(self.gpu)
+        self.end_at = [-1] * len(self.gpu)
 
     def __len__(self) -> int:
         return len(self.gpu)

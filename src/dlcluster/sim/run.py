@@ -128,6 +128,8 @@ def simulate(
         group=df["group"].replace_strict(index, return_dtype=pl.Int64).to_list(),
         labels=lambda key: df[key].to_list() if key in df.columns else None,
     )
+    if speed is not None:
+        sim_jobs.track_rates()
     engine, rec = Engine(df.height), Record.empty(df.height)
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
