@@ -15,7 +15,7 @@ import polars as pl
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, DlclusterError, InputError
 from dlcluster.sim.cluster import VCState
-from dlcluster.sim.compat import COMPAT_MODES
+from dlcluster.sim.compat import COMPAT_MODES, ArtifactProfile
 from dlcluster.sim.cpu_fit import exclude_cpu_misfits
 from dlcluster.sim.cycle import Cycle, SpeedModel
 from dlcluster.sim.engine import Engine
@@ -103,7 +103,7 @@ def simulate(
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source)
     prep = exclude_cpu_misfits(prep, placer)
-    spec, cpus = prep.spec, prep.spec.cpus
+    spec = prep.spec
     names = list(spec.vcs)
     index = {name: i for i, name in enumerate(names)}
     # jobs are numbered VC by VC (each VC's in arrival order): a VC's data stays together in memory, which the
@@ -111,6 +111,23 @@ def simulate(
     df = prep.jobs.sort(pl.col("group").replace_strict(index, return_dtype=pl.Int64), maintain_order=True)
     prep = replace(prep, jobs=df)
     arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
+    rec, events, wall = _run(df, arrivals, names, spec, policy_cls, placement, profile, estimates, seed, observers,
+                             speed, progress)
+    meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
+            "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
+    return SimResult(*build_results(prep, rec, events, meta, wall))
+
+
+def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],
+         placement: str, profile: ArtifactProfile | None, estimates: pl.DataFrame | None, seed: int,
+         observers: Sequence[Observer], speed: SpeedModel | None, progress: Progress | None,
+         ) -> tuple[Record, list[int], float]:
+    """The event loop over the prepared jobs (numbered VC by VC); returns the record, passes per VC, wall seconds.
+
+    Its own function so that the loop's per-job state is freed before the result tables are built.
+    """
+    cpus, is_compat = spec.cpus, profile is not None
+    index = {name: i for i, name in enumerate(names)}
     extra = profile.extra_seconds(policy_cls.name) if profile is not None else 0
     wants_estimates = policy_cls.needs_estimates or (policy_cls.uses_estimates and estimates is not None)
     from_observers = wants_estimates and estimates is None and bool(observers)
@@ -146,7 +163,4 @@ def simulate(
     wall = time.perf_counter() - t_all
     if sim.left:
         raise SimulationError(f"{sim.left} job(s) never finished: the nodes they need never became usable")
-    meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
-            "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    return SimResult(*build_results(prep, rec, [c.events for c in cycles], meta, wall))
-
+    return rec, [c.events for c in cycles], wall
