@@ -24,7 +24,6 @@ class GroupRun:
     """One simulation group (a VC, or the pooled cluster) and what happened in it, cut out of the whole run."""
 
     name: str
-    jobs: pl.DataFrame  # the group's rows of the prepared jobs, with ``job`` (global job number)
     seg: dict[str, Any]  # its run segments (arrays, see _segments) and ``job_id`` per (segment, node)
     sizes: tuple[int, ...]
     events: int
@@ -42,7 +41,7 @@ def _segments(rec: Record) -> dict[str, np.ndarray]:
 
 def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
     """One :class:`GroupRun` per group that had jobs, in cluster-spec order (segments sorted by group once)."""
-    df = prep.jobs.with_row_index("job")
+    df = prep.jobs
     seg = _segments(rec)
     spec, cpus = prep.spec, prep.spec.cpus
     group = df["group"].replace_strict({name: i for i, name in enumerate(spec.vcs)}, return_dtype=pl.Int64).to_numpy()
@@ -56,16 +55,16 @@ def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
     n_groups = len(spec.vcs)
     seg_bounds = np.searchsorted(seg_group[by_seg], np.arange(n_groups + 1))
     node_bounds = np.searchsorted(node_group[by_node], np.arange(n_groups + 1))
-    parts = df.partition_by("group", as_dict=True, maintain_order=True)
+    present = set(df["group"].unique().to_list())
     job_ids = df["job_id"]
     runs = []
     for i, name in enumerate(spec.vcs):
-        if (name,) not in parts:
+        if name not in present:
             continue
         s0, s1, n0, n1 = seg_bounds[i], seg_bounds[i + 1], node_bounds[i], node_bounds[i + 1]
         part: dict[str, Any] = {k: v[n0:n1] if k in per_node else v[s0:s1] for k, v in seg.items()}
         part["job_id"] = job_ids.gather(part["node_job"])
-        runs.append(GroupRun(name, parts[(name,)], part, spec.vcs[name], events[i],
+        runs.append(GroupRun(name, part, spec.vcs[name], events[i],
                              cpus[name] if cpus is not None else None, part.get("node_cpus")))
     return runs
 
@@ -81,8 +80,14 @@ def _jobs_table(prep: Prepared, rec: Record, runs: list[GroupRun]) -> pl.DataFra
         pl.Series("preemptions", rec.preemptions, pl.Int32),
         pl.Series("nodes_spanned", rec.nodes, pl.Int32),
     )
-    parts = table.partition_by("group", as_dict=True, maintain_order=True)
-    return pl.concat([parts[(r.name,)] for r in runs])  # one chunk per VC, so the Parquet layout follows the VCs
+    # jobs are numbered VC by VC: each VC is one slice; one chunk per VC keeps the Parquet layout by VC
+    sizes = table.group_by("group", maintain_order=True).len()
+    bounds = dict(zip(sizes["group"], sizes["len"], strict=True))
+    chunks, offset = [], 0
+    for r in runs:
+        chunks.append(table.slice(offset, bounds[r.name]))
+        offset += bounds[r.name]
+    return pl.concat(chunks, rechunk=False)
 
 
 def _placements(run: GroupRun) -> pl.DataFrame:
