@@ -41,14 +41,6 @@ class VCState:
         for f in self.free:
             self.by_free[f] += 1
 
-    def copy(self) -> VCState:
-        """A scratch copy to try allocations on (a preemption's dry run)."""
-        other = VCState.__new__(VCState)
-        other.sizes, other.cpus, other.total, other.largest = self.sizes, self.cpus, self.total, self.largest
-        other.free, other.free_total = list(self.free), self.free_total
-        other.free_cpus, other.states, other.by_free = list(self.free_cpus), list(self.states), list(self.by_free)
-        return other
-
     def usable(self, gpus: int, cpus: int) -> list[int] | None:
         """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take now; None if too few in all."""
         if not cpus:
@@ -56,10 +48,6 @@ class VCState:
         # cpu_share(cpus, g, gpus) <= c  ⇔  g <= c·gpus / cpus
         usable = [min(f, c * gpus // cpus) for f, c in zip(self.free, self.free_cpus, strict=True)]
         return usable if sum(usable) >= gpus else None
-
-    def idle(self, node: int) -> bool:
-        """Whether ``node`` runs no job."""
-        return self.states[node] != ON or self.free[node] == self.sizes[node]
 
     def set_state(self, node: int, state: str) -> None:
         """Make ``node`` usable (``on``) or not; only an idle node may stop being usable."""

@@ -10,8 +10,8 @@ A policy is a small class (see :class:`Policy`): a sort key ``priority(job, now)
 - ``blocking``: a pass stops at the first queued job that cannot be placed (head-of-line
   blocking); a non-blocking pass skips it and tries the next.
 - ``preemptive``: running jobs can be preempted for a queued job of *strictly* better
-  priority, but only when that lets the queued job be placed at once (a dry run on a
-  scratch copy of the VC picks the victims; ties never preempt).
+  priority, but only when that lets the queued job be placed at once (a dry run, a
+  trial on the VC's state, undone afterwards, picks the victims; ties never preempt).
 
 Hooks: ``order`` (re-order the queue in place each pass, for rules that depend on more
 than one job; not with ``static``), ``next_review`` (an extra wake-up second),
