@@ -191,6 +191,25 @@ def test_a_node_that_never_comes_back_is_an_error() -> None:
         simulate(jobs(("A", "v", 2, 0, 5)), spec(v=(2,)), "fifo", observers=[Off()])
 
 
+def test_ticks_alone_do_not_keep_a_stuck_run_going_forever() -> None:
+    class OffAndIdle(Observer):
+        tick = 60
+
+        def __init__(self) -> None:
+            self.ticks = 0
+
+        def attach(self, control: Control) -> None:
+            control.set_node_state("v", 0, "off")
+
+        def on_tick(self, now: int) -> None:
+            self.ticks += 1
+
+    watcher = OffAndIdle()
+    with pytest.raises(SimulationError, match="never finished"):
+        simulate(jobs(("A", "v", 2, 0, 5)), spec(v=(2,)), "fifo", observers=[watcher])
+    assert watcher.ticks == 10_001  # the tick at the first submit, then 10,000 with nothing else to do
+
+
 def test_a_busy_node_cannot_be_switched_off() -> None:
     class Evict(Observer):
         control: Control

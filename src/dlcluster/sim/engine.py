@@ -98,7 +98,11 @@ class Engine:
         return len(self._periods) - 1
 
     def run(self, times: Sequence[int], handler: Handler) -> None:
-        """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left."""
+        """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left.
+
+        Without observers nothing can add node changes or ticks, and a single-event second concerns one group:
+        the lean loop below serves that case; this one handles every event type.
+        """
         if handler.single_events and not self._nodes and not self._ticks:
             self._run_plain(times, handler)
             return
@@ -107,7 +111,6 @@ class Engine:
         pop, inf = heapq.heappop, NEVER
         i, n = 0, len(times)
         stalled = 0
-        single, one_end, one_arrival = handler.single_events, handler.one_end, handler.one_arrival
         while True:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
@@ -154,13 +157,6 @@ class Engine:
                     _, sub = pop(ticks)
                     due.append(sub)
                     heapq.heappush(ticks, (now + self._periods[sub], sub))
-            if single and not (woken or changed or due):
-                if first == i and len(ended) == 1:
-                    one_end(now, ended[0])
-                    continue
-                if not ended and i == first + 1:
-                    one_arrival(now, first)
-                    continue
             if ended or first < i or woken or changed or due:
                 handler.second(now, ended, first, i, woken, changed, due)
 
