@@ -121,7 +121,7 @@ class Table:
 
 
 # the standard figures of one measured process: CPU seconds first, then wall seconds, then jobs per CPU second
-FIGURES: tuple[tuple[str, int, str], ...] = (("CPU s", 8, ".1f"), ("wall s", 8, ".1f"), ("peak MiB", 10, ",.0f"),
+FIGURES: tuple[tuple[str, int, str], ...] = (("CPU s", 8, ".2f"), ("wall s", 8, ".2f"), ("peak MiB", 10, ",.0f"),
                                              ("jobs/CPU s", 12, ",.0f"))
 
 

@@ -1,5 +1,5 @@
 """``python -m dlcluster``."""
 
-from dlcluster.cli import main
+from dlcluster.cli import run
 
-main()
+run()

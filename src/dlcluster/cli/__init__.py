@@ -6,7 +6,9 @@ and exit with status 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
 
 import typer
@@ -68,3 +70,20 @@ def main(argv: list[str] | None = None) -> None:
         if code == 130:
             err_console.print("interrupted; no partial output was left behind")
         sys.exit(code)
+
+
+def run() -> None:
+    """Console-script entry point: :func:`main`, then exit without tearing the interpreter down."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    # Freeing every module and Polars' thread pool at exit costs ~0.1 s of CPU, a tenth of a
+    # short simulation; the outputs are already written atomically and closed by now.
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
