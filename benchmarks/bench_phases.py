@@ -4,8 +4,8 @@ Run from the project root: ``.venv/bin/python -m benchmarks.bench_phases [POLICY
 Needs ``../shared``. Each policy runs in a fresh child process that times the command's
 phases with ``time.process_time`` (CPU seconds of every thread of the process) by wrapping
 the library functions of each phase; the whole process's CPU seconds (user + sys, from
-``os.wait4``) are printed beside them, and "other" is the difference: interpreter start and
-exit, argument parsing, the comparison table.
+``os.wait4``) are printed beside them, and "other" is the difference: interpreter start,
+argument parsing, the comparison table.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from benchmarks._measure import SHARED, python_snippet_measured
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 T0 = time.process_time()
 import dlcluster.cli.simulate_cmd as cmd
 import dlcluster.sim.run as run
@@ -46,7 +46,8 @@ try:
 except SystemExit as exc:
     if exc.code:
         raise
-print(json.dumps(phases))
+print(json.dumps(phases), flush=True)
+os._exit(0)  # as the dlcluster command does (dlcluster.cli.run): no interpreter teardown
 """
 
 

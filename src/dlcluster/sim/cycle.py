@@ -117,6 +117,9 @@ class Cycle:
         self.relax_after: int | None = getattr(placement, "relax_after", None)
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
+        # the heap's head that a sized placement could not place, until GPUs are freed: taking GPUs never makes a
+        # gang fit, so retrying it after mere arrivals is wasted work
+        self.blocked = -1
         if policy.preemptive:
             self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
         elif self.static:
@@ -152,6 +155,7 @@ class Cycle:
         jobs, rec = self.jobs, self.rec
         alloc = self.running.pop(j)
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+        self.blocked = -1
         rec.end[j] = now
         rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         jobs.remaining[j] = 0
@@ -164,6 +168,7 @@ class Cycle:
         alloc = self.running.pop(j)
         if not released:  # (a dry run may have given its resources back already)
             self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+        self.blocked = -1
         self.engine.cancel(j)
         self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         self.rec.preemptions[j] += 1
@@ -211,6 +216,7 @@ class Cycle:
             self.state.set_state(node, state)
         except ValueError as exc:
             raise ValueError(f"group {self.index}: {exc}") from None
+        self.blocked = -1
         self.rec.node_states.append((now, self.index, node, state))
 
     # ---- passes --------------------------------------------------------------------------------------------------
@@ -243,22 +249,27 @@ class Cycle:
         self.events += 1
         arrived = self.arrivals
         heap = self.heap
-        if not arrived and not heap:
-            return
-        policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
-        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         if arrived:
             self.arrivals = []
             if self.estimates_required:
                 self._check_estimates(arrived, now)
             # the common case, one arrival to an empty queue, needs no queue at all
             if heap or len(arrived) > 1 or not self._start_if_fits(arrived[0], now):
+                priority = self.policy.priority
                 for j in arrived:
-                    heappush(heap, (policy.priority(j, now), j))
+                    heappush(heap, (priority(j, now), j))
+        elif not heap or (heap[0][-1] == self.blocked and not self.reviews and self.relax_after is None):
+            return
+        place, state, jobs = self.place, self.state, self.jobs
+        gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         while heap:
             j = heap[0][-1]
-            alloc = place(state, gpu[j], now - submit[j], cpu[j])
+            if j == self.blocked:
+                break
+            alloc = place(state, gpu[j], now - submit[j], cpu[j]) if gpu[j] <= state.free_total else None
             if alloc is None:
+                if self.sized_placement:
+                    self.blocked = j
                 break
             heappop(heap)
             self._start(j, now, alloc)

@@ -27,6 +27,8 @@ class Simulation:
         self.left = len(jobs)  # jobs not ended yet
         self.progress = progress
         self._step = max(1, len(jobs) // 100)
+        # progress is reported when ``left`` drops to this multiple of the step (never, without a callback)
+        self._report_at = self._next_report() if progress is not None else -1
         self._dirty: list[int] = []  # groups that need a pass this second
         control = Control(self)
         for o in self.observers:
@@ -80,8 +82,8 @@ class Simulation:
                     for o in observers:
                         o.on_finish(j, now, "completed")
             self.left -= len(ended)
-            if self.progress is not None:
-                self._report(len(ended))
+            if self.left <= self._report_at:
+                self._report()
         for j in self.arrivals[first:last]:
             if observers:
                 for o in observers:
@@ -114,8 +116,8 @@ class Simulation:
         cycle = self.cycles[self.jobs.group[job]]
         cycle.finish(job, now)
         self.left -= 1
-        if self.progress is not None:
-            self._report(1)
+        if self.left <= self._report_at:
+            self._report()
         cycle.run_pass(now)
 
     def one_arrival(self, now: int, arrival: int) -> None:
@@ -126,8 +128,11 @@ class Simulation:
         cycle.arrivals.append(job)
         cycle.run_pass(now)
 
-    def _report(self, count: int) -> None:
+    def _report(self) -> None:
         assert self.progress is not None
-        if (self.left + count) // self._step != self.left // self._step:
-            total = len(self.jobs)
-            self.progress("jobs", total - self.left, total)
+        total = len(self.jobs)
+        self.progress("jobs", total - self.left, total)
+        self._report_at = self._next_report()
+
+    def _next_report(self) -> int:
+        return (self.left - 1) // self._step * self._step if self.left > 0 else -1
