@@ -1,88 +1,118 @@
-"""Job-duration estimators: canonical job table → ``job_id, estimate`` (predicted seconds).
+"""Built-in duration estimators (``history``, ``oracle``), the registry of estimators by name, accuracy bands.
 
-``history`` is the Helios artifact's "naive" estimator made leak-free and vectorised: a
-job's estimate is the mean duration of earlier jobs that had *ended by its submission*,
-taken from the most specific group that has any — same user, name and GPU count; same
-user and GPU count; same user; everyone — and :data:`DEFAULT_SECONDS` when nothing has
-ended yet. ``oracle`` is the true duration (an upper bound on what prediction can give).
+``history`` is the Helios artifact's "naive" estimator made leak-free: a job's estimate is
+the mean duration of earlier jobs that had *ended by its submission*, taken from the most
+specific group that has any — same user, name and GPU count; same user and GPU count; same
+user; everyone — and :data:`DEFAULT_SECONDS` when nothing has ended yet. ``oracle`` is the
+true duration (an upper bound on what prediction can give). ``lgbm`` (LightGBM) lives in
+:mod:`dlcluster.predict.lgbm` and is imported only when asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
+import numpy as np
 import polars as pl
 
 from dlcluster.errors import ConfigError
+from dlcluster.predict.estimator import Estimator, replay
 
 DEFAULT_SECONDS = 3600.0  # the estimate before any job has ended: no history, no better guess
 HISTORY_LEVELS = (("user", "name", "gpu_num"), ("user", "gpu_num"), ("user",), ())
 ACCURACY_BANDS = (0.1, 0.5, 1.0, 10.0)  # the Helios paper's error bands: ±10%, ±50%, ±100%, ±1000%
 
 
+class History(Estimator):
+    """Mean duration of the most specific group (user+name+GPUs, user+GPUs, user, all) with an ended job."""
+
+    name = "history"
+    help = "mean duration of the user's earlier ended jobs (same name and GPUs if any, else coarser)"
+
+    def attach(self, jobs: pl.DataFrame) -> None:
+        """Keep the columns the groups are made of; start with no history."""
+        self.user, self.job_name, self.gpu = (jobs[c].to_list() for c in ("user", "name", "gpu_num"))
+        self.sums: list[dict[tuple[object, ...], list[float]]] = [{} for _ in HISTORY_LEVELS]
+
+    def _keys(self, j: int) -> tuple[tuple[object, ...] | None, ...]:
+        user, name, gpu = self.user[j], self.job_name[j], self.gpu[j]
+        return ((user, name, gpu) if user is not None and name is not None else None,
+                (user, gpu) if user is not None else None,
+                (user,) if user is not None else None,
+                ())
+
+    def observe(self, job: int, end: int, duration: float, status: str | None) -> None:
+        """Add the duration to each of the job's groups."""
+        for sums, key in zip(self.sums, self._keys(job), strict=True):
+            if key is not None:
+                total = sums.get(key)
+                if total is None:
+                    sums[key] = [duration, 1.0]
+                else:
+                    total[0] += duration
+                    total[1] += 1.0
+
+    def predict(self, job: int, now: int) -> float:
+        """The most specific group's mean, else :data:`DEFAULT_SECONDS`."""
+        for sums, key in zip(self.sums, self._keys(job), strict=True):
+            if key is not None:
+                total = sums.get(key)
+                if total is not None:
+                    return total[0] / total[1]
+        return DEFAULT_SECONDS
+
+
+class Oracle(Estimator):
+    """The true duration: what perfect prediction would give."""
+
+    name = "oracle"
+    help = "the true duration (an upper bound on what prediction can give)"
+    needs_truth = True
+
+    def attach_truth(self, durations: np.ndarray) -> None:
+        """Keep every true duration (0 where unknown)."""
+        self.truth = np.nan_to_num(durations, nan=0.0).tolist()
+
+    def observe(self, job: int, end: int, duration: float, status: str | None) -> None:
+        """Nothing to learn."""
+
+    def predict(self, job: int, now: int) -> float:
+        """The true duration."""
+        return float(self.truth[job])
+
+
+def _lgbm() -> Estimator:
+    module = importlib.import_module("dlcluster.predict.lgbm")  # LightGBM is imported only when used
+    return module.LgbmEstimator()  # type: ignore[no-any-return]
+
+
+# name -> a new estimator of that kind
+ESTIMATORS: dict[str, Callable[[], Estimator]] = {"history": History, "oracle": Oracle, "lgbm": _lgbm}
+
+
+def make_estimator(name: str) -> Estimator:
+    """A new built-in estimator by name."""
+    if name not in ESTIMATORS:
+        raise ConfigError(f"unknown estimator {name!r}; choose one of: {', '.join(ESTIMATORS)}")
+    return ESTIMATORS[name]()
+
+
+def estimate_durations(jobs: pl.DataFrame, estimator: str) -> pl.DataFrame:
+    """Run a built-in estimator along the trace's recorded timeline: ``job_id, estimate`` for jobs with a duration."""
+    values, _ = replay(make_estimator(estimator), jobs)
+    return pl.DataFrame({"job_id": jobs["job_id"], "estimate": values}).filter(pl.col("estimate").is_not_nan())
+
+
+def history_estimates(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The ``history`` estimator on the recorded timeline (``job_id, estimate``)."""
+    return estimate_durations(jobs, "history")
+
+
 def oracle_estimates(jobs: pl.DataFrame) -> pl.DataFrame:
     """The true duration of every job (``job_id, estimate``)."""
     return jobs.filter(pl.col("duration").is_not_null()).select(
         "job_id", pl.col("duration").cast(pl.Float64).alias("estimate"))
-
-
-def _finished(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Jobs with a known duration and the instant it became known (recorded end, else submit + wait + run)."""
-    known_end = pl.coalesce(
-        pl.col("end_time"),
-        pl.col("submit_time") + pl.col("queue_delay").fill_null(0) + pl.col("duration"),
-    )
-    return jobs.filter(pl.col("duration").is_not_null()).select(
-        "user", "name", "gpu_num", known_end.alias("known_at"), pl.col("duration").cast(pl.Float64))
-
-
-def _history_level(queries: pl.DataFrame, done: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
-    """Per query: the mean duration of its ``keys`` group's jobs known by its submit time (null: none yet)."""
-    if keys:
-        done = done.drop_nulls(list(keys))
-        queries = queries.drop_nulls(list(keys))
-
-    def per_group(expr: pl.Expr) -> pl.Expr:
-        return expr.over(list(keys)) if keys else expr
-
-    # stable: the float running sums must not depend on how same-second ends are ordered
-    running = done.sort("known_at", maintain_order=True).with_columns(
-        per_group(pl.col("duration").cum_sum()).alias("dur_sum"),
-        per_group(pl.int_range(1, pl.len() + 1)).alias("dur_n"),
-    )
-    # several jobs can end in the same second: keep the last running total of that second
-    running = running.unique([*keys, "known_at"], keep="last", maintain_order=True).select(
-        *keys, "known_at", "dur_sum", "dur_n")
-    return queries.sort("submit_time").join_asof(
-        running, left_on="submit_time", right_on="known_at", by=list(keys) or None, strategy="backward",
-        check_sortedness=False,  # both sides are sorted on the time; polars cannot verify that within groups
-    ).select("job_id", (pl.col("dur_sum") / pl.col("dur_n")).alias("estimate"))
-
-
-def history_estimates(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Mean duration of the job's most specific history group known at its submission (``job_id, estimate``)."""
-    queries = jobs.select("job_id", "user", "name", "gpu_num", "submit_time")
-    done = _finished(jobs)
-    levels = [keys for keys in HISTORY_LEVELS if all(jobs[k].null_count() < jobs.height for k in keys)]
-    out = queries.select("job_id")
-    for i, keys in enumerate(levels):
-        out = out.join(_history_level(queries, done, keys).rename({"estimate": f"e{i}"}), on="job_id", how="left",
-                       maintain_order="left")
-    return out.select("job_id", pl.coalesce(*(f"e{i}" for i in range(len(levels))), pl.lit(DEFAULT_SECONDS))
-                      .alias("estimate"))
-
-
-ESTIMATORS: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {
-    "oracle": oracle_estimates,
-    "history": history_estimates,
-}
-
-
-def estimate_durations(jobs: pl.DataFrame, estimator: str) -> pl.DataFrame:
-    """Run a built-in estimator by name."""
-    if estimator not in ESTIMATORS:
-        raise ConfigError(f"unknown estimator {estimator!r}; choose one of: {', '.join(ESTIMATORS)}")
-    return ESTIMATORS[estimator](jobs)
 
 
 def accuracy(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, float | int]:
