@@ -25,7 +25,7 @@ from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
-from dlcluster.predict import accuracy, estimates_from
+from dlcluster.predict import estimates_from, estimates_quality, is_estimator_name, make_estimator
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
     from dlcluster.sim import SimResult
@@ -109,9 +109,10 @@ def simulate(
     compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact "
                                "(fifo, sjf, qssf, srtf; consolidate placement only)."),
     estimates: str = typer.Option(None, "--estimates", help="Predicted durations: a CSV job_id,duration (or the "
-                                  "artifact's jobname,priority) in seconds, or a built-in estimator: history (mean "
-                                  "duration of the user's earlier finished jobs) or oracle (true duration). Required "
-                                  "by qssf and qssf-easy, used by fifo-easy if given."),
+                                  "artifact's jobname,priority) in seconds, or a built-in estimator that predicts each "
+                                  "job at its simulated submission from the jobs ended in the simulation: history "
+                                  "(mean duration of the user's earlier jobs), lgbm (LightGBM, retrained daily) or "
+                                  "oracle (true duration). Required by qssf and qssf-easy, used by fifo-easy if given."),
     load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor "
                                       "(2 = arrivals twice as dense; durations unchanged)."),
     pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC."),
@@ -122,6 +123,7 @@ def simulate(
     lenient: bool = LenientOpt,
 ) -> None:
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
+    from dlcluster.predict.online import OnlineEstimates
     from dlcluster.sim import simulate as run
     from dlcluster.sim.policies import get_policy
 
@@ -158,7 +160,9 @@ def simulate(
         lo = _instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = _instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
-    est = estimates_from(estimates, trace.jobs) if estimates is not None else None
+    # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
+    online = estimates is not None and is_estimator_name(estimates)
+    est = estimates_from(estimates, trace.jobs) if estimates is not None and not online else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
     # no bar unless stderr is a terminal: a bar that cannot redraw only leaves a stray blank line before errors
@@ -166,13 +170,19 @@ def simulate(
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
+            cls = get_policy(name)
+            observer = (OnlineEstimates(make_estimator(estimates), trace.jobs)
+                        if online and (cls.needs_estimates or cls.uses_estimates) else None)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
+                         observers=[observer] if observer is not None else (),
                          progress=lambda what, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name}: {what} done"))
-            if est is not None:
-                result.summary["estimates"] = {"source": estimates, **accuracy(est, trace.jobs)}
+            if observer is not None:
+                result.summary["estimates"] = {"source": estimates, **observer.summary()}
+            elif est is not None:
+                result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
             with _deferring_interrupts():
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)

@@ -5,9 +5,13 @@ from dlcluster.predict.duration import (
     accuracy,
     estimate_durations,
     history_estimates,
+    make_estimator,
     oracle_estimates,
 )
-from dlcluster.predict.estimates import estimates_from, read_estimates
+from dlcluster.predict.estimates import estimates_from, estimates_quality, is_estimator_name, read_estimates
+from dlcluster.predict.estimator import Driver, Estimator, replay
+from dlcluster.predict.metrics import prediction_metrics
 
-__all__ = ["ESTIMATORS", "accuracy", "estimate_durations", "estimates_from", "history_estimates", "oracle_estimates",
-           "read_estimates"]
+__all__ = ["ESTIMATORS", "Driver", "Estimator", "accuracy", "estimate_durations", "estimates_from",
+           "estimates_quality", "history_estimates", "is_estimator_name", "make_estimator", "oracle_estimates",
+           "prediction_metrics", "read_estimates", "replay"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -16,6 +17,7 @@ from dlcluster.io._common import (
     unparsable,
 )
 from dlcluster.predict.duration import ESTIMATORS, estimate_durations
+from dlcluster.predict.metrics import prediction_metrics
 
 LAYOUTS = (("job_id", "duration"), ("jobname", "priority"))  # the artifact's priority is a predicted duration
 
@@ -39,8 +41,19 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
     return df.select("job_id", "estimate")
 
 
+def is_estimator_name(source: str | Path) -> bool:
+    """Whether ``source`` names a built-in estimator (and no file of that name exists)."""
+    return str(source) in ESTIMATORS and not Path(source).exists()
+
+
 def estimates_from(source: str | Path, jobs: pl.DataFrame) -> pl.DataFrame:
-    """A built-in estimator's predictions when ``source`` names one (and no such file exists), else the file's."""
-    if str(source) in ESTIMATORS and not Path(source).exists():
+    """A built-in estimator's predictions along the recorded timeline when ``source`` names one, else the file's."""
+    if is_estimator_name(source):
         return estimate_durations(jobs, str(source))
     return read_estimates(source)
+
+
+def estimates_quality(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, Any]:
+    """:func:`prediction_metrics` of ``estimates`` (``job_id, estimate``) over ``jobs`` (``job_id, duration, gpu_num``)."""
+    d = jobs.select("job_id", "duration", "gpu_num").join(estimates, on="job_id", how="inner")
+    return prediction_metrics(d["estimate"].to_numpy(), d["duration"].to_numpy(), d["gpu_num"].to_numpy())

@@ -1,0 +1,112 @@
+"""Estimators inside the simulator: predictions at the simulated submission, from simulated ends only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.predict import Estimator, make_estimator
+from dlcluster.predict.online import OnlineEstimates
+from dlcluster.schema import conform
+from dlcluster.sim import simulate
+
+SPEC = ClusterSpec({"a": (8, 8), "b": (4,)})
+
+
+def _trace(n: int = 400, seed: int = 3) -> pl.DataFrame:
+    """Multi-GPU jobs of a few users on two small VCs, dense enough that jobs queue."""
+    rng = np.random.default_rng(seed)
+    users = rng.integers(0, 6, n)
+    gpus = rng.choice([1, 2, 4, 8], n)
+    vc = np.where(rng.random(n) < 0.7, "a", "b")
+    gpus = np.where(vc == "b", np.minimum(gpus, 4), gpus)
+    duration = (rng.lognormal(6, 1, n) * (1 + users)).astype(np.int64) + 1
+    submit = np.sort(rng.integers(0, 40 * 3600, n)) + 1_600_000_000
+    return conform(pl.DataFrame({
+        "job_id": [f"j{i:04d}" for i in range(n)], "cluster": "c", "vc": vc, "user": [f"u{u}" for u in users],
+        "gpu_num": gpus, "submit_time": submit, "end_time": submit + duration, "duration": duration,
+        "status": "completed",
+    }))
+
+
+def _online(jobs: pl.DataFrame, estimator: Estimator, policy: str = "qssf", load: float = 1.0
+            ) -> tuple[dict[str, float], OnlineEstimates, pl.DataFrame]:
+    obs = OnlineEstimates(estimator, jobs)
+    result = simulate(jobs, SPEC, policy, observers=[obs], load=load)
+    ids = obs.control.jobs.job_id
+    return dict(zip(ids, obs.predicted, strict=True)), obs, result.jobs
+
+
+class Recording(Estimator):
+    """Remembers what it was told, and when."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int, int]] = []  # (event, job, time)
+
+    def observe(self, job: int, end: int, duration: float, status: str | None) -> None:
+        self.seen.append(("end", job, end))
+
+    def predict(self, job: int, now: int) -> float:
+        self.seen.append(("submit", job, now))
+        return 100.0
+
+
+def test_the_estimator_learns_exactly_the_simulated_ends_before_each_prediction() -> None:
+    jobs = _trace()
+    rec = Recording()
+    _, obs, result = _online(jobs, rec, load=3.0)  # dense arrivals: simulated ends are far from the recorded ones
+    ids = obs.control.jobs.job_id
+    sim_end = dict(zip(result["job_id"], result["end"], strict=True))
+    sim_submit = dict(zip(result["job_id"], result["submit"], strict=True))
+    known: set[str] = set()
+    for event, job, t in rec.seen:
+        if event == "end":
+            assert sim_end[ids[job]] == t  # told at the simulated end, with that end
+            known.add(ids[job])
+        else:
+            assert sim_submit[ids[job]] == t
+            assert known == {j for j, e in sim_end.items() if e <= t}  # everything ended by now, nothing later
+    assert sum(e == "submit" for e, _, _ in rec.seen) == result.height
+
+
+@pytest.mark.parametrize("name", ["history", "lgbm"])
+def test_jobs_submitted_later_change_no_earlier_prediction(name: str) -> None:
+    jobs = _trace(600)
+    t = int(jobs["submit_time"].quantile(0.6))
+    before, _, _ = _online(jobs, make_estimator(name), load=2.0)
+    later = pl.col("submit_time") > t
+    altered = jobs.with_columns(pl.when(later).then(pl.col("duration") * 7 + 5).otherwise("duration").alias("duration"),
+                                pl.when(later).then(pl.lit("intruder")).otherwise("user").alias("user"))
+    altered = altered.with_columns((pl.col("submit_time") + pl.col("duration")).alias("end_time"))
+    for changed in (jobs.filter(~later), altered):
+        after, _, _ = _online(changed, make_estimator(name), load=2.0)
+        early = jobs.filter(~later)["job_id"]
+        assert all(after[j] == before[j] for j in early)
+    assert any(after[j] != before[j] for j in jobs.filter(later)["job_id"])  # the alteration did reach later jobs
+
+
+def test_history_online_differs_from_the_recorded_timeline_under_load() -> None:
+    # on the recorded timeline jobs end as they did; under --load 3 they end later in simulated time
+    jobs = _trace()
+    online, _, _ = _online(jobs, make_estimator("history"), load=3.0)
+    from dlcluster.predict import history_estimates
+
+    recorded = dict(history_estimates(jobs).iter_rows())
+    assert any(online[j] != recorded[j] for j in online)
+
+
+def test_qssf_with_online_estimates_matches_qssf_with_the_same_estimates_as_a_file() -> None:
+    jobs = _trace()
+    online, obs, result = _online(jobs, make_estimator("history"))
+    fixed = pl.DataFrame({"job_id": list(online), "estimate": list(online.values())})
+    again = simulate(jobs, SPEC, "qssf", estimates=fixed)
+    assert again.jobs.equals(result)
+    summary = obs.summary()
+    assert summary["estimator"] == "history" and summary["jobs"] == result.height
+    assert not any(math.isnan(v) for v in online.values())
