@@ -34,7 +34,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "characterize_cmd"):  # --help lists them in this order
+    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "characterize_cmd"):  # --help lists them in this order
         importlib.import_module(f"dlcluster.cli.{module}")
 
 

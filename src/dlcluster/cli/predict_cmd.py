@@ -1,0 +1,134 @@
+"""``dlcluster predict run`` and ``dlcluster predict eval``: duration estimates along a trace's recorded timeline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dlcluster.atomic import write_atomic
+from dlcluster.cli import app, err_console
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
+from dlcluster.cli.simulate_cmd import _instant
+from dlcluster.errors import ConfigError
+from dlcluster.predict.duration import ESTIMATORS, make_estimator
+
+predict_app = typer.Typer(no_args_is_help=True, help="Predict job durations at submission, and score the predictions.")
+app.add_typer(predict_app, name="predict")
+
+TraceArg = typer.Argument(..., metavar="TRACE", help="Trace file or folder.")
+EstimatorOpt = typer.Option("history", "--estimator", "-e",
+                            help=f"Estimator: {', '.join(ESTIMATORS)} (history: mean duration of the user's earlier "
+                            "ended jobs; lgbm: LightGBM, retrained daily; oracle: the true duration).")
+
+
+def _fmt_seconds(value: float | None) -> str:
+    """Seconds in the unit that reads best: s below 2 min, min below 2 h, else h."""
+    if value is None:
+        return "–"
+    if value < 120:
+        return f"{value:.1f} s"
+    if value < 7200:
+        return f"{value / 60:.1f} min"
+    return f"{value / 3600:.1f} h"
+
+
+def _fmt_share(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _fmt_corr(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _table(rows: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title)
+    for name in ("VC", "jobs", "MAE", "MdAPE", "±10%", "±50%", "±100%", "±1000%", "Spearman", "Kendall"):
+        table.add_column(name, justify="left" if name == "VC" else "right")
+    for i, r in enumerate(rows):
+        table.add_row(r["vc"], f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
+                      *(_fmt_share(r[f"within_{b}"]) for b in (10, 50, 100, 1000)),
+                      _fmt_corr(r["spearman"]), _fmt_corr(r["kendall"]), end_section=i == len(rows) - 2,
+                      style="bold" if i == len(rows) - 1 else None)
+    return table
+
+
+def _cost(stats: dict[str, Any]) -> str:
+    per_job = stats.get("predict_us_per_job")
+    return (f"{stats['estimator']}: {stats['retrains']:,} retrains, training {stats['train_seconds']:.2f} s CPU, "
+            f"predicting {stats['predict_seconds']:.2f} s CPU"
+            + (f" ({per_job:.1f} µs per job)" if per_job is not None else ""))
+
+
+@predict_app.command("eval")
+def evaluate_cmd(
+    trace_path: Path = TraceArg,
+    estimator: str = EstimatorOpt,
+    start: str = typer.Option(None, "--start", help="Report jobs submitted at or after this time, "
+                              "'YYYY-MM-DD[ HH:MM:SS]' on the trace's wall clock; earlier jobs are still learnt from."),
+    output: Path = typer.Option(None, "--output", "-o", help="Also write predictions.parquet, metrics.csv, "
+                                "calibration.svg/.png and bands.svg/.png to this folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the table."),
+    fmt: str = FormatOpt,
+    lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
+) -> None:
+    """Score an estimator on a trace: each GPU job predicted at its submission from the jobs ended by then."""
+    from dlcluster.predict.evaluate import evaluate, write_outputs
+
+    est = make_estimator(estimator)  # an unknown name fails before the trace is read
+    if output is not None and output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a folder")
+    trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    since = _instant(start, "--start", trace.timezone, wall=False) if start else None
+    result = evaluate(trace.jobs, est, since, source=str(trace_path))
+    notes: list[str] = []
+    if output is not None:
+        written, notes = write_outputs(result, output, label=estimator)
+    if as_json:
+        doc = {"estimator": estimator, "start": start, **result.overall, "vcs": result.vcs,
+               **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds")}}
+        typer.echo(json.dumps(doc))
+    else:
+        window = f" from {start}" if start else ""
+        title = f"{estimator} on {trace_path}{window}: predicted vs true duration (GPU jobs)"
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: the whole table, not one squeezed into 80 columns
+            console.width = 120
+        console.print(_table(list(result.table.iter_rows(named=True)), title))
+        console.print(_cost(result.stats), highlight=False)
+    for note in notes:
+        err_console.print(f"[yellow]{note}[/]", soft_wrap=True)
+    if output is not None:
+        err_console.print(f"wrote {', '.join(p.name for p in written)} to {output}", soft_wrap=True)
+
+
+@predict_app.command("run")
+def run_cmd(
+    trace_path: Path = TraceArg,
+    estimator: str = EstimatorOpt,
+    output: Path = typer.Option(..., "--output", "-o", help="Estimates CSV (job_id,duration) to write, the input "
+                                "of `dlcluster simulate --estimates FILE`."),
+    fmt: str = FormatOpt,
+    lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
+) -> None:
+    """Write every GPU job's predicted duration (seconds) as a job_id,duration CSV, atomically."""
+    from dlcluster.predict.evaluate import predict_jobs
+
+    est = make_estimator(estimator)
+    if output.is_dir():
+        raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
+    trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    table, stats = predict_jobs(trace.jobs, est, source=str(trace_path))
+    estimates = table.select("job_id", duration="estimate")
+    write_atomic(output, estimates.write_csv)
+    err_console.print(f"wrote {estimates.height:,} estimates to {output} ({_cost(stats)})", soft_wrap=True)
