@@ -1,0 +1,192 @@
+"""``dlcluster predict eval`` and ``dlcluster predict run`` end to end, and the evaluation library under them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dlcluster.io.parquet import write
+from dlcluster.predict.evaluate import OVERALL, calibration_absent, evaluate, write_outputs
+from dlcluster.schema import conform
+from dlcluster.synth import generate, load_preset
+from dlcluster.trace import Trace
+
+OUTPUTS = ("predictions.parquet", "metrics.csv", "calibration.svg", "calibration.png", "bands.svg", "bands.png")
+DAY2 = "2020-04-02 00:00:00"  # Asia/Shanghai wall clock: 2020-04-01 16:00 UTC
+DAY2_UTC = 1585756800
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``dlcluster ARGS`` in a child process, capturing its output."""
+    return subprocess.run([sys.executable, "-m", "dlcluster", *args], check=False, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def venus() -> Trace:
+    """Three days of a synthetic Helios Venus: ~4,300 jobs (about half of them GPU jobs) on 23 VCs."""
+    return generate(load_preset("helios-venus"), days=3, seed=5)
+
+
+@pytest.fixture(scope="module")
+def trace_file(venus: Trace, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write(venus, tmp_path_factory.mktemp("venus") / "venus.parquet")
+
+
+@pytest.fixture(scope="module")
+def evaluated(trace_file: Path, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``predict eval --estimator history --json -o OUT`` on the whole trace."""
+    out = tmp_path_factory.mktemp("eval") / "out"
+    return out, cli("predict", "eval", str(trace_file), "--estimator", "history", "--json", "-o", str(out))
+
+
+def test_json_has_the_metrics_per_vc_and_overall(evaluated: tuple[Path, subprocess.CompletedProcess[str]],
+                                                 venus: Trace) -> None:
+    _, res = evaluated
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)  # stdout is the JSON object and nothing else
+    assert {"jobs", "mae", "mdape", "within_10", "within_50", "within_100", "within_1000", "spearman", "kendall",
+            "vcs", "estimator", "retrains", "train_seconds", "predict_seconds"} <= set(doc)
+    assert doc["estimator"] == "history" and doc["retrains"] >= 0 and doc["predict_seconds"] >= 0
+    gpu = venus.jobs.filter((pl.col("gpu_num") > 0) & (pl.col("duration") > 0))
+    assert doc["jobs"] == gpu.height
+    assert set(doc["vcs"]) == set(gpu["vc"].unique())
+    assert sum(v["jobs"] for v in doc["vcs"].values()) == doc["jobs"]
+    shares = [doc[f"within_{b}"] for b in (10, 50, 100, 1000)]
+    assert all(0 <= s <= 1 for s in shares) and shares == sorted(shares)
+    assert -1 <= doc["spearman"] <= 1 and -1 <= doc["kendall"] <= 1 and doc["mae"] > 0
+
+
+def test_output_folder_holds_every_file_and_the_right_rows(evaluated: tuple[Path, subprocess.CompletedProcess[str]],
+                                                           venus: Trace) -> None:
+    out, res = evaluated
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)  # and no temporaries left behind
+    preds = pl.read_parquet(out / "predictions.parquet")
+    assert preds.columns == ["job_id", "submit_time", "estimate", "duration"]
+    gpu = venus.jobs.filter(pl.col("gpu_num") > 0)
+    assert sorted(preds["job_id"]) == sorted(gpu["job_id"])
+    assert (preds["estimate"] >= 0).all()
+    metrics = pl.read_csv(out / "metrics.csv")
+    assert metrics["vc"][-1] == OVERALL and metrics["jobs"][:-1].sum() == metrics["jobs"][-1]
+    assert metrics["jobs"][-1] == json.loads(res.stdout)["jobs"]
+    svg = (out / "calibration.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg
+
+
+def test_the_png_is_a_real_image(evaluated: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    import matplotlib.image
+
+    out, _ = evaluated
+    for name in ("calibration.png", "bands.png"):
+        pixels = matplotlib.image.imread(out / name)
+        assert pixels.shape[0] > 200 and pixels.shape[1] > 300
+        assert pixels[..., :3].std() > 0.05  # something is drawn on the white page
+
+
+def test_two_runs_are_byte_identical(trace_file: Path, tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        res = cli("predict", "eval", str(trace_file), "-e", "history", "-o", str(tmp_path / name))
+        assert res.returncode == 0, res.stderr
+        assert "overall" in res.stdout and "retrains" in res.stdout
+    for f in OUTPUTS:
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+
+
+def test_oracle_is_perfect(trace_file: Path) -> None:
+    res = cli("predict", "eval", str(trace_file), "--estimator", "oracle", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["within_10"] == 1 and doc["mae"] == 0
+    assert doc["spearman"] == pytest.approx(1) and doc["kendall"] == pytest.approx(1)
+
+
+def test_start_restricts_the_reported_jobs_but_not_the_history(trace_file: Path, venus: Trace, tmp_path: Path) -> None:
+    res = cli("predict", "eval", str(trace_file), "--start", DAY2, "--json", "-o", str(tmp_path / "late"))
+    assert res.returncode == 0, res.stderr
+    late = venus.jobs.filter((pl.col("gpu_num") > 0) & (pl.col("duration") > 0) & (pl.col("submit_time") >= DAY2_UTC))
+    assert 0 < json.loads(res.stdout)["jobs"] == late.height
+    preds = pl.read_parquet(tmp_path / "late" / "predictions.parquet")
+    assert preds["submit_time"].min() >= DAY2_UTC
+    # the same predictions as on the whole trace: the earlier jobs were still learnt from
+    whole = evaluate(venus.jobs, "history").predictions.select("job_id", "estimate")
+    joined = preds.join(whole, on="job_id", suffix="_whole")
+    assert joined.height == preds.height and (joined["estimate"] == joined["estimate_whole"]).all()
+
+
+def test_no_prediction_before_t_depends_on_later_jobs(venus: Trace, tmp_path: Path) -> None:
+    t = DAY2_UTC + 7 * 3600
+    full = write(venus, tmp_path / "full.parquet")
+    cut = write(venus.with_jobs(venus.jobs.filter(pl.col("submit_time") <= t)), tmp_path / "cut.parquet")
+    for path, name in ((full, "full"), (cut, "cut")):
+        assert cli("predict", "eval", str(path), "-e", "history", "-o", str(tmp_path / name)).returncode == 0
+    before = {name: pl.read_parquet(tmp_path / name / "predictions.parquet").filter(pl.col("submit_time") < t)
+              .sort("job_id") for name in ("full", "cut")}
+    assert before["full"].height > 500
+    assert before["full"].equals(before["cut"])
+
+
+def test_estimates_file_round_trips_through_simulate(trace_file: Path, venus: Trace, tmp_path: Path) -> None:
+    est = tmp_path / "estimates.csv"
+    res = cli("predict", "run", str(trace_file), "--estimator", "history", "-o", str(est))
+    assert res.returncode == 0, res.stderr
+    table = pl.read_csv(est, schema_overrides={"job_id": pl.String})
+    assert table.columns == ["job_id", "duration"]
+    assert table.height == venus.jobs.filter(pl.col("gpu_num") > 0).height
+    sim = cli("simulate", str(trace_file), "-p", "qssf", "--estimates", str(est), "-o", str(tmp_path / "sim"))
+    assert sim.returncode == 0, sim.stderr
+    summary = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert summary["estimates"]["source"] == str(est) and summary["estimates"]["jobs"] > 0
+
+
+def test_degenerate_windows_write_no_figure_and_say_why(trace_file: Path, tmp_path: Path) -> None:
+    res = cli("predict", "eval", str(trace_file), "--start", "2030-01-01", "-o", str(tmp_path / "empty"))
+    assert res.returncode == 0, res.stderr
+    assert "calibration.svg/.png not written: no job with a positive duration" in res.stderr
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["metrics.csv", "predictions.parquet"]
+    assert pl.read_parquet(tmp_path / "empty" / "predictions.parquet").height == 0
+
+
+def test_all_equal_durations_skip_the_calibration_plot(tmp_path: Path) -> None:
+    n = 40
+    jobs = conform(pl.DataFrame({
+        "job_id": [f"j{i}" for i in range(n)], "cluster": "c", "vc": ["a", "b"] * (n // 2), "user": "u",
+        "gpu_num": 1, "submit_time": 1_600_000_000 + 100 * np.arange(n), "duration": 60,
+        "end_time": 1_600_000_060 + 100 * np.arange(n), "status": "completed",
+    }))
+    result = evaluate(jobs, "history")
+    assert result.overall["jobs"] == n and result.overall["spearman"] is None  # constant: no rank correlation
+    assert calibration_absent(result.predictions) == "all 40 jobs ran 60 s, so the plot would be a single column"
+    written, notes = write_outputs(result, tmp_path)
+    assert [p.name for p in written] == ["predictions.parquet", "metrics.csv", "bands.svg", "bands.png"]
+    assert len(notes) == 1 and notes[0].startswith("calibration.svg/.png not written")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--estimator", "crystal-ball"], "error: unknown estimator 'crystal-ball'; choose one of: history, oracle, "),
+        (["--start", "next tuesday"], "error: --start 'next tuesday': expected a time like 2017-10-01 00:00:00"),
+    ],
+)
+def test_bad_options_are_one_line_errors(trace_file: Path, args: list[str], message: str) -> None:
+    res = cli("predict", "eval", str(trace_file), *args)
+    assert res.returncode == 2 and not res.stdout
+    assert res.stderr.startswith(message) and res.stderr.count("\n") == 1  # one line
+
+
+def test_a_trace_without_durations_is_a_one_line_error(venus: Trace, tmp_path: Path) -> None:
+    path = write(venus.with_jobs(venus.jobs.with_columns(pl.lit(None, pl.Int64).alias("duration"))),
+                 tmp_path / "none.parquet")
+    for command in (["eval"], ["run", "-o", str(tmp_path / "e.csv")]):
+        res = cli("predict", *command, str(path))
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.strip() == f"error: {path}: no GPU job of the trace has a duration; there is nothing to " \
+                                     "learn from or score"
+    assert not (tmp_path / "e.csv").exists()
