@@ -122,3 +122,14 @@ def test_without_users_or_names_it_still_learns_from_gpus() -> None:
     late = (anon["submit_time"] >= START + 5 * DAY).to_numpy()
     gpus = anon["gpu_num"].to_numpy()
     assert np.median(pred[late & (gpus == 8)]) > np.median(pred[late & (gpus == 1)])
+
+
+def test_the_public_prediction_path_gives_the_same_numbers(predicted: np.ndarray,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlcluster.predict.lgbm as lgbm
+
+    def unavailable(*args: object) -> None:
+        raise AttributeError("no private LightGBM handle")
+
+    monkeypatch.setattr(lgbm, "_FastPredictor", unavailable)
+    assert _lgbm(TRACE).tobytes() == predicted.tobytes()
