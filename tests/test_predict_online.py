@@ -110,3 +110,24 @@ def test_qssf_with_online_estimates_matches_qssf_with_the_same_estimates_as_a_fi
     summary = obs.summary()
     assert summary["estimator"] == "history" and summary["jobs"] == result.height
     assert not any(math.isnan(v) for v in online.values())
+
+
+def test_the_docs_estimator_example_runs_on_both_timelines() -> None:
+    from pathlib import Path
+
+    from dlcluster.predict import replay
+
+    doc = (Path(__file__).parent.parent / "docs/predict.md").read_text()
+    code = doc.split("## Writing an estimator", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(code, namespace)  # noqa: S102 - the documented example, run as written
+    make = namespace["RecentMedian"]
+    jobs = _trace()
+    values, driver = replay(make(), jobs)  # type: ignore[operator]
+    assert driver.predictions == jobs.height and not np.isnan(values).any()
+    # the first job of each user knows nothing yet; a later one gets the median of that user's ended jobs
+    by_user = jobs.with_columns(pl.Series("estimate", values)).sort("submit_time")
+    firsts = by_user.group_by("user", maintain_order=True).first()
+    assert set(firsts["estimate"].to_list()) == {3600.0}
+    online, _, result = _online(jobs, make())  # type: ignore[operator]
+    assert len(online) == result.height
