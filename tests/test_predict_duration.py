@@ -86,3 +86,22 @@ def test_cli_qssf_with_the_history_estimator(tmp_path: Path) -> None:
     assert 0 <= est["within_10"] <= est["within_50"] <= est["within_100"] <= est["within_1000"] <= 1
     assert -1 <= est["kendall"] <= 1 and -1 <= est["spearman"] <= 1
     assert est["retrains"] == 0 and est["predict_seconds"] >= 0  # history learns from every end, never retrains
+
+
+def test_cli_estimates_summary_only_for_policies_that_read_them(tmp_path: Path) -> None:
+    from dlcluster.io.parquet import write
+    from dlcluster.synth import generate, load_preset
+
+    trace = generate(load_preset("helios-venus"), days=2, seed=6)
+    write(trace, tmp_path / "t.parquet")
+    est = tmp_path / "est.csv"
+    oracle_estimates(trace.jobs).rename({"estimate": "duration"}).write_csv(est)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "dlcluster", "simulate", str(tmp_path / "t.parquet"), "-p",
+                          "fifo,qssf", "--estimates", str(est), "-o", str(out)], check=False, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr
+    assert "estimates" not in json.loads((out / "fifo/summary.json").read_text())
+    qssf = json.loads((out / "qssf/summary.json").read_text())["estimates"]
+    assert qssf["source"] == str(est) and qssf["within_10"] == 1.0 and qssf["spearman"] == 1.0
+    assert qssf["kendall"] is None  # fixed estimates: no SciPy import in the run

@@ -181,7 +181,7 @@ def simulate(
                              task, completed=done, total=total, description=f"{name}: {what} done"))
             if observer is not None:
                 result.summary["estimates"] = {"source": estimates, **observer.summary()}
-            elif est is not None:
+            elif est is not None and (cls.needs_estimates or cls.uses_estimates):
                 result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
             with _deferring_interrupts():

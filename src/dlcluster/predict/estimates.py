@@ -54,6 +54,10 @@ def estimates_from(source: str | Path, jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def estimates_quality(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, Any]:
-    """:func:`prediction_metrics` of ``estimates`` (``job_id, estimate``) over ``jobs`` (``job_id, duration, gpu_num``)."""
+    """:func:`prediction_metrics` of ``estimates`` (``job_id, estimate``) over ``jobs`` (``job_id, duration, gpu_num``).
+
+    Without Kendall's tau: a run on fixed estimates should not pay SciPy's import (``predict eval`` reports it).
+    """
     d = jobs.select("job_id", "duration", "gpu_num").join(estimates, on="job_id", how="inner")
-    return prediction_metrics(d["estimate"].to_numpy(), d["duration"].to_numpy(), d["gpu_num"].to_numpy())
+    return prediction_metrics(d["estimate"].to_numpy(), d["duration"].to_numpy(), d["gpu_num"].to_numpy(),
+                              kendall=False)
