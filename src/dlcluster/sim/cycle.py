@@ -3,9 +3,10 @@
 A pass runs at every second at which the group has an event: jobs that ended have
 released their GPUs and jobs that arrived have joined the queue before it. The queue is
 kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
-without backfilling (only the head matters); a sorted container of ``(key, [insertion
-number,] job)`` for other static policies (walked from the head); a list that ``order``
-re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
+without backfilling (only the head matters); a heap of ``(key, insertion number, job)``
+for static, preemptive ones (popped in order while a pass walks it, the entries that did
+not start pushed back); a sorted container of ``(key, job)`` for other static policies
+(walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from heapq import heappop, heappush
-from itertools import islice
+from heapq import heapify, heappop, heappush, heapreplace
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 from sortedcontainers import SortedList
@@ -38,13 +39,22 @@ class SpeedModel(Protocol):
 
 
 class _Keys(Sequence[int]):
-    """The jobs of a sorted ``(key, job)`` queue, as a read-only sequence for policy hooks."""
+    """The jobs of a ``(key, ..., job)`` queue in order, as a read-only sequence for policy hooks.
 
-    def __init__(self, entries: SortedList | list[tuple[Any, int]]) -> None:
-        self._entries = entries
+    A heap is sorted only if a hook reads past its length (most hooks only ask whether jobs wait).
+    """
+
+    def __init__(self, entries: SortedList | list[tuple[Any, ...]], heap: bool = False) -> None:
+        self._raw, self._heap = entries, heap
+
+    @property
+    def _entries(self) -> SortedList | list[tuple[Any, ...]]:
+        if self._heap:
+            self._raw, self._heap = sorted(self._raw), False
+        return self._raw
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._raw)
 
     @overload
     def __getitem__(self, i: int) -> int: ...
@@ -86,6 +96,110 @@ class _Ranking:
         return [r for r in reversed(self.jobs[cut:]) if r in self.running]
 
 
+class _LinearRanks:
+    """The running jobs of a group whose policy gives keys as lines in time (``linear_key``), kept ranked.
+
+    Jobs of one slope keep their order while they run, so one sorted list per slope, kept across passes,
+    replaces re-ranking every running job at every pass; a pass merges the few slopes (see
+    :class:`_LinearRanking`). Entries are ``(base, seq, job, start)``, ascending, the worst last: ``seq``
+    numbers starts in order, for the tie rule of :class:`_Ranking` (among equal keys the latest start is
+    the worst). An entry is stale once its job stopped (``start`` no longer matches its start): stale
+    entries at the end are dropped when looked at, all of them once they outnumber live ones. A job is
+    ranked only in a pass after its start second (no job is preempted in the second it started).
+    """
+
+    def __init__(self, policy: Policy, started: list[int], running: dict[int, Allocation]) -> None:
+        self.line = policy.linear_key
+        self.started, self.running = started, running
+        self.lists: dict[int, list[tuple[Any, int, int, int]]] = {}
+        self.fresh: list[tuple[int, int]] = []  # (job, start second) not ranked yet, in start order
+        self.seq = 0
+        self.entries = 0  # in all lists, stale ones included
+
+    def rank_fresh(self, now: int) -> None:
+        """Rank the fresh jobs that started before ``now`` and still run (a prefix: ``fresh`` is in start order)."""
+        fresh, started, lists, line = self.fresh, self.started, self.lists, self.line
+        cut = len(fresh)
+        while cut and fresh[cut - 1][1] >= now:
+            cut -= 1
+        if not cut:
+            return
+        seq = self.seq
+        touched = set()
+        for job, start in fresh[:cut]:
+            if started[job] == start:
+                slope, base = cast(tuple[int, int], line(job))
+                seq += 1
+                ranked = lists.get(slope)
+                if ranked is None:
+                    ranked = lists[slope] = []
+                ranked.append((base, seq, job, start))
+                touched.add(slope)
+        for slope in touched:  # a sorted run plus a few new entries: the sort merges them in about linear time
+            lists[slope].sort()
+        self.entries += seq - self.seq
+        self.seq = seq
+        del fresh[:cut]
+        if self.entries > 2 * len(self.running) + 64:
+            self.entries = 0
+            for slope, ranked in lists.items():
+                ranked[:] = [e for e in ranked if started[e[2]] == e[3]]
+                self.entries += len(ranked)
+
+    def last(self, ranked: list[tuple[Any, int, int, int]]) -> tuple[Any, int, int, int] | None:
+        """The last live entry of a slope's list, dropping stale ones on the way (None: no live entry)."""
+        started = self.started
+        while ranked:
+            top = ranked[-1]
+            if started[top[2]] == top[3]:
+                return top
+            ranked.pop()
+            self.entries -= 1
+        return None
+
+
+class _LinearRanking:
+    """:class:`_Ranking`'s answers for one pass from :class:`_LinearRanks` (a full ranking only if one is asked).
+
+    ``tops`` merges the slopes: per slope with a live job, ``(-key, -seq, slope)`` of its worst at ``now``,
+    so that its first entry is the worst running job. A slope's worst only changes when it stops running
+    (preempted in this pass), and is then replaced by the next live one.
+    """
+
+    def __init__(self, ranks: _LinearRanks, policy: Policy, running: dict[int, Allocation], started: list[int],
+                 now: int) -> None:
+        self.ranks, self.policy, self.running, self.started, self.now = ranks, policy, running, started, now
+        self.full: _Ranking | None = None
+        ranks.rank_fresh(now)
+        self.tops: list[tuple[Any, int, int]] = []
+        for slope, ranked in ranks.lists.items():
+            top = ranks.last(ranked)
+            if top is not None:
+                self.tops.append((-(top[0] + slope * now), -top[1], slope))
+        heapify(self.tops)
+
+    def worst_above(self, key: Any) -> int | None:
+        """The worst running job whose key is strictly greater than ``key`` (None: there is none)."""
+        tops, lists, started = self.tops, self.ranks.lists, self.started
+        while tops:
+            neg_key, _, slope = tops[0]
+            top = lists[slope][-1]
+            if started[top[2]] == top[3]:
+                return top[2] if -neg_key > key else None
+            nxt = self.ranks.last(lists[slope])  # the worst stopped running: the next of its slope
+            if nxt is None:
+                heappop(tops)
+            else:
+                heapreplace(tops, (-(nxt[0] + slope * self.now), -nxt[1], slope))
+        return None
+
+    def all_above(self, key: Any) -> list[int]:
+        """Every running job whose key is strictly greater than ``key``, worst first."""
+        if self.full is None:
+            self.full = _Ranking(self.policy, self.running, self.started, self.now)
+        return self.full.all_above(key)
+
+
 class Cycle:
     """Queue, running jobs and node state of one group; starts, preempts and finishes its jobs."""
 
@@ -105,8 +219,9 @@ class Cycle:
         self.events = 0
         # the artifact's preemption walks a plain list
         self.static = policy.static and order is None and not (quota_preemption and policy.preemptive)
-        self.sorted = SortedList()  # static keys: (key, [insertion number,] job)
-        self.heap: list[tuple[Any, int]] = []  # static keys, blocking, no backfilling: (key, job)
+        self.sorted = SortedList()  # static keys: (key, job)
+        # static keys, blocking without backfilling: (key, job); preemptive: (key, insertion number, job)
+        self.heap: list[tuple[Any, ...]] = []
         self.queue: list[int] = []
         self._victims: list[int] = []  # preempted in the current pass, to rejoin the queue after it
         self._seq = 0
@@ -117,6 +232,9 @@ class Cycle:
         self.relax_after: int | None = getattr(placement, "relax_after", None)
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
+        # running jobs ranked across passes when their keys are lines in time (else re-ranked in each pass)
+        self._ranks = _LinearRanks(policy, jobs.started_at, self.running) \
+            if policy.preemptive and type(policy).linear_key is not Policy.linear_key else None
         if policy.preemptive:
             self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
         elif self.static:
@@ -136,6 +254,8 @@ class Cycle:
         rec.queue[j] += now - self.waiting_since[j]
         rec.nodes[j] = len(alloc)
         jobs.started_at[j] = now
+        if self._ranks is not None:
+            self._ranks.fresh.append((j, now))
         if self.speed is None:  # full speed always: the end is the work left from now
             self.engine.finish_at(j, now + jobs.remaining[j])
         else:
@@ -162,13 +282,16 @@ class Cycle:
     def _preempt(self, j: int, now: int, released: bool = False) -> None:
         jobs = self.jobs
         alloc = self.running.pop(j)
+        gpus, started = jobs.gpu[j], jobs.started_at[j]
         if not released:  # (a dry run may have given its resources back already)
-            self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+            self.state.release(alloc, gpus, jobs.cpu[j])
         self.engine.cancel(j)
-        self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.rec.close_segment(j, started, now, alloc, gpus)
         self.rec.preemptions[j] += 1
-        jobs.held[j] += now - jobs.started_at[j]
-        jobs.remaining[j] = jobs.remaining_at(j, now) + checkpoint_overhead(jobs.gpu[j])
+        jobs.held[j] += now - started
+        # at full speed the work left is counted from the start (see Jobs.remaining_at)
+        left = jobs.remaining[j] - (now - started) if self.speed is None else jobs.remaining_at(j, now)
+        jobs.remaining[j] = left + checkpoint_overhead(gpus)
         jobs.started_at[j] = -1
         self.waiting_since[j] = now
         self._victims.append(j)
@@ -377,17 +500,17 @@ class Cycle:
         self.events += 1
         arrived = self._take_arrivals(now)
         if self.static:
-            q = self.sorted
+            q = self.heap
             for j in arrived:
                 self._enqueue(j, now)
             if q:
-                self._walk_sorted(q, now, preempt=True)
+                self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
                     for v in self._victims:
                         self._enqueue(v, now)
                     self._victims = []
-                    self._walk_sorted(q, now, preempt=False)
+                    self._walk_heap(now, preempt=False)
         else:
             queue = self.queue + arrived
             if queue:
@@ -401,24 +524,34 @@ class Cycle:
         self._review(now, arrived)
 
     def _enqueue(self, j: int, now: int) -> None:
-        """Add ``j`` to the sorted queue with its key now (constant while it waits); ties keep insertion order."""
+        """Add ``j`` to the queue heap with its key now (constant while it waits); ties keep insertion order."""
         self._seq += 1
-        self.sorted.add((self.policy.priority(j, now), self._seq, j))
+        heappush(self.heap, (self.policy.priority(j, now), self._seq, j))
 
-    def _walk_sorted(self, q: SortedList, now: int, *, preempt: bool) -> None:
-        for entry in self._place_preempting(iter(q), now, preempt):
-            q.remove(entry)
+    def _walk_heap(self, now: int, *, preempt: bool) -> None:
+        """Walk the queue heap in order, popping lazily; the entries looked at that did not start go back."""
+        heap = self.heap
+        passed: list[tuple[Any, ...]] = []
+        # the heap does not grow during a walk (victims rejoin after it)
+        self._place_preempting(map(heappop, repeat(heap, len(heap))), now, preempt, passed)
+        for entry in passed:
+            heappush(heap, entry)
 
     def _walk_list(self, queue: list[int], now: int, *, preempt: bool) -> list[int]:
         """Walk ``queue`` (in order); return the jobs still waiting, in order."""
         started = {e[-1] for e in self._place_preempting(((j,) for j in queue), now, preempt)}
         return [j for j in queue if j not in started] if started else queue
 
-    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool) -> list[tuple[Any, ...]]:
-        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries."""
+    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool,
+                          passed: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
+        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries.
+
+        ``passed``, if given, receives the entries looked at that did not start.
+        """
         policy, place, state, jobs, running = self.policy, self.place, self.state, self.jobs, self.running
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        ranking: _Ranking | None = None
+        ranking: _Ranking | _LinearRanking | None = None
+        static = self.static
         started: list[tuple[Any, ...]] = []
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
         monotone = self.static or type(policy).order is Policy.order
@@ -439,33 +572,55 @@ class Cycle:
                     unfit.add(need)
             if alloc is None and can_preempt and not (monotone and sized and need in hopeless):
                 if ranking is None:
-                    ranking = _Ranking(policy, running, jobs.started_at, now)
-                key = policy.priority(j, now)
+                    ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
+                        else _LinearRanking(self._ranks, policy, running, jobs.started_at, now)
+                key = entry[0] if static else policy.priority(j, now)  # a static key is the one queued
                 worst = ranking.worst_above(key)
                 can_preempt = worst is not None or not monotone
-                found = None
                 if worst is not None:
-                    if not custom_victims:  # the common case first: the most expendable job alone makes room
-                        found = self._dry_run(j, [worst], now)
-                    if found is None:
-                        worse = ranking.all_above(key)
-                        if custom_victims:
-                            worse = policy.victims(j, worse, now)
-                        if worse and state.free_total + sum(gpu[r] for r in worse) >= need:
-                            found = self._dry_run(j, worse, now)
-                        if found is None:
+                    if not custom_victims:
+                        # the common case first, inline (the hot path under heavy preemption): the most expendable
+                        # job alone makes room; if so its release stands, else it is taken back
+                        held, w_gpus, w_cpus = running[worst], gpu[worst], cpu[worst]
+                        state.release(held, w_gpus, w_cpus)
+                        if state.free_total >= need:
+                            alloc = place(state, need, now - submit[j], cpu[j])
+                        if alloc is None:
+                            state.allocate(held, w_gpus, w_cpus)
+                        else:
+                            self._preempt(worst, now, True)
+                    if alloc is None:
+                        alloc = self._preempt_worse(j, ranking, key, now, custom_victims)
+                        if alloc is None:
                             hopeless.add(need)
-                if found is not None:
-                    victims, alloc, released = found
-                    for v in victims:
-                        self._preempt(v, now, released)
-                    unfit.clear()  # GPUs were freed
+                    if alloc is not None:
+                        unfit.clear()  # GPUs were freed
             if alloc is not None:
                 self._start(j, now, alloc)
                 started.append(entry)
-            elif policy.blocking or (not can_preempt and not state.free_total):
-                break  # nothing later can start in this pass
+            else:
+                if passed is not None:
+                    passed.append(entry)
+                if policy.blocking or (not can_preempt and not state.free_total):
+                    break  # nothing later can start in this pass
         return started
+
+    def _preempt_worse(self, j: int, ranking: _Ranking | _LinearRanking, key: Any, now: int,
+                       custom_victims: bool) -> Allocation | None:
+        """Preempt the fewest running jobs worse than ``key`` that let ``j`` be placed; its allocation (None: none do)."""
+        gpu = self.jobs.gpu
+        worse = ranking.all_above(key)
+        if custom_victims:
+            worse = self.policy.victims(j, worse, now)
+        if not worse or self.state.free_total + sum(gpu[r] for r in worse) < gpu[j]:
+            return None
+        found = self._dry_run(j, worse, now)
+        if found is None:
+            return None
+        victims, alloc, released = found
+        for v in victims:
+            self._preempt(v, now, released)
+        return alloc
 
     def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation, bool] | None:
         """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
@@ -567,8 +722,7 @@ class Cycle:
 
     def _review(self, now: int, arrived: list[int]) -> None:
         if self.reviews:
-            queue = _Keys(self.sorted if self.sorted or not self.heap else sorted(self.heap)) if self.static \
-                else self.queue
+            queue = (_Keys(self.heap, heap=True) if self.heap else _Keys(self.sorted)) if self.static else self.queue
             wake = self.policy.next_review(queue, now, len(arrived))
             if wake is not None and wake > now:
                 self.engine.wake_at(wake, self.index)

@@ -76,7 +76,7 @@ class Engine:
         """Forget ``job``'s scheduled end (it was preempted)."""
         self._live[job] = -1
         self._cancelled += 1
-        if self._cancelled > len(self._ends) // 2:
+        if 3 * self._cancelled > 2 * len(self._ends):  # at most a third of the heap may still be live
             self._drop_stale()
 
     def _drop_stale(self) -> None:
@@ -84,7 +84,7 @@ class Engine:
         only when the clock reaches them) would otherwise pile up and make every push and pop slower.
 
         Pops come in (time, job) order whatever the heap's shape, so the run is unchanged. Called after at least
-        half the heap's size in cancellations, so its cost is constant per cancellation.
+        two thirds of the heap's size in cancellations, so its cost is constant per cancellation.
         """
         live = self._live
         self._ends[:] = [e for e in self._ends if live[e[1]] == e[0]]
