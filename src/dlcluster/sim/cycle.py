@@ -12,7 +12,7 @@ not start pushed back); a sorted container of ``(key, job)`` for other static po
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
@@ -125,7 +125,6 @@ class _LinearRanks:
         if not cut:
             return
         seq = self.seq
-        touched = set()
         for job, start in fresh[:cut]:
             if started[job] == start:
                 slope, base = cast(tuple[int, int], line(job))
@@ -133,10 +132,7 @@ class _LinearRanks:
                 ranked = lists.get(slope)
                 if ranked is None:
                     ranked = lists[slope] = []
-                ranked.append((base, seq, job, start))
-                touched.add(slope)
-        for slope in touched:  # a sorted run plus a few new entries: the sort merges them in about linear time
-            lists[slope].sort()
+                insort(ranked, (base, seq, job, start))
         self.entries += seq - self.seq
         self.seq = seq
         del fresh[:cut]
@@ -507,8 +503,11 @@ class Cycle:
                 self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
-                    for v in self._victims:
-                        self._enqueue(v, now)
+                    priority, seq = self.policy.priority, self._seq
+                    for v in self._victims:  # (what _enqueue does, inline: one per preemption)
+                        seq += 1
+                        heappush(q, (priority(v, now), seq, v))
+                    self._seq = seq
                     self._victims = []
                     self._walk_heap(now, preempt=False)
         else:

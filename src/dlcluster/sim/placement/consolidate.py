@@ -25,12 +25,20 @@ class Consolidate:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
+        sizes, largest = state.sizes, state.largest
+        if not cpus and gpus <= largest:  # the common case inline (a preemptive pass places once per preemption)
+            if state.free_total < gpus:
+                return None
+            by_free = state.by_free
+            for f in range(gpus, largest + 1):
+                if by_free[f]:
+                    return [(state.free.index(f), gpus)]
+            return None
         free = state.usable(gpus, cpus)
         if free is None:
             return None
-        sizes, largest = state.sizes, state.largest
         if gpus <= largest:
-            node = _best_fit(free, gpus, largest, None if cpus else state.by_free)
+            node = _best_fit(free, gpus, largest)
             return None if node < 0 else [(node, gpus)]
         whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
         alloc: Allocation = []
