@@ -155,17 +155,15 @@ class _LinearRanks:
 
 
 class _LinearRanking:
-    """:class:`_Ranking`'s answers for one pass from :class:`_LinearRanks` (a full ranking only if one is asked).
+    """:class:`_Ranking`'s answers for one pass from :class:`_LinearRanks`.
 
     ``tops`` merges the slopes: per slope with a live job, ``(-key, -seq, slope)`` of its worst at ``now``,
     so that its first entry is the worst running job. A slope's worst only changes when it stops running
     (preempted in this pass), and is then replaced by the next live one.
     """
 
-    def __init__(self, ranks: _LinearRanks, policy: Policy, running: dict[int, Allocation], started: list[int],
-                 now: int) -> None:
-        self.ranks, self.policy, self.running, self.started, self.now = ranks, policy, running, started, now
-        self.full: _Ranking | None = None
+    def __init__(self, ranks: _LinearRanks, started: list[int], now: int) -> None:
+        self.ranks, self.started, self.now = ranks, started, now
         ranks.rank_fresh(now)
         self.tops: list[tuple[Any, int, int]] = []
         for slope, ranked in ranks.lists.items():
@@ -190,10 +188,18 @@ class _LinearRanking:
         return None
 
     def all_above(self, key: Any) -> list[int]:
-        """Every running job whose key is strictly greater than ``key``, worst first."""
-        if self.full is None:
-            self.full = _Ranking(self.policy, self.running, self.started, self.now)
-        return self.full.all_above(key)
+        """Every running job whose key is strictly greater than ``key``, worst first (key, then start, descending).
+
+        Per slope, the jobs above ``key`` are a tail of its list (base + slope * now > key); only those are sorted.
+        """
+        now, started = self.now, self.started
+        above: list[tuple[Any, int, int]] = []
+        for slope, ranked in self.ranks.lists.items():
+            shift = slope * now
+            cut = bisect_right(ranked, key, key=lambda e: e[0] + shift)  # (the lambda is used at once)
+            above.extend((base + shift, seq, job) for base, seq, job, start in ranked[cut:] if started[job] == start)
+        above.sort(reverse=True)
+        return [job for _, _, job in above]
 
 
 class Cycle:
@@ -572,7 +578,7 @@ class Cycle:
             if alloc is None and can_preempt and not (monotone and sized and need in hopeless):
                 if ranking is None:
                     ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
-                        else _LinearRanking(self._ranks, policy, running, jobs.started_at, now)
+                        else _LinearRanking(self._ranks, jobs.started_at, now)
                 key = entry[0] if static else policy.priority(j, now)  # a static key is the one queued
                 worst = ranking.worst_above(key)
                 can_preempt = worst is not None or not monotone
@@ -589,7 +595,8 @@ class Cycle:
                         else:
                             self._preempt(worst, now, True)
                     if alloc is None:
-                        alloc = self._preempt_worse(j, ranking, key, now, custom_victims)
+                        alloc = self._preempt_worse(j, ranking, key, now, custom_victims,
+                                                    None if custom_victims else worst)
                         if alloc is None:
                             hopeless.add(need)
                     if alloc is not None:
@@ -605,15 +612,18 @@ class Cycle:
         return started
 
     def _preempt_worse(self, j: int, ranking: _Ranking | _LinearRanking, key: Any, now: int,
-                       custom_victims: bool) -> Allocation | None:
-        """Preempt the fewest running jobs worse than ``key`` that let ``j`` be placed; its allocation (None: none do)."""
+                       custom_victims: bool, tried: int | None) -> Allocation | None:
+        """Preempt the fewest running jobs worse than ``key`` that let ``j`` be placed; its allocation (None: none do).
+
+        ``tried``: a running job already found not to make room alone (None: none tried).
+        """
         gpu = self.jobs.gpu
         worse = ranking.all_above(key)
         if custom_victims:
             worse = self.policy.victims(j, worse, now)
         if not worse or self.state.free_total + sum(gpu[r] for r in worse) < gpu[j]:
             return None
-        found = self._dry_run(j, worse, now)
+        found = self._dry_run(j, worse, now, alone_failed=worse[0] == tried)
         if found is None:
             return None
         victims, alloc, released = found
@@ -621,36 +631,51 @@ class Cycle:
             self._preempt(v, now, released)
         return alloc
 
-    def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation, bool] | None:
+    def _dry_run(self, job: int, candidates: list[int], now: int, *,
+                 alone_failed: bool = False) -> tuple[list[int], Allocation, bool] | None:
         """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
 
-        Tried on the VC state itself, each trial undone before the next (cheaper than copies), so preempting
-        the victims for real then leaves the state exactly as in the last trial. Returns the victims, the
-        job's allocation, and whether the victims' resources are already given back (a single victim that
-        suffices keeps its trial: that saves taking them again only to release them at once).
+        Tried on the VC state itself (cheaper than copies): each trial releases or takes back only the victims
+        that differ from the previous trial's (the state depends only on which are released), and the victims
+        found stay released, so preempting them for real leaves the state exactly as in the last trial.
+        Returns the victims, the job's allocation, and whether the victims' resources are already given back.
+        ``alone_failed``: the caller already found that the first candidate alone does not make room.
         """
         jobs, running, place, state = self.jobs, self.running, self.place, self.state
         gpu, cpu = jobs.gpu, jobs.cpu
         need, waited, cpus = gpu[job], now - jobs.submit[job], cpu[job]
+        released: list[int] = []  # the candidates released on the state now, in trial order
+
+        def release(v: int) -> None:
+            state.release(running[v], gpu[v], cpu[v])
+
+        def take_back(v: int) -> None:
+            state.allocate(running[v], gpu[v], cpu[v])
+
+        def set_released(victims: list[int]) -> None:
+            """Make ``victims`` exactly the released candidates."""
+            gone = set(victims)
+            for v in [v for v in released if v not in gone]:
+                take_back(v)
+            held = set(released)
+            for v in victims:
+                if v not in held:
+                    release(v)
+            released[:] = victims
 
         def without(victims: list[int]) -> Allocation | None:
-            for v in victims:
-                state.release(running[v], gpu[v], cpu[v])
-            alloc = place(state, need, waited, cpus) if state.free_total >= need else None
-            for v in victims:
-                state.allocate(running[v], gpu[v], cpu[v])
-            return alloc
+            set_released(victims)
+            return place(state, need, waited, cpus) if state.free_total >= need else None
 
-        worst = candidates[0]  # the common case: the most expendable job alone makes room
-        state.release(running[worst], gpu[worst], cpu[worst])
-        alloc = place(state, need, waited, cpus) if state.free_total >= need else None
-        if alloc is not None:
-            return [worst], alloc, True
-        state.allocate(running[worst], gpu[worst], cpu[worst])
+        if not alone_failed:  # the common case: the most expendable job alone makes room
+            alloc = without(candidates[:1])
+            if alloc is not None:
+                return [candidates[0]], alloc, True
         # the shortest prefix that suffices: double the prefix until one does, then bisect
         lo, hi = 2, 2
         while without(candidates[:hi]) is None:
             if hi >= len(candidates):
+                set_released([])
                 return None
             lo, hi = hi + 1, min(2 * hi, len(candidates))
         while lo < hi:
@@ -672,8 +697,9 @@ class Cycle:
                 remaining = rest
         final = without(remaining)
         if final is None:  # a placement whose answer is not monotone in free GPUs: keep the plain prefix
-            return chosen, alloc, False
-        return remaining, final, False
+            set_released(chosen)
+            return chosen, alloc, True
+        return remaining, final, True
 
     def _quota_pass(self, now: int) -> None:
         """The Helios artifact's preemption: admit by priority within the VC's GPU count, ignoring placement."""
