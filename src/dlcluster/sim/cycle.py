@@ -635,16 +635,17 @@ class Cycle:
                  alone_failed: bool = False) -> tuple[list[int], Allocation, bool] | None:
         """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
 
-        Tried on the VC state itself (cheaper than copies): each trial releases or takes back only the victims
-        that differ from the previous trial's (the state depends only on which are released), and the victims
-        found stay released, so preempting them for real leaves the state exactly as in the last trial.
-        Returns the victims, the job's allocation, and whether the victims' resources are already given back.
+        Tried on the VC state itself (cheaper than copies): each trial releases or takes back only the jobs
+        that differ from the previous trial's (the state depends only on which jobs are released, so these are
+        the same trials as releasing each set afresh), and the victims found stay released: preempting them for
+        real leaves the state exactly as in the last trial. Returns the victims, the job's allocation, and
+        whether the victims' resources are already given back (always, now).
         ``alone_failed``: the caller already found that the first candidate alone does not make room.
         """
         jobs, running, place, state = self.jobs, self.running, self.place, self.state
         gpu, cpu = jobs.gpu, jobs.cpu
         need, waited, cpus = gpu[job], now - jobs.submit[job], cpu[job]
-        released: list[int] = []  # the candidates released on the state now, in trial order
+        prefix = 0  # how many of the candidates (from the first) are released on the state now
 
         def release(v: int) -> None:
             state.release(running[v], gpu[v], cpu[v])
@@ -652,52 +653,64 @@ class Cycle:
         def take_back(v: int) -> None:
             state.allocate(running[v], gpu[v], cpu[v])
 
-        def set_released(victims: list[int]) -> None:
-            """Make ``victims`` exactly the released candidates."""
-            gone = set(victims)
-            for v in [v for v in released if v not in gone]:
-                take_back(v)
-            held = set(released)
-            for v in victims:
-                if v not in held:
-                    release(v)
-            released[:] = victims
-
-        def without(victims: list[int]) -> Allocation | None:
-            set_released(victims)
+        def fits() -> Allocation | None:
             return place(state, need, waited, cpus) if state.free_total >= need else None
 
+        def set_prefix(m: int) -> None:
+            """Release exactly the first ``m`` candidates."""
+            nonlocal prefix
+            m = min(m, len(candidates))
+            for v in candidates[prefix:m]:
+                release(v)
+            for v in candidates[m:prefix]:
+                take_back(v)
+            prefix = m
+
+        def without_prefix(m: int) -> Allocation | None:
+            set_prefix(m)
+            return fits()
+
         if not alone_failed:  # the common case: the most expendable job alone makes room
-            alloc = without(candidates[:1])
+            alloc = without_prefix(1)
             if alloc is not None:
                 return [candidates[0]], alloc, True
         # the shortest prefix that suffices: double the prefix until one does, then bisect
         lo, hi = 2, 2
-        while without(candidates[:hi]) is None:
+        while without_prefix(hi) is None:
             if hi >= len(candidates):
-                set_released([])
+                set_prefix(0)
                 return None
             lo, hi = hi + 1, min(2 * hi, len(candidates))
         while lo < hi:
             mid = (lo + hi) // 2
-            if without(candidates[:mid]) is None:
+            if without_prefix(mid) is None:
                 lo = mid + 1
             else:
                 hi = mid
         chosen = candidates[:hi]
-        alloc = without(chosen)
+        alloc = without_prefix(hi)
         assert alloc is not None
         # reprieve: victims on nodes the job does not use keep running (its nodes keep their free GPUs); then the
         # others, best priority first, while the job still fits without them
         used = {n for n, _ in alloc}
         remaining = [v for v in chosen if not used.isdisjoint(n for n, _ in running[v])]
+        kept = set(remaining)
+        for v in chosen:
+            if v not in kept:
+                take_back(v)
         for v in reversed(list(remaining)):
-            rest = [r for r in remaining if r != v]
-            if rest and without(rest) is not None:
-                remaining = rest
-        final = without(remaining)
+            if len(remaining) > 1:  # the job still fits with v taken back: v keeps running
+                take_back(v)
+                if fits() is not None:
+                    remaining = [r for r in remaining if r != v]
+                else:
+                    release(v)
+        final = fits()  # with exactly the remaining victims released
         if final is None:  # a placement whose answer is not monotone in free GPUs: keep the plain prefix
-            set_released(chosen)
+            kept = set(remaining)
+            for v in chosen:
+                if v not in kept:
+                    release(v)
             return chosen, alloc, True
         return remaining, final, True
 
