@@ -116,11 +116,22 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
+def _by_node_then_time(nodes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """``np.lexsort((times, nodes))``: one stable sort of a combined key when it fits 63 bits (about twice as fast)."""
+    if not len(times):
+        return np.zeros(0, np.int64)
+    t0 = int(times.min())
+    span = int(times.max()) - t0 + 1
+    if int(nodes.max()) * span + span >= 2**63 or int(nodes.min()) < 0:
+        return np.lexsort((times, nodes))
+    return np.argsort(nodes * span + (times - t0), kind="stable")
+
+
 def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Piecewise-constant job count per node: intervals [start, end) and the jobs on the node in each."""
     nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
     deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
-    order = np.lexsort((times, nodes))
+    order = _by_node_then_time(nodes, times)
     nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
     # each node's deltas sum to zero, so one running sum restarts at 0 for every node; an interval between two
     # events of one second is empty and covers no sample, whatever its count
