@@ -210,6 +210,7 @@ class Cycle:
                  order: Order | None = None, quota_preemption: bool = False, speed: SpeedModel | None = None,
                  estimates_required: bool = False) -> None:
         self.index, self.jobs, self.policy, self.state, self.engine, self.rec = index, jobs, policy, state, engine, rec
+        self.segments = rec.segments[index]
         self.place = placement.place
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
@@ -275,7 +276,7 @@ class Cycle:
         alloc = self.running.pop(j)
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         rec.end[j] = now
-        rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.segments.close(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         jobs.remaining[j] = 0
         jobs.started_at[j] = -1
         if self.speed is not None:
@@ -288,7 +289,7 @@ class Cycle:
         if not released:  # (a dry run may have given its resources back already)
             self.state.release(alloc, gpus, jobs.cpu[j])
         self.engine.cancel(j)
-        self.rec.close_segment(j, started, now, alloc, gpus)
+        self.segments.close(j, started, now, alloc, gpus)
         self.rec.preemptions[j] += 1
         jobs.held[j] += now - started
         # at full speed the work left is counted from the start (see Jobs.remaining_at)

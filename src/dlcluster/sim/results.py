@@ -12,7 +12,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
-from dlcluster.sim.jobs import Record
+from dlcluster.sim.jobs import Record, Segments
 from dlcluster.sim.prepare import Prepared
 
 TAU = 10  # seconds: the bounded-slowdown threshold
@@ -31,38 +31,30 @@ class GroupRun:
     node_cpus: np.ndarray | None = None  # CPUs held in each (segment, node) row
 
 
-def _segments(rec: Record) -> dict[str, np.ndarray]:
+def _segments(segs: Segments) -> dict[str, Any]:
     """Run segments as arrays: per segment (job, start, end, gpus), per (segment, node) (node_job, node, ...)."""
-    cols = {"job": rec.seg_job, "start": rec.seg_start, "end": rec.seg_end, "gpus": rec.seg_gpus,
-            "node_job": rec.node_job, "node": rec.node_id, "node_gpus": rec.node_gpus,
-            "n_start": rec.node_start, "n_end": rec.node_end}
+    cols = {"job": segs.job, "start": segs.start, "end": segs.end, "gpus": segs.gpus,
+            "node_job": segs.node_job, "node": segs.node_id, "node_gpus": segs.node_gpus,
+            "n_start": segs.node_start, "n_end": segs.node_end}
     return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
 
 
 def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
-    """One :class:`GroupRun` per group that had jobs, in cluster-spec order (segments sorted by group once)."""
+    """One :class:`GroupRun` per group that had jobs, in cluster-spec order (each group recorded its own segments)."""
     df = prep.jobs
-    seg = _segments(rec)
     spec, cpus = prep.spec, prep.spec.cpus
-    group = df["group"].replace_strict({name: i for i, name in enumerate(spec.vcs)}, return_dtype=pl.Int64).to_numpy()
     if cpus is not None:
-        cpu, gpu = df["cpu_num"].to_numpy()[seg["node_job"]], df["gpu_num"].to_numpy()[seg["node_job"]]
-        seg["node_cpus"] = -(-cpu * seg["node_gpus"] // np.maximum(gpu, 1))
-    per_node = ("node_job", "node", "node_gpus", "n_start", "n_end", "node_cpus")
-    seg_group, node_group = group[seg["job"]], group[seg["node_job"]]
-    by_seg, by_node = np.argsort(seg_group, kind="stable"), np.argsort(node_group, kind="stable")
-    seg = {k: v[by_node] if k in per_node else v[by_seg] for k, v in seg.items()}
-    n_groups = len(spec.vcs)
-    seg_bounds = np.searchsorted(seg_group[by_seg], np.arange(n_groups + 1))
-    node_bounds = np.searchsorted(node_group[by_node], np.arange(n_groups + 1))
+        cpu_num, gpu_num = df["cpu_num"].to_numpy(), df["gpu_num"].to_numpy()
     present = set(df["group"].unique().to_list())
     job_ids = df["job_id"]
     runs = []
     for i, name in enumerate(spec.vcs):
         if name not in present:
             continue
-        s0, s1, n0, n1 = seg_bounds[i], seg_bounds[i + 1], node_bounds[i], node_bounds[i + 1]
-        part: dict[str, Any] = {k: v[n0:n1] if k in per_node else v[s0:s1] for k, v in seg.items()}
+        part = _segments(rec.segments[i])
+        if cpus is not None:
+            cpu, gpu = cpu_num[part["node_job"]], gpu_num[part["node_job"]]
+            part["node_cpus"] = -(-cpu * part["node_gpus"] // np.maximum(gpu, 1))
         part["job_id"] = job_ids.gather(part["node_job"])
         runs.append(GroupRun(name, part, spec.vcs[name], events[i],
                              cpus[name] if cpus is not None else None, part.get("node_cpus")))
