@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right, insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
@@ -109,7 +109,8 @@ class _LinearRanks:
     """
 
     def __init__(self, policy: Policy, started: list[int], running: dict[int, Allocation]) -> None:
-        self.line = policy.linear_key
+        # (only built for a policy that overrides the hook, whose answer is then a pair)
+        self.line = cast(Callable[[int], tuple[int, int]], policy.linear_key)
         self.started, self.running = started, running
         self.lists: dict[int, list[tuple[Any, int, int, int]]] = {}
         self.fresh: list[tuple[int, int]] = []  # (job, start second) not ranked yet, in start order
@@ -127,7 +128,7 @@ class _LinearRanks:
         seq = self.seq
         for job, start in fresh[:cut]:
             if started[job] == start:
-                slope, base = cast(tuple[int, int], line(job))
+                slope, base = line(job)
                 seq += 1
                 ranked = lists.get(slope)
                 if ranked is None:

@@ -30,7 +30,9 @@ class Consolidate:
             if state.free_total < gpus:
                 return None
             by_free = state.by_free
-            for f in range(gpus, largest + 1):
+            if by_free[gpus]:  # an exact fit (the common case under preemption: the GPUs a victim freed)
+                return [(state.free.index(gpus), gpus)]
+            for f in range(gpus + 1, largest + 1):
                 if by_free[f]:
                     return [(state.free.index(f), gpus)]
             return None
