@@ -108,23 +108,23 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
-def _by_node_then_time(nodes: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """``np.lexsort((times, nodes))``: one stable sort of a combined key when it fits 63 bits (about twice as fast)."""
-    if not len(times):
-        return np.zeros(0, np.int64)
-    t0 = int(times.min())
-    span = int(times.max()) - t0 + 1
-    if int(nodes.max()) * span + span >= 2**63 or int(nodes.min()) < 0:
-        return np.lexsort((times, nodes))
-    return np.argsort(nodes * span + (times - t0), kind="stable")
-
-
 def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Piecewise-constant job count per node: intervals [start, end) and the jobs on the node in each."""
     nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
     deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
-    order = _by_node_then_time(nodes, times)
-    nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
+    # by node, then time, then starts before ends: one sort of the values of a combined key when it fits 63
+    # bits (several times faster than a lexsort; same order, as the lexsort is stable and starts come first)
+    t0 = int(times.min()) if len(times) else 0
+    span = int(times.max()) - t0 + 1 if len(times) else 1
+    if len(times) and int(nodes.min()) >= 0 and (int(nodes.max()) + 1) * span * 2 < 2**63:
+        key = np.sort((nodes * span + (times - t0)) * 2 + (deltas < 0))
+        deltas = 1 - 2 * (key & 1)
+        nodes, times = np.divmod(key >> 1, span)
+        times += t0
+        jobs = np.cumsum(deltas)
+    else:
+        order = np.lexsort((times, nodes))
+        nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
     # each node's deltas sum to zero, so one running sum restarts at 0 for every node; an interval between two
     # events of one second is empty and covers no sample, whatever its count
     keep = (nodes[:-1] == nodes[1:]) & (jobs[:-1] > 0)
