@@ -101,28 +101,47 @@ def _placements(run: GroupRun) -> pl.DataFrame:
 def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     """At each sample t0 + SAMPLE·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
     # sample k lies in [s, e) exactly when ceil((s - t0) / SAMPLE) <= k < ceil((e - t0) / SAMPLE)
-    a = np.clip(-((t0 - starts) // SAMPLE), 0, n)
-    b = np.clip(-((t0 - ends) // SAMPLE), 0, n)
+    a, b = _first_sample(starts, t0, n), _first_sample(ends, t0, n)
     diff = np.bincount(a, weights, minlength=n + 1) - np.bincount(b, weights, minlength=n + 1)
     # integer weights sum exactly in float64 (far below 2**53), so the cast loses nothing
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
+def _first_sample(times: np.ndarray, t0: int, n: int) -> np.ndarray:
+    """Per time, the first sample at or after it, ceil((t - t0) / SAMPLE), within [0, n] (one array, in place:
+    with millions of segments every temporary array costs page faults)."""
+    k = t0 - times
+    k //= SAMPLE
+    np.negative(k, out=k)
+    return np.clip(k, 0, n, out=k)
+
+
 def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Piecewise-constant job count per node: intervals [start, end) and the jobs on the node in each."""
-    nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
-    deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
-    # by node, then time, then starts before ends: one sort of the values of a combined key when it fits 63
-    # bits (several times faster than a lexsort; same order, as the lexsort is stable and starts come first)
-    t0 = int(times.min()) if len(times) else 0
-    span = int(times.max()) - t0 + 1 if len(times) else 1
-    if len(times) and int(nodes.min()) >= 0 and (int(nodes.max()) + 1) * span * 2 < 2**63:
-        key = np.sort((nodes * span + (times - t0)) * 2 + (deltas < 0))
-        deltas = 1 - 2 * (key & 1)
-        nodes, times = np.divmod(key >> 1, span)
+    m = len(node)
+    t0 = min(int(start.min()), int(end.min())) if m else 0
+    span = max(int(start.max()), int(end.max())) - t0 + 1 if m else 1
+    if m and int(node.min()) >= 0 and (int(node.max()) + 1) * span * 2 < 2**63:
+        # by node, then time, then starts before ends: one sort of the values of a combined key (several times
+        # faster than a lexsort, and the same order: the lexsort was stable with starts first), built in place
+        key = np.empty(2 * m, dtype=np.int64)
+        for half, times, is_end in ((key[:m], start, 0), (key[m:], end, 1)):
+            np.multiply(node, span, out=half)
+            half += times
+            half -= t0
+            half *= 2
+            half += is_end
+        key.sort()
+        jobs = key & 1  # 1 at an end: the delta is 1 - 2 * is_end
+        jobs *= -2
+        jobs += 1
+        np.cumsum(jobs, out=jobs)
+        key >>= 1
+        nodes, times = np.divmod(key, span)
         times += t0
-        jobs = np.cumsum(deltas)
     else:
+        nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
+        deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
         order = np.lexsort((times, nodes))
         nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
     # each node's deltas sum to zero, so one running sum restarts at 0 for every node; an interval between two
