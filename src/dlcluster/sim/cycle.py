@@ -178,10 +178,13 @@ class _LinearRanking:
         tops, lists, started = self.tops, self.ranks.lists, self.started
         while tops:
             neg_key, _, slope = tops[0]
-            top = lists[slope][-1]
+            ranked = lists[slope]
+            top = ranked[-1]
             if started[top[2]] == top[3]:
                 return top[2] if -neg_key > key else None
-            nxt = self.ranks.last(lists[slope])  # the worst stopped running: the next of its slope
+            ranked.pop()  # the worst of this slope stopped running (preempted in this pass): the next live one
+            self.ranks.entries -= 1
+            nxt = self.ranks.last(ranked)
             if nxt is None:
                 heappop(tops)
             else:
@@ -569,6 +572,7 @@ class Cycle:
         sized = self.sized_placement and not state.free_cpus
         unfit: set[int] = set()
         hopeless: set[int] = set()
+        skip_hopeless, blocking = monotone and sized, policy.blocking
         for entry in entries:
             j = entry[-1]
             need = gpu[j]
@@ -577,7 +581,7 @@ class Cycle:
                 alloc = place(state, need, now - submit[j], cpu[j])
                 if alloc is None and sized:
                     unfit.add(need)
-            if alloc is None and can_preempt and not (monotone and sized and need in hopeless):
+            if alloc is None and can_preempt and not (skip_hopeless and need in hopeless):
                 if ranking is None:
                     ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
                         else _LinearRanking(self._ranks, jobs.started_at, now)
@@ -609,7 +613,7 @@ class Cycle:
             else:
                 if passed is not None:
                     passed.append(entry)
-                if policy.blocking or (not can_preempt and not state.free_total):
+                if blocking or (not can_preempt and not state.free_total):
                     break  # nothing later can start in this pass
         return started
 
