@@ -29,12 +29,12 @@ class Consolidate:
         if not cpus and gpus <= largest:  # the common case inline (a preemptive pass places once per preemption)
             if state.free_total < gpus:
                 return None
-            by_free = state.by_free
+            by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
             if by_free[gpus]:  # an exact fit (the common case under preemption: the GPUs a victim freed)
-                return [(state.free.index(gpus), gpus)]
+                return [(counts.index(gpus), gpus)]
             for f in range(gpus + 1, largest + 1):
                 if by_free[f]:
-                    return [(state.free.index(f), gpus)]
+                    return [(counts.index(f), gpus)]
             return None
         free = state.usable(gpus, cpus)
         if free is None:
