@@ -30,6 +30,8 @@ class VCState:
     free_cpus: list[int] = field(init=False)
     states: list[str] = field(init=False)
     by_free: list[int] = field(init=False)  # by_free[f]: how many usable nodes have exactly f free GPUs
+    # ``free`` as bytes when every node has under 256 GPUs (else empty): its index() is a memchr, for best fit
+    free_bytes: bytearray = field(init=False)
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
@@ -40,6 +42,7 @@ class VCState:
         self.by_free = [0] * (self.largest + 1)
         for f in self.free:
             self.by_free[f] += 1
+        self.free_bytes = bytearray(self.free) if self.largest < 256 else bytearray()
 
     def usable(self, gpus: int, cpus: int) -> list[int] | None:
         """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take now; None if too few in all."""
@@ -60,34 +63,42 @@ class VCState:
             self.by_free[self.sizes[node]] -= 1
             self.by_free[0] += 1
             self.free[node] = 0
+            if self.free_bytes:
+                self.free_bytes[node] = 0
             self.free_total -= self.sizes[node]
         elif state == ON:
             self.by_free[0] -= 1
             self.by_free[self.sizes[node]] += 1
             self.free[node] = self.sizes[node]
+            if self.free_bytes:
+                self.free_bytes[node] = self.sizes[node]
             self.free_total += self.sizes[node]
         self.states[node] = state
 
     def allocate(self, alloc: Allocation, gpus: int, cpus: int) -> None:
         """Take every GPU of ``alloc`` and, when the job has any, its CPUs (placements only return feasible ones)."""
-        free, by_free = self.free, self.by_free
+        free, by_free, fb = self.free, self.by_free, self.free_bytes
         for node, g in alloc:
             f = free[node]
             by_free[f] -= 1
             by_free[f - g] += 1
             free[node] = f - g
+            if fb:
+                fb[node] = f - g
         self.free_total -= gpus
         if cpus:
             self._move_cpus(alloc, gpus, cpus, -1)
 
     def release(self, alloc: Allocation, gpus: int, cpus: int) -> None:
         """Give back every GPU of ``alloc`` and the job's CPUs."""
-        free, by_free = self.free, self.by_free
+        free, by_free, fb = self.free, self.by_free, self.free_bytes
         for node, g in alloc:
             f = free[node]
             by_free[f] -= 1
             by_free[f + g] += 1
             free[node] = f + g
+            if fb:
+                fb[node] = f + g
         self.free_total += gpus
         if cpus:
             self._move_cpus(alloc, gpus, cpus, 1)

@@ -3,18 +3,19 @@
 A pass runs at every second at which the group has an event: jobs that ended have
 released their GPUs and jobs that arrived have joined the queue before it. The queue is
 kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
-without backfilling (only the head matters); a sorted container of ``(key, [insertion
-number,] job)`` for other static policies (walked from the head); a list that ``order``
-re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
+without backfilling (only the head matters); a heap of ``(key, insertion number, job)``
+for static, preemptive ones (popped in order while a pass walks it, the entries that did
+not start pushed back); a sorted container of ``(key, job)`` for other static policies
+(walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
-from collections.abc import Iterator, Sequence
-from heapq import heappop, heappush
-from itertools import islice
+from bisect import bisect_right, insort
+from collections.abc import Callable, Iterator, Sequence
+from heapq import heapify, heappop, heappush, heapreplace
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 from sortedcontainers import SortedList
@@ -38,13 +39,22 @@ class SpeedModel(Protocol):
 
 
 class _Keys(Sequence[int]):
-    """The jobs of a sorted ``(key, job)`` queue, as a read-only sequence for policy hooks."""
+    """The jobs of a ``(key, ..., job)`` queue in order, as a read-only sequence for policy hooks.
 
-    def __init__(self, entries: SortedList | list[tuple[Any, int]]) -> None:
-        self._entries = entries
+    A heap is sorted only if a hook reads past its length (most hooks only ask whether jobs wait).
+    """
+
+    def __init__(self, entries: SortedList | list[tuple[Any, ...]], heap: bool = False) -> None:
+        self._raw, self._heap = entries, heap
+
+    @property
+    def _entries(self) -> SortedList | list[tuple[Any, ...]]:
+        if self._heap:
+            self._raw, self._heap = sorted(self._raw), False
+        return self._raw
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._raw)
 
     @overload
     def __getitem__(self, i: int) -> int: ...
@@ -86,6 +96,116 @@ class _Ranking:
         return [r for r in reversed(self.jobs[cut:]) if r in self.running]
 
 
+class _LinearRanks:
+    """The running jobs of a group whose policy gives keys as lines in time (``linear_key``), kept ranked.
+
+    Jobs of one slope keep their order while they run, so one sorted list per slope, kept across passes,
+    replaces re-ranking every running job at every pass; a pass merges the few slopes (see
+    :class:`_LinearRanking`). Entries are ``(base, seq, job, start)``, ascending, the worst last: ``seq``
+    numbers starts in order, for the tie rule of :class:`_Ranking` (among equal keys the latest start is
+    the worst). An entry is stale once its job stopped (``start`` no longer matches its start): stale
+    entries at the end are dropped when looked at, all of them once they outnumber live ones. A job is
+    ranked only in a pass after its start second (no job is preempted in the second it started).
+    """
+
+    def __init__(self, policy: Policy, started: list[int], running: dict[int, Allocation]) -> None:
+        # (only built for a policy that overrides the hook, whose answer is then a pair)
+        self.line = cast(Callable[[int], tuple[int, int]], policy.linear_key)
+        self.started, self.running = started, running
+        self.lists: dict[int, list[tuple[Any, int, int, int]]] = {}
+        self.fresh: list[tuple[int, int]] = []  # (job, start second) not ranked yet, in start order
+        self.seq = 0
+        self.entries = 0  # in all lists, stale ones included
+
+    def rank_fresh(self, now: int) -> None:
+        """Rank the fresh jobs that started before ``now`` and still run (a prefix: ``fresh`` is in start order)."""
+        fresh, started, lists, line = self.fresh, self.started, self.lists, self.line
+        cut = len(fresh)
+        while cut and fresh[cut - 1][1] >= now:
+            cut -= 1
+        if not cut:
+            return
+        seq = self.seq
+        for job, start in fresh[:cut]:
+            if started[job] == start:
+                slope, base = line(job)
+                seq += 1
+                ranked = lists.get(slope)
+                if ranked is None:
+                    ranked = lists[slope] = []
+                insort(ranked, (base, seq, job, start))
+        self.entries += seq - self.seq
+        self.seq = seq
+        del fresh[:cut]
+        if self.entries > 2 * len(self.running) + 64:
+            self.entries = 0
+            for slope, ranked in lists.items():
+                ranked[:] = [e for e in ranked if started[e[2]] == e[3]]
+                self.entries += len(ranked)
+
+    def last(self, ranked: list[tuple[Any, int, int, int]]) -> tuple[Any, int, int, int] | None:
+        """The last live entry of a slope's list, dropping stale ones on the way (None: no live entry)."""
+        started = self.started
+        while ranked:
+            top = ranked[-1]
+            if started[top[2]] == top[3]:
+                return top
+            ranked.pop()
+            self.entries -= 1
+        return None
+
+
+class _LinearRanking:
+    """:class:`_Ranking`'s answers for one pass from :class:`_LinearRanks`.
+
+    ``tops`` merges the slopes: per slope with a live job, ``(-key, -seq, slope)`` of its worst at ``now``,
+    so that its first entry is the worst running job. A slope's worst only changes when it stops running
+    (preempted in this pass), and is then replaced by the next live one.
+    """
+
+    def __init__(self, ranks: _LinearRanks, started: list[int], now: int) -> None:
+        self.ranks, self.started, self.now = ranks, started, now
+        ranks.rank_fresh(now)
+        self.tops: list[tuple[Any, int, int]] = []
+        for slope, ranked in ranks.lists.items():
+            top = ranks.last(ranked)
+            if top is not None:
+                self.tops.append((-(top[0] + slope * now), -top[1], slope))
+        heapify(self.tops)
+
+    def worst_above(self, key: Any) -> int | None:
+        """The worst running job whose key is strictly greater than ``key`` (None: there is none)."""
+        tops, lists, started = self.tops, self.ranks.lists, self.started
+        while tops:
+            neg_key, _, slope = tops[0]
+            ranked = lists[slope]
+            top = ranked[-1]
+            if started[top[2]] == top[3]:
+                return top[2] if -neg_key > key else None
+            ranked.pop()  # the worst of this slope stopped running (preempted in this pass): the next live one
+            self.ranks.entries -= 1
+            nxt = self.ranks.last(ranked)
+            if nxt is None:
+                heappop(tops)
+            else:
+                heapreplace(tops, (-(nxt[0] + slope * self.now), -nxt[1], slope))
+        return None
+
+    def all_above(self, key: Any) -> list[int]:
+        """Every running job whose key is strictly greater than ``key``, worst first (key, then start, descending).
+
+        Per slope, the jobs above ``key`` are a tail of its list (base + slope * now > key); only those are sorted.
+        """
+        now, started = self.now, self.started
+        above: list[tuple[Any, int, int]] = []
+        for slope, ranked in self.ranks.lists.items():
+            shift = slope * now
+            cut = bisect_right(ranked, key, key=lambda e: e[0] + shift)  # (the lambda is used at once)
+            above.extend((base + shift, seq, job) for base, seq, job, start in ranked[cut:] if started[job] == start)
+        above.sort(reverse=True)
+        return [job for _, _, job in above]
+
+
 class Cycle:
     """Queue, running jobs and node state of one group; starts, preempts and finishes its jobs."""
 
@@ -94,6 +214,7 @@ class Cycle:
                  order: Order | None = None, quota_preemption: bool = False, speed: SpeedModel | None = None,
                  estimates_required: bool = False) -> None:
         self.index, self.jobs, self.policy, self.state, self.engine, self.rec = index, jobs, policy, state, engine, rec
+        self.segments = rec.segments[index]
         self.place = placement.place
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
@@ -105,8 +226,9 @@ class Cycle:
         self.events = 0
         # the artifact's preemption walks a plain list
         self.static = policy.static and order is None and not (quota_preemption and policy.preemptive)
-        self.sorted = SortedList()  # static keys: (key, [insertion number,] job)
-        self.heap: list[tuple[Any, int]] = []  # static keys, blocking, no backfilling: (key, job)
+        self.sorted = SortedList()  # static keys: (key, job)
+        # static keys, blocking without backfilling: (key, job); preemptive: (key, insertion number, job)
+        self.heap: list[tuple[Any, ...]] = []
         self.queue: list[int] = []
         self._victims: list[int] = []  # preempted in the current pass, to rejoin the queue after it
         self._seq = 0
@@ -120,6 +242,9 @@ class Cycle:
         # the heap's head that a sized placement could not place, until GPUs are freed: taking GPUs never makes a
         # gang fit, so retrying it after mere arrivals is wasted work
         self.blocked = -1
+        # running jobs ranked across passes when their keys are lines in time (else re-ranked in each pass)
+        self._ranks = _LinearRanks(policy, jobs.started_at, self.running) \
+            if policy.preemptive and type(policy).linear_key is not Policy.linear_key else None
         if policy.preemptive:
             self.run_pass = self._quota_pass if quota_preemption else self._preemptive_pass
         elif self.static:
@@ -139,6 +264,8 @@ class Cycle:
         rec.queue[j] += now - self.waiting_since[j]
         rec.nodes[j] = len(alloc)
         jobs.started_at[j] = now
+        if self._ranks is not None:
+            self._ranks.fresh.append((j, now))
         if self.speed is None:  # full speed always: the end is the work left from now
             self.engine.finish_at(j, now + jobs.remaining[j])
         else:
@@ -157,7 +284,7 @@ class Cycle:
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         self.blocked = -1
         rec.end[j] = now
-        rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.segments.close(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         jobs.remaining[j] = 0
         jobs.started_at[j] = -1
         if self.speed is not None:
@@ -166,14 +293,17 @@ class Cycle:
     def _preempt(self, j: int, now: int, released: bool = False) -> None:
         jobs = self.jobs
         alloc = self.running.pop(j)
+        gpus, started = jobs.gpu[j], jobs.started_at[j]
         if not released:  # (a dry run may have given its resources back already)
-            self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
+            self.state.release(alloc, gpus, jobs.cpu[j])
         self.blocked = -1
         self.engine.cancel(j)
-        self.rec.close_segment(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
+        self.segments.close(j, started, now, alloc, gpus)
         self.rec.preemptions[j] += 1
-        jobs.held[j] += now - jobs.started_at[j]
-        jobs.remaining[j] = jobs.remaining_at(j, now) + checkpoint_overhead(jobs.gpu[j])
+        jobs.held[j] += now - started
+        # at full speed the work left is counted from the start (see Jobs.remaining_at)
+        left = jobs.remaining[j] - (now - started) if self.speed is None else jobs.remaining_at(j, now)
+        jobs.remaining[j] = left + checkpoint_overhead(gpus)
         jobs.started_at[j] = -1
         self.waiting_since[j] = now
         self._victims.append(j)
@@ -388,17 +518,20 @@ class Cycle:
         self.events += 1
         arrived = self._take_arrivals(now)
         if self.static:
-            q = self.sorted
+            q = self.heap
             for j in arrived:
                 self._enqueue(j, now)
             if q:
-                self._walk_sorted(q, now, preempt=True)
+                self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
-                    for v in self._victims:
-                        self._enqueue(v, now)
+                    priority, seq = self.policy.priority, self._seq
+                    for v in self._victims:  # (what _enqueue does, inline: one per preemption)
+                        seq += 1
+                        heappush(q, (priority(v, now), seq, v))
+                    self._seq = seq
                     self._victims = []
-                    self._walk_sorted(q, now, preempt=False)
+                    self._walk_heap(now, preempt=False)
         else:
             queue = self.queue + arrived
             if queue:
@@ -412,24 +545,34 @@ class Cycle:
         self._review(now, arrived)
 
     def _enqueue(self, j: int, now: int) -> None:
-        """Add ``j`` to the sorted queue with its key now (constant while it waits); ties keep insertion order."""
+        """Add ``j`` to the queue heap with its key now (constant while it waits); ties keep insertion order."""
         self._seq += 1
-        self.sorted.add((self.policy.priority(j, now), self._seq, j))
+        heappush(self.heap, (self.policy.priority(j, now), self._seq, j))
 
-    def _walk_sorted(self, q: SortedList, now: int, *, preempt: bool) -> None:
-        for entry in self._place_preempting(iter(q), now, preempt):
-            q.remove(entry)
+    def _walk_heap(self, now: int, *, preempt: bool) -> None:
+        """Walk the queue heap in order, popping lazily; the entries looked at that did not start go back."""
+        heap = self.heap
+        passed: list[tuple[Any, ...]] = []
+        # the heap does not grow during a walk (victims rejoin after it)
+        self._place_preempting(map(heappop, repeat(heap, len(heap))), now, preempt, passed)
+        for entry in passed:
+            heappush(heap, entry)
 
     def _walk_list(self, queue: list[int], now: int, *, preempt: bool) -> list[int]:
         """Walk ``queue`` (in order); return the jobs still waiting, in order."""
         started = {e[-1] for e in self._place_preempting(((j,) for j in queue), now, preempt)}
         return [j for j in queue if j not in started] if started else queue
 
-    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool) -> list[tuple[Any, ...]]:
-        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries."""
+    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool,
+                          passed: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
+        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries.
+
+        ``passed``, if given, receives the entries looked at that did not start.
+        """
         policy, place, state, jobs, running = self.policy, self.place, self.state, self.jobs, self.running
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        ranking: _Ranking | None = None
+        ranking: _Ranking | _LinearRanking | None = None
+        static = self.static
         started: list[tuple[Any, ...]] = []
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
         monotone = self.static or type(policy).order is Policy.order
@@ -440,6 +583,7 @@ class Cycle:
         sized = self.sized_placement and not state.free_cpus
         unfit: set[int] = set()
         hopeless: set[int] = set()
+        skip_hopeless, blocking = monotone and sized, policy.blocking
         for entry in entries:
             j = entry[-1]
             need = gpu[j]
@@ -448,89 +592,144 @@ class Cycle:
                 alloc = place(state, need, now - submit[j], cpu[j])
                 if alloc is None and sized:
                     unfit.add(need)
-            if alloc is None and can_preempt and not (monotone and sized and need in hopeless):
+            if alloc is None and can_preempt and not (skip_hopeless and need in hopeless):
                 if ranking is None:
-                    ranking = _Ranking(policy, running, jobs.started_at, now)
-                key = policy.priority(j, now)
+                    ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
+                        else _LinearRanking(self._ranks, jobs.started_at, now)
+                key = entry[0] if static else policy.priority(j, now)  # a static key is the one queued
                 worst = ranking.worst_above(key)
                 can_preempt = worst is not None or not monotone
-                found = None
                 if worst is not None:
-                    if not custom_victims:  # the common case first: the most expendable job alone makes room
-                        found = self._dry_run(j, [worst], now)
-                    if found is None:
-                        worse = ranking.all_above(key)
-                        if custom_victims:
-                            worse = policy.victims(j, worse, now)
-                        if worse and state.free_total + sum(gpu[r] for r in worse) >= need:
-                            found = self._dry_run(j, worse, now)
-                        if found is None:
+                    if not custom_victims:
+                        # the common case first, inline (the hot path under heavy preemption): the most expendable
+                        # job alone makes room; if so its release stands, else it is taken back
+                        held, w_gpus, w_cpus = running[worst], gpu[worst], cpu[worst]
+                        state.release(held, w_gpus, w_cpus)
+                        if state.free_total >= need:
+                            alloc = place(state, need, now - submit[j], cpu[j])
+                        if alloc is None:
+                            state.allocate(held, w_gpus, w_cpus)
+                        else:
+                            self._preempt(worst, now, True)
+                    if alloc is None:
+                        alloc = self._preempt_worse(j, ranking, key, now, custom_victims,
+                                                    None if custom_victims else worst)
+                        if alloc is None:
                             hopeless.add(need)
-                if found is not None:
-                    victims, alloc, released = found
-                    for v in victims:
-                        self._preempt(v, now, released)
-                    unfit.clear()  # GPUs were freed
+                    if alloc is not None:
+                        unfit.clear()  # GPUs were freed
             if alloc is not None:
                 self._start(j, now, alloc)
                 started.append(entry)
-            elif policy.blocking or (not can_preempt and not state.free_total):
-                break  # nothing later can start in this pass
+            else:
+                if passed is not None:
+                    passed.append(entry)
+                if blocking or (not can_preempt and not state.free_total):
+                    break  # nothing later can start in this pass
         return started
 
-    def _dry_run(self, job: int, candidates: list[int], now: int) -> tuple[list[int], Allocation, bool] | None:
+    def _preempt_worse(self, j: int, ranking: _Ranking | _LinearRanking, key: Any, now: int,
+                       custom_victims: bool, tried: int | None) -> Allocation | None:
+        """Preempt the fewest running jobs worse than ``key`` that let ``j`` be placed; its allocation (None: none do).
+
+        ``tried``: a running job already found not to make room alone (None: none tried).
+        """
+        gpu = self.jobs.gpu
+        worse = ranking.all_above(key)
+        if custom_victims:
+            worse = self.policy.victims(j, worse, now)
+        if not worse or self.state.free_total + sum(gpu[r] for r in worse) < gpu[j]:
+            return None
+        found = self._dry_run(j, worse, now, alone_failed=worse[0] == tried)
+        if found is None:
+            return None
+        victims, alloc, released = found
+        for v in victims:
+            self._preempt(v, now, released)
+        return alloc
+
+    def _dry_run(self, job: int, candidates: list[int], now: int, *,
+                 alone_failed: bool = False) -> tuple[list[int], Allocation, bool] | None:
         """The fewest of ``candidates`` (a shortest prefix, then reprieved best first) that let ``job`` be placed.
 
-        Tried on the VC state itself, each trial undone before the next (cheaper than copies), so preempting
-        the victims for real then leaves the state exactly as in the last trial. Returns the victims, the
-        job's allocation, and whether the victims' resources are already given back (a single victim that
-        suffices keeps its trial: that saves taking them again only to release them at once).
+        Tried on the VC state itself (cheaper than copies): each trial releases or takes back only the jobs
+        that differ from the previous trial's (the state depends only on which jobs are released, so these are
+        the same trials as releasing each set afresh), and the victims found stay released: preempting them for
+        real leaves the state exactly as in the last trial. Returns the victims, the job's allocation, and
+        whether the victims' resources are already given back (always, now).
+        ``alone_failed``: the caller already found that the first candidate alone does not make room.
         """
         jobs, running, place, state = self.jobs, self.running, self.place, self.state
         gpu, cpu = jobs.gpu, jobs.cpu
         need, waited, cpus = gpu[job], now - jobs.submit[job], cpu[job]
+        prefix = 0  # how many of the candidates (from the first) are released on the state now
 
-        def without(victims: list[int]) -> Allocation | None:
-            for v in victims:
-                state.release(running[v], gpu[v], cpu[v])
-            alloc = place(state, need, waited, cpus) if state.free_total >= need else None
-            for v in victims:
-                state.allocate(running[v], gpu[v], cpu[v])
-            return alloc
+        def release(v: int) -> None:
+            state.release(running[v], gpu[v], cpu[v])
 
-        worst = candidates[0]  # the common case: the most expendable job alone makes room
-        state.release(running[worst], gpu[worst], cpu[worst])
-        alloc = place(state, need, waited, cpus) if state.free_total >= need else None
-        if alloc is not None:
-            return [worst], alloc, True
-        state.allocate(running[worst], gpu[worst], cpu[worst])
+        def take_back(v: int) -> None:
+            state.allocate(running[v], gpu[v], cpu[v])
+
+        def fits() -> Allocation | None:
+            return place(state, need, waited, cpus) if state.free_total >= need else None
+
+        def set_prefix(m: int) -> None:
+            """Release exactly the first ``m`` candidates."""
+            nonlocal prefix
+            m = min(m, len(candidates))
+            for v in candidates[prefix:m]:
+                release(v)
+            for v in candidates[m:prefix]:
+                take_back(v)
+            prefix = m
+
+        def without_prefix(m: int) -> Allocation | None:
+            set_prefix(m)
+            return fits()
+
+        if not alone_failed:  # the common case: the most expendable job alone makes room
+            alloc = without_prefix(1)
+            if alloc is not None:
+                return [candidates[0]], alloc, True
         # the shortest prefix that suffices: double the prefix until one does, then bisect
         lo, hi = 2, 2
-        while without(candidates[:hi]) is None:
+        while without_prefix(hi) is None:
             if hi >= len(candidates):
+                set_prefix(0)
                 return None
             lo, hi = hi + 1, min(2 * hi, len(candidates))
         while lo < hi:
             mid = (lo + hi) // 2
-            if without(candidates[:mid]) is None:
+            if without_prefix(mid) is None:
                 lo = mid + 1
             else:
                 hi = mid
         chosen = candidates[:hi]
-        alloc = without(chosen)
+        alloc = without_prefix(hi)
         assert alloc is not None
         # reprieve: victims on nodes the job does not use keep running (its nodes keep their free GPUs); then the
         # others, best priority first, while the job still fits without them
         used = {n for n, _ in alloc}
         remaining = [v for v in chosen if not used.isdisjoint(n for n, _ in running[v])]
+        kept = set(remaining)
+        for v in chosen:
+            if v not in kept:
+                take_back(v)
         for v in reversed(list(remaining)):
-            rest = [r for r in remaining if r != v]
-            if rest and without(rest) is not None:
-                remaining = rest
-        final = without(remaining)
+            if len(remaining) > 1:  # the job still fits with v taken back: v keeps running
+                take_back(v)
+                if fits() is not None:
+                    remaining = [r for r in remaining if r != v]
+                else:
+                    release(v)
+        final = fits()  # with exactly the remaining victims released
         if final is None:  # a placement whose answer is not monotone in free GPUs: keep the plain prefix
-            return chosen, alloc, False
-        return remaining, final, False
+            kept = set(remaining)
+            for v in chosen:
+                if v not in kept:
+                    release(v)
+            return chosen, alloc, True
+        return remaining, final, True
 
     def _quota_pass(self, now: int) -> None:
         """The Helios artifact's preemption: admit by priority within the VC's GPU count, ignoring placement."""
@@ -578,8 +777,7 @@ class Cycle:
 
     def _review(self, now: int, arrived: list[int]) -> None:
         if self.reviews:
-            queue = _Keys(self.sorted if self.sorted or not self.heap else sorted(self.heap)) if self.static \
-                else self.queue
+            queue = (_Keys(self.heap, heap=True) if self.heap else _Keys(self.sorted)) if self.static else self.queue
             wake = self.policy.next_review(queue, now, len(arrived))
             if wake is not None and wake > now:
                 self.engine.wake_at(wake, self.index)

@@ -16,8 +16,10 @@ A policy is a small class (see :class:`Policy`): a sort key ``priority(job, now)
 Hooks: ``order`` (re-order the queue in place each pass, for rules that depend on more
 than one job; not with ``static``), ``next_review`` (an extra wake-up second),
 ``reserve`` (EASY backfilling: a reservation for the blocked head; blocking,
-non-preemptive policies only) and ``victims`` (which running jobs to preempt first;
-preemptive policies only). A combination that would be silently ignored is rejected when
+non-preemptive policies only), ``victims`` (which running jobs to preempt first;
+preemptive policies only) and ``linear_key`` (a running job's key as a line in time, so
+the cycle keeps running jobs ranked instead of re-ranking them at every pass; preemptive
+policies only). A combination that would be silently ignored is rejected when
 the class is defined. Policies read job data through :class:`~dlcluster.sim.jobs.Jobs`
 and ``self.running`` and never change simulator state.
 """
@@ -38,6 +40,7 @@ _HOOK_RULES = {
     "order": (lambda c: not c.static, "cannot be static (a static queue is never re-ordered)"),
     "reserve": (lambda c: c.blocking and not c.preemptive, "must be blocking and not preemptive"),
     "victims": (lambda c: c.preemptive, "must be preemptive"),
+    "linear_key": (lambda c: c.preemptive, "must be preemptive"),
 }
 
 
@@ -86,3 +89,8 @@ class Policy:
     def victims(self, job: int, candidates: list[int], now: int) -> list[int]:
         """Running jobs ``job`` may preempt, most expendable first (``candidates``: worst priority first)."""
         return candidates
+
+    def linear_key(self, job: int) -> tuple[int, int] | None:
+        """For a job that has just started: ``(slope, base)`` with ``priority(job, now) == base + slope * now``
+        at every second until it stops running (None: its key is not such a line)."""
+        return None

@@ -109,33 +109,30 @@ class Jobs:
 
 
 @dataclass(slots=True)
-class Record:
-    """What happened to the jobs of one simulation (indexed by job number)."""
+class Segments:
+    """The run segments of one simulation group, in the order they closed; flat lists for cheap appends.
 
-    start: list[int]
-    end: list[int]
-    queue: list[int]
-    preemptions: list[int]
-    nodes: list[int]
-    # run segments, flat for cheap appends: per segment, and per (segment, node)
-    seg_job: list[int] = field(default_factory=list)
-    seg_start: list[int] = field(default_factory=list)
-    seg_end: list[int] = field(default_factory=list)
-    seg_gpus: list[int] = field(default_factory=list)
+    Kept per group so that the result tables, which are per group, need no sort to split them.
+    """
+
+    # per segment
+    job: list[int] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    # per (segment, node)
     node_job: list[int] = field(default_factory=list)
     node_id: list[int] = field(default_factory=list)
     node_gpus: list[int] = field(default_factory=list)
     node_start: list[int] = field(default_factory=list)
     node_end: list[int] = field(default_factory=list)
-    # node-state changes: (time, group, node, state)
-    node_states: list[tuple[int, int, int, str]] = field(default_factory=list)
 
-    def close_segment(self, job: int, start: int, end: int, alloc: Allocation, gpus: int) -> None:
+    def close(self, job: int, start: int, end: int, alloc: Allocation, gpus: int) -> None:
         """Record that ``job`` held ``alloc`` (``gpus`` GPUs in all) over [start, end)."""
-        self.seg_job.append(job)
-        self.seg_start.append(start)
-        self.seg_end.append(end)
-        self.seg_gpus.append(gpus)
+        self.job.append(job)
+        self.start.append(start)
+        self.end.append(end)
+        self.gpus.append(gpus)
         for node, g in alloc:
             self.node_job.append(job)
             self.node_id.append(node)
@@ -143,7 +140,21 @@ class Record:
             self.node_start.append(start)
             self.node_end.append(end)
 
+
+@dataclass(slots=True)
+class Record:
+    """What happened to the jobs of one simulation (indexed by job number), and each group's run segments."""
+
+    start: list[int]
+    end: list[int]
+    queue: list[int]
+    preemptions: list[int]
+    nodes: list[int]
+    segments: list[Segments]  # per group (index as the simulation's groups)
+    # node-state changes: (time, group, node, state)
+    node_states: list[tuple[int, int, int, str]] = field(default_factory=list)
+
     @classmethod
-    def empty(cls, n: int) -> Record:
-        """A record for ``n`` jobs, none started."""
-        return cls([-1] * n, [-1] * n, [0] * n, [0] * n, [0] * n)
+    def empty(cls, n: int, groups: int = 1) -> Record:
+        """A record for ``n`` jobs, none started, in ``groups`` groups."""
+        return cls([-1] * n, [-1] * n, [0] * n, [0] * n, [0] * n, [Segments() for _ in range(groups)])

@@ -147,7 +147,7 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     )
     if speed is not None:
         sim_jobs.track_rates()
-    engine, rec = Engine(df.height), Record.empty(df.height)
+    engine, rec = Engine(df.height), Record.empty(df.height, len(names))
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
     cycles = [

@@ -25,12 +25,22 @@ class Consolidate:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
+        sizes, largest = state.sizes, state.largest
+        if not cpus and gpus <= largest:  # the common case inline (a preemptive pass places once per preemption)
+            if state.free_total < gpus:
+                return None
+            by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
+            if by_free[gpus]:  # an exact fit (the common case under preemption: the GPUs a victim freed)
+                return [(counts.index(gpus), gpus)]
+            for f in range(gpus + 1, largest + 1):
+                if by_free[f]:
+                    return [(counts.index(f), gpus)]
+            return None
         free = state.usable(gpus, cpus)
         if free is None:
             return None
-        sizes, largest = state.sizes, state.largest
         if gpus <= largest:
-            node = _best_fit(free, gpus, largest, None if cpus else state.by_free)
+            node = _best_fit(free, gpus, largest)
             return None if node < 0 else [(node, gpus)]
         whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
         alloc: Allocation = []

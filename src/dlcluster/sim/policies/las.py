@@ -29,6 +29,12 @@ class Las(Policy):
         """GPU-seconds held so far."""
         return self.jobs.attained_at(job, now)
 
+    def linear_key(self, job: int) -> tuple[int, int]:
+        """While it runs a job gains its GPU count in attained service every second."""
+        jobs = self.jobs
+        g = jobs.gpu[job]
+        return g, g * (jobs.held[job] - jobs.started_at[job])
+
     def next_review(self, queue: Sequence[int], now: int, arrived: int) -> int | None:
         """The next multiple of the quantum while any job waits (a fixed grid: at most one review per quantum)."""
         return (now // self.quantum + 1) * self.quantum if queue else None
