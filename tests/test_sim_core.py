@@ -281,6 +281,8 @@ def test_hooks_that_would_be_ignored_are_rejected_when_the_class_is_defined() ->
         type("Bad", (Policy,), {"preemptive": True, "blocking": False, "reserve": lambda *a: None})
     with pytest.raises(ConfigError, match="defines victims.. but must be preemptive"):
         type("Bad", (Policy,), {"victims": lambda *a: []})
+    with pytest.raises(ConfigError, match="defines linear_key.. but must be preemptive"):
+        type("Bad", (Policy,), {"linear_key": lambda self, job: (1, 0)})
 
 
 def test_a_victims_hook_chooses_who_is_preempted() -> None:

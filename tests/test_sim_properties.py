@@ -71,3 +71,17 @@ def test_same_input_same_output(scenario, policy: str) -> None:
     a = simulate(table, cluster, policy, estimates=estimates_for(table))
     b = simulate(table, cluster, policy, estimates=estimates_for(table))
     assert a.jobs.equals(b.jobs) and a.timeline.equals(b.timeline) and a.placements.equals(b.placements)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(["las:61", "las:120", "tiresias"]))
+def test_ranking_running_jobs_across_passes_changes_nothing(scenario, policy: str) -> None:
+    # linear_key lets the cycle keep running jobs ranked between passes; without it they are re-ranked every pass
+    from dlcluster.sim.framework import Policy
+    from dlcluster.sim.policies import get_policy
+
+    table, cluster = scenario
+    fast = get_policy(policy)
+    plain = type("Plain", (fast,), {"name": "plain", "linear_key": Policy.linear_key})
+    a, b = simulate(table, cluster, fast), simulate(table, cluster, plain)
+    assert a.jobs.equals(b.jobs) and a.placements.equals(b.placements)
