@@ -2,7 +2,6 @@
 
 from dlcluster.predict.duration import (
     ESTIMATORS,
-    accuracy,
     estimate_durations,
     history_estimates,
     make_estimator,
@@ -12,6 +11,6 @@ from dlcluster.predict.estimates import estimates_from, estimates_quality, is_es
 from dlcluster.predict.estimator import Driver, Estimator, replay
 from dlcluster.predict.metrics import prediction_metrics
 
-__all__ = ["ESTIMATORS", "Driver", "Estimator", "accuracy", "estimate_durations", "estimates_from",
+__all__ = ["ESTIMATORS", "Driver", "Estimator", "estimate_durations", "estimates_from",
            "estimates_quality", "history_estimates", "is_estimator_name", "make_estimator", "oracle_estimates",
            "prediction_metrics", "read_estimates", "replay"]

@@ -1,4 +1,4 @@
-"""Built-in duration estimators (``history``, ``oracle``), the registry of estimators by name, accuracy bands.
+"""Built-in duration estimators (``history``, ``oracle``) and the registry of estimators by name.
 
 ``history`` is the Helios artifact's "naive" estimator made leak-free: a job's estimate is
 the mean duration of earlier jobs that had *ended by its submission*, taken from the most
@@ -21,7 +21,6 @@ from dlcluster.predict.estimator import Estimator, replay
 
 DEFAULT_SECONDS = 3600.0  # the estimate before any job has ended: no history, no better guess
 HISTORY_LEVELS = (("user", "name", "gpu_num"), ("user", "gpu_num"), ("user",), ())
-ACCURACY_BANDS = (0.1, 0.5, 1.0, 10.0)  # the Helios paper's error bands: ±10%, ±50%, ±100%, ±1000%
 
 
 class History(Estimator):
@@ -113,12 +112,3 @@ def oracle_estimates(jobs: pl.DataFrame) -> pl.DataFrame:
     """The true duration of every job (``job_id, estimate``)."""
     return jobs.filter(pl.col("duration").is_not_null()).select(
         "job_id", pl.col("duration").cast(pl.Float64).alias("estimate"))
-
-
-def accuracy(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, float | int]:
-    """Share of jobs whose estimate is within ±10/50/100/1000% of the true duration (the paper's bands)."""
-    d = estimates.join(jobs.select("job_id", "duration"), on="job_id").filter(pl.col("duration") > 0)
-    err = ((pl.col("estimate") - pl.col("duration")) / pl.col("duration")).abs()
-    row = d.select(pl.len().alias("jobs"), *((err <= b).mean().alias(f"within_{int(b * 100)}pct")
-                                              for b in ACCURACY_BANDS)).row(0, named=True)
-    return {k: (int(v) if k == "jobs" else float(v or 0.0)) for k, v in row.items()}
