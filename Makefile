@@ -19,7 +19,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/dlcluster synth --preset philly --days 28 --seed 1 -o demo-out/philly-28d.parquet
 	$(BIN)/dlcluster info demo-out/philly-28d.parquet
-	$(BIN)/dlcluster simulate demo-out/philly-28d.parquet --policy fifo,sjf,qssf,srtf --estimates history \
+	$(BIN)/dlcluster simulate demo-out/philly-28d.parquet --policy fifo,sjf,qssf,srtf --estimates lgbm \
 		--load 4 -o demo-out/sim
 	$(BIN)/dlcluster characterize demo-out/philly-28d.parquet --sim-jobs demo-out/sim/fifo/jobs.parquet \
 		-o demo-out/report
