@@ -131,3 +131,14 @@ def test_the_docs_estimator_example_runs_on_both_timelines() -> None:
     assert set(firsts["estimate"].to_list()) == {3600.0}
     online, _, result = _online(jobs, make())  # type: ignore[operator]
     assert len(online) == result.height
+
+
+def test_replay_reports_progress_every_percent_and_at_the_end() -> None:
+    from dlcluster.predict import replay
+
+    jobs = _trace(450)
+    calls: list[tuple[int, int]] = []
+    replay(make_estimator("history"), jobs, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (450, 450) and all(t == 450 for _, t in calls)
+    assert [d for d, _ in calls] == sorted({d for d, _ in calls})  # increasing, no repeats
+    assert len(calls) == 450 // 4 + (450 % 4 != 0)  # every 4 jobs (1% of 450, at least one), then the last

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, jobs, spec, write_trace
 
-from dlcluster.cli import simulate_cmd
+from dlcluster.cli import long_runs, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -112,7 +112,7 @@ def test_ctrl_c_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypa
         return real(target, writer)
 
     monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
-    with pytest.raises(KeyboardInterrupt), simulate_cmd._deferring_interrupts():
+    with pytest.raises(KeyboardInterrupt), long_runs.deferring_interrupts():
         simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
     assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
     assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"

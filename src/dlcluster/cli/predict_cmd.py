@@ -13,7 +13,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import app, err_console
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
-from dlcluster.cli.simulate_cmd import _instant
+from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
@@ -86,11 +86,15 @@ def evaluate_cmd(
     if output is not None and output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a folder")
     trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
-    since = _instant(start, "--start", trace.timezone, wall=False) if start else None
-    result = evaluate(trace.jobs, est, since, source=str(trace_path))
+    since = wall_instant(start, "--start", trace.timezone, wall=False) if start else None
+    with progress_bar(err_console) as bar:
+        task = bar.add_task(f"{estimator}: jobs predicted", total=None)
+        result = evaluate(trace.jobs, est, since, source=str(trace_path),
+                          progress=lambda done, total: bar.update(task, completed=done, total=total))
     notes: list[str] = []
     if output is not None:
-        written, notes = write_outputs(result, output, label=estimator)
+        with deferring_interrupts():  # each file is atomic; this keeps the folder from mixing two runs
+            written, notes = write_outputs(result, output, label=estimator)
     if as_json:
         doc = {"estimator": estimator, "start": start, **result.overall, "vcs": result.vcs,
                **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds")}}
@@ -128,7 +132,10 @@ def run_cmd(
     if output.is_dir():
         raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
     trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
-    table, stats = predict_jobs(trace.jobs, est, source=str(trace_path))
+    with progress_bar(err_console) as bar:
+        task = bar.add_task(f"{estimator}: jobs predicted", total=None)
+        table, stats = predict_jobs(trace.jobs, est, source=str(trace_path),
+                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
     estimates = table.select("job_id", duration="estimate")
     write_atomic(output, estimates.write_csv)
     err_console.print(f"wrote {estimates.height:,} estimates to {output} ({_cost(stats)})", soft_wrap=True)

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
+from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
 from dlcluster.predict import estimates_from, estimates_quality, is_estimator_name, make_estimator
@@ -32,30 +22,6 @@ if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep
 
 SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
                 "makespan", "unschedulable")
-
-
-def _instant(text: str, option: str, timezone: str, wall: bool) -> int:
-    """A ``YYYY-MM-DD[ HH:MM:SS]`` wall-clock time → epoch seconds (UTC, or the naive wall clock if ``wall``)."""
-    try:
-        parsed = pl.Series([text.strip()]).str.to_datetime(strict=True, time_unit="us")
-    except pl.exceptions.PolarsError as exc:
-        raise ConfigError(f"{option} {text!r}: expected a time like 2017-10-01 00:00:00") from exc
-    if not wall:
-        parsed = parsed.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="raise")
-    return int(parsed.dt.epoch("s")[0])
-
-
-@contextmanager
-def _deferring_interrupts() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block ends, then raise it: the block's files are written all or none."""
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
 
 
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
@@ -157,17 +123,15 @@ def simulate(
     wall = compat is not None
     window = None
     if start or end:
-        lo = _instant(start, "--start", trace.timezone, wall) if start else -(2**62)
-        hi = _instant(end, "--end", trace.timezone, wall) if end else 2**62
+        lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
+        hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = estimates_from(estimates, trace.jobs) if estimates is not None and not online else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
-    # no bar unless stderr is a terminal: a bar that cannot redraw only leaves a stray blank line before errors
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as bar:
+    with progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
             cls = get_policy(name)
@@ -184,7 +148,7 @@ def simulate(
             elif est is not None and (cls.needs_estimates or cls.uses_estimates):
                 result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
-            with _deferring_interrupts():
+            with deferring_interrupts():
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -127,13 +128,15 @@ KNOWN_END = pl.coalesce(pl.col("end_time"), pl.col("submit_time") + pl.col("queu
                         + pl.col("duration"))
 
 
-def replay(estimator: Estimator, jobs: pl.DataFrame) -> tuple[np.ndarray, Driver]:
+def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, int], None] | None = None
+           ) -> tuple[np.ndarray, Driver]:
     """Predict every job of a canonical table at its recorded submission from the jobs ended by then.
 
     Returns the predictions (row order of ``jobs``; NaN for jobs without a duration) and the
     driver (retrains, timings). Jobs ending in the same second as a submission are known to
     it; same-second events go in ``job_id`` order, so the table's row order changes nothing.
-    Jobs without a duration are predicted but never end.
+    Jobs without a duration are predicted but never end. ``progress(done, total)`` is called
+    after every further 1% of the predictions.
     """
     table = submit_table(jobs)
     duration = jobs["duration"].cast(pl.Float64).to_numpy()
@@ -152,11 +155,15 @@ def replay(estimator: Estimator, jobs: pl.DataFrame) -> tuple[np.ndarray, Driver
     out = np.full(jobs.height, np.nan)
     k, n_ends = 0, len(end_rows)
     end_list = end_rows.tolist()
-    for j, now in zip(order.tolist(), submits[order].tolist(), strict=True):
+    total = len(order)
+    step = max(1, total // 100)
+    for done, (j, now) in enumerate(zip(order.tolist(), submits[order].tolist(), strict=True), 1):
         while k < n_ends and end_times[k] <= now:
             e = end_list[k]
             driver.ended(e, end_times[k], duration[e], status[e])
             k += 1
         out[j] = driver.predict(j, now)
+        if progress is not None and (done % step == 0 or done == total):
+            progress(done, total)
     out[np.isnan(duration)] = np.nan
     return out, driver

@@ -10,6 +10,7 @@ one line and the figure is not drawn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,15 +69,15 @@ def gpu_jobs(jobs: pl.DataFrame, source: str = "<jobs>") -> pl.DataFrame:
     return gpu
 
 
-def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator,
-                 source: str = "<jobs>") -> tuple[pl.DataFrame, dict[str, Any]]:
+def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator, source: str = "<jobs>",
+                 progress: Callable[[int, int], None] | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Replay ``estimator`` over the GPU jobs: ``job_id, submit_time, estimate, duration, vc, gpu_num`` and stats.
 
     Rows are the GPU jobs with a duration, in the table's order.
     """
     gpu = gpu_jobs(jobs, source)
     est = make_estimator(estimator) if isinstance(estimator, str) else estimator
-    values, driver = replay(est, gpu)
+    values, driver = replay(est, gpu, progress)
     table = gpu.select(
         pl.col("job_id").cast(pl.String), pl.col("submit_time").cast(pl.Int64),
         pl.Series("estimate", values, dtype=pl.Float64), pl.col("duration").cast(pl.Float64),
@@ -86,9 +87,9 @@ def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator,
 
 
 def evaluate(jobs: pl.DataFrame, estimator: str | Estimator, start: int | None = None,
-             source: str = "<jobs>") -> Evaluation:
+             source: str = "<jobs>", progress: Callable[[int, int], None] | None = None) -> Evaluation:
     """Predict every GPU job of ``jobs``; keep those submitted at or after ``start`` (UTC epoch s)."""
-    table, stats = predict_jobs(jobs, estimator, source)
+    table, stats = predict_jobs(jobs, estimator, source, progress)
     if start is not None:
         table = table.filter(pl.col("submit_time") >= start)
     return Evaluation(table, stats, metrics_table(table))
