@@ -34,7 +34,8 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 
 def _register() -> None:
-    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "characterize_cmd"):  # --help lists them in this order
+    # --help lists them in this order
+    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "characterize_cmd"):
         importlib.import_module(f"dlcluster.cli.{module}")
 
 
