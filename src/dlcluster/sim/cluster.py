@@ -32,6 +32,8 @@ class VCState:
     by_free: list[int] = field(init=False)  # by_free[f]: how many usable nodes have exactly f free GPUs
     # ``free`` as bytes when every node has under 256 GPUs (else empty): its index() is a memchr, for best fit
     free_bytes: bytearray = field(init=False)
+    # times GPUs were given back (a release, a node turning on): a gang that did not fit can fit only after it moves
+    gains: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
@@ -67,6 +69,7 @@ class VCState:
                 self.free_bytes[node] = 0
             self.free_total -= self.sizes[node]
         elif state == ON:
+            self.gains += 1
             self.by_free[0] -= 1
             self.by_free[self.sizes[node]] += 1
             self.free[node] = self.sizes[node]
@@ -100,6 +103,7 @@ class VCState:
             if fb:
                 fb[node] = f + g
         self.free_total += gpus
+        self.gains += 1
         if cpus:
             self._move_cpus(alloc, gpus, cpus, 1)
 

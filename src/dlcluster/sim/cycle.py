@@ -239,9 +239,9 @@ class Cycle:
         self.relax_after: int | None = getattr(placement, "relax_after", None)
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
-        # the heap's head that a sized placement could not place, until GPUs are freed: taking GPUs never makes a
-        # gang fit, so retrying it after mere arrivals is wasted work
-        self.blocked = -1
+        # the heap's head that a sized placement could not place, and the VC's ``gains`` then: until GPUs are given
+        # back it cannot fit (taking GPUs never makes a gang fit), so retrying it after mere arrivals is wasted work
+        self.blocked, self.blocked_gains = -1, -1
         # running jobs ranked across passes when their keys are lines in time (else re-ranked in each pass)
         self._ranks = _LinearRanks(policy, jobs.started_at, self.running) \
             if policy.preemptive and type(policy).linear_key is not Policy.linear_key else None
@@ -282,7 +282,6 @@ class Cycle:
         jobs, rec = self.jobs, self.rec
         alloc = self.running.pop(j)
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
-        self.blocked = -1
         rec.end[j] = now
         self.segments.close(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
         jobs.remaining[j] = 0
@@ -296,7 +295,6 @@ class Cycle:
         gpus, started = jobs.gpu[j], jobs.started_at[j]
         if not released:  # (a dry run may have given its resources back already)
             self.state.release(alloc, gpus, jobs.cpu[j])
-        self.blocked = -1
         self.engine.cancel(j)
         self.segments.close(j, started, now, alloc, gpus)
         self.rec.preemptions[j] += 1
@@ -346,7 +344,6 @@ class Cycle:
             self.state.set_state(node, state)
         except ValueError as exc:
             raise ValueError(f"group {self.index}: {exc}") from None
-        self.blocked = -1
         self.rec.node_states.append((now, self.index, node, state))
 
     # ---- passes --------------------------------------------------------------------------------------------------
@@ -388,18 +385,19 @@ class Cycle:
                 priority = self.policy.priority
                 for j in arrived:
                     heappush(heap, (priority(j, now), j))
-        elif not heap or (heap[0][-1] == self.blocked and not self.reviews and self.relax_after is None):
+        elif not heap or (heap[0][-1] == self.blocked and self.state.gains == self.blocked_gains
+                          and not self.reviews and self.relax_after is None):
             return
         place, state, jobs = self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         while heap:
             j = heap[0][-1]
-            if j == self.blocked:
+            if j == self.blocked and state.gains == self.blocked_gains:
                 break
             alloc = place(state, gpu[j], now - submit[j], cpu[j]) if gpu[j] <= state.free_total else None
             if alloc is None:
                 if self.sized_placement:
-                    self.blocked = j
+                    self.blocked, self.blocked_gains = j, state.gains
                 break
             heappop(heap)
             self._start(j, now, alloc)

@@ -113,6 +113,27 @@ class Engine:
         heapq.heappush(self._ticks, (start, len(self._periods) - 1))
         return len(self._periods) - 1
 
+    def _ends_due(self, now: int) -> list[int]:
+        """Pop the ends due at ``now`` (the earliest scheduled); the jobs whose end is still live, in pop order."""
+        ends, live, pop = self._ends, self._live, heapq.heappop
+        ended = []
+        while ends and ends[0][0] == now:
+            _, job = pop(ends)
+            if live[job] == now:
+                live[job] = -1
+                ended.append(job)
+        return ended
+
+    def _wakes_due(self, now: int) -> list[int]:
+        """Pop the wake-ups due at ``now``: the groups to pass."""
+        wakes, pop = self._wakes, heapq.heappop
+        woken = []
+        while wakes and wakes[0][0] == now:
+            key = pop(wakes)
+            self._wake_set.discard(key)
+            woken.append(key[1])
+        return woken
+
     def run(self, times: Sequence[int], handler: Handler) -> None:
         """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left.
 
@@ -122,8 +143,7 @@ class Engine:
         if handler.single_events and not self._nodes and not self._ticks:
             self._run_plain(times, handler)
             return
-        ends, live, wakes, wake_set, nodes, ticks = (self._ends, self._live, self._wakes, self._wake_set,
-                                                     self._nodes, self._ticks)
+        ends, wakes, nodes, ticks = self._ends, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         i, n = 0, len(times)
         stalled = 0
@@ -144,22 +164,11 @@ class Engine:
                 now = ticks[0][0]
             else:
                 stalled = 0
-            ended = []
-            while ends and ends[0][0] == now:
-                _, job = pop(ends)
-                if live[job] == now:
-                    live[job] = -1
-                    ended.append(job)
+            ended = self._ends_due(now)
             first = i
             while i < n and times[i] == now:
                 i += 1
-            woken: list[int] = NONE
-            if wakes and wakes[0][0] == now:
-                woken = []
-                while wakes and wakes[0][0] == now:
-                    key = pop(wakes)
-                    wake_set.discard(key)
-                    woken.append(key[1])
+            woken = self._wakes_due(now) if wakes and wakes[0][0] == now else NONE
             changed: list[NodeChange] = NONE
             if nodes and nodes[0][0] == now:
                 changed = []
@@ -178,7 +187,7 @@ class Engine:
 
     def _run_plain(self, times: Sequence[int], handler: Handler) -> None:
         """:meth:`run` for a handler nobody can add node changes or ticks to (no observers): the lean hot loop."""
-        ends, live, wakes, wake_set = self._ends, self._live, self._wakes, self._wake_set
+        ends, live, wakes = self._ends, self._live, self._wakes
         pop, inf = heapq.heappop, NEVER
         second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
         i, n = 0, len(times)
@@ -191,7 +200,7 @@ class Engine:
             if now == inf:
                 break
             ended = []
-            while ends and ends[0][0] == now:
+            while ends and ends[0][0] == now:  # _ends_due, inline: once per simulated second
                 _, job = pop(ends)
                 if live[job] == now:
                     live[job] = -1
@@ -200,12 +209,7 @@ class Engine:
             while i < n and times[i] == now:
                 i += 1
             if wakes and wakes[0][0] == now:
-                woken = []
-                while wakes and wakes[0][0] == now:
-                    key = pop(wakes)
-                    wake_set.discard(key)
-                    woken.append(key[1])
-                second(now, ended, first, i, woken, NONE, NONE)
+                second(now, ended, first, i, self._wakes_due(now), NONE, NONE)
             elif first == i:
                 if len(ended) == 1:
                     one_end(now, ended[0])
