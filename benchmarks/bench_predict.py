@@ -22,10 +22,7 @@ ESTIMATOR_FIGURES = (("retrains", 9, ",d"), ("train s", 9, ".1f"), ("predict s",
 
 
 def _estimator_cells(stats: dict) -> tuple[object, ...]:
-    per_job = stats.get("predict_us_per_job")
-    if per_job is None and stats.get("jobs"):
-        per_job = 1e6 * stats["predict_seconds"] / stats["jobs"]
-    return stats["retrains"], stats["train_seconds"], stats["predict_seconds"], per_job
+    return stats["retrains"], stats["train_seconds"], stats["predict_seconds"], stats["predict_us_per_job"]
 
 
 def evaluate() -> None:

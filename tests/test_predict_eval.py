@@ -52,7 +52,7 @@ def test_json_has_the_metrics_per_vc_and_overall(evaluated: tuple[Path, subproce
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)  # stdout is the JSON object and nothing else
     assert {"jobs", "mae", "mdape", "within_10", "within_50", "within_100", "within_1000", "spearman", "kendall",
-            "vcs", "estimator", "retrains", "train_seconds", "predict_seconds"} <= set(doc)
+            "vcs", "estimator", "retrains", "train_seconds", "predict_seconds", "predict_us_per_job"} <= set(doc)
     assert doc["estimator"] == "history" and doc["retrains"] >= 0 and doc["predict_seconds"] >= 0
     gpu = venus.jobs.filter((pl.col("gpu_num") > 0) & (pl.col("duration") > 0))
     assert doc["jobs"] == gpu.height
@@ -104,6 +104,7 @@ def test_oracle_is_perfect(trace_file: Path) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["within_10"] == 1 and doc["mae"] == 0
+    assert all(doc[f"within_{b}"] == 1 for b in (50, 100, 1000))
     assert doc["spearman"] == pytest.approx(1) and doc["kendall"] == pytest.approx(1)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,8 @@ from rich.table import Table
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import app, err_console
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
@@ -64,6 +66,14 @@ def _cost(stats: dict[str, Any]) -> str:
             + (f" ({per_job:.1f} µs per job)" if per_job is not None else ""))
 
 
+@contextmanager
+def _progress(estimator: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of jobs predicted (on a terminal) and the callback that advances it."""
+    with progress_bar(err_console) as bar:
+        task = bar.add_task(f"{estimator}: jobs predicted", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 @predict_app.command("eval")
 def evaluate_cmd(
     trace_path: Path = TraceArg,
@@ -87,17 +97,15 @@ def evaluate_cmd(
         raise ConfigError(f"--output {output}: exists and is not a folder")
     trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
     since = wall_instant(start, "--start", trace.timezone, wall=False) if start else None
-    with progress_bar(err_console) as bar:
-        task = bar.add_task(f"{estimator}: jobs predicted", total=None)
-        result = evaluate(trace.jobs, est, since, source=str(trace_path),
-                          progress=lambda done, total: bar.update(task, completed=done, total=total))
+    with _progress(estimator) as progress:
+        result = evaluate(trace.jobs, est, since, source=str(trace_path), progress=progress)
     notes: list[str] = []
     if output is not None:
         with deferring_interrupts():  # each file is atomic; this keeps the folder from mixing two runs
             written, notes = write_outputs(result, output, label=estimator)
     if as_json:
         doc = {"estimator": estimator, "start": start, **result.overall, "vcs": result.vcs,
-               **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds")}}
+               **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds", "predict_us_per_job")}}
         typer.echo(json.dumps(doc))
     else:
         window = f" from {start}" if start else ""
@@ -132,10 +140,8 @@ def run_cmd(
     if output.is_dir():
         raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
     trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
-    with progress_bar(err_console) as bar:
-        task = bar.add_task(f"{estimator}: jobs predicted", total=None)
-        table, stats = predict_jobs(trace.jobs, est, source=str(trace_path),
-                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
+    with _progress(estimator) as progress:
+        table, stats = predict_jobs(trace.jobs, est, source=str(trace_path), progress=progress)
     estimates = table.select("job_id", duration="estimate")
     write_atomic(output, estimates.write_csv)
     err_console.print(f"wrote {estimates.height:,} estimates to {output} ({_cost(stats)})", soft_wrap=True)

@@ -96,8 +96,7 @@ def simulate(
     names = [p.strip() for p in policy.split(",") if p.strip()]
     if not names:
         raise ConfigError("--policy: give at least one policy")
-    for name in names:
-        get_policy(name)
+    classes = {name: get_policy(name) for name in names}  # every name checked before the first run
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
     if relax_after is not None:
@@ -134,7 +133,7 @@ def simulate(
     with progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
-            cls = get_policy(name)
+            cls = classes[name]
             observer = (OnlineEstimates(make_estimator(estimates), trace.jobs)
                         if online and (cls.needs_estimates or cls.uses_estimates) else None)
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,

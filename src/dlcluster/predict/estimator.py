@@ -25,7 +25,6 @@ import polars as pl
 
 # what is known of a job at its submission; ``submit`` is in seconds on the replayed clock (UTC epoch seconds,
 # or the simulated clock, which starts at the trace's first submission)
-SUBMIT_COLUMNS = ("job_id", "user", "vc", "name", "gpu_num", "cpu_num", "node_num", "submit")
 SUBMIT_SCHEMA: dict[str, Any] = {"job_id": pl.String, "user": pl.String, "vc": pl.String, "name": pl.String,
                                  "gpu_num": pl.Int64, "cpu_num": pl.Int64, "node_num": pl.Int64, "submit": pl.Int64}
 
@@ -44,7 +43,7 @@ class Estimator(ABC):
     needs_truth: ClassVar[bool] = False  # only the oracle: it is given every true duration up front
 
     def attach(self, jobs: pl.DataFrame) -> None:
-        """Before the first event: every job's submission-time fields (:data:`SUBMIT_COLUMNS`), row = job number."""
+        """Before the first event: every job's submission-time fields (:data:`SUBMIT_SCHEMA`), row = job number."""
         self.jobs = jobs
 
     def attach_truth(self, durations: np.ndarray) -> None:
@@ -113,14 +112,20 @@ class Driver:
                 "predict_us_per_job": 1e6 * self.predict_seconds / self.predictions if self.predictions else None}
 
 
-def submit_table(jobs: pl.DataFrame, submit: pl.Expr | str = "submit_time") -> pl.DataFrame:
-    """The :data:`SUBMIT_COLUMNS` of a job table (missing optional columns are null), ``submit`` from ``submit``."""
-    sub = pl.col(submit) if isinstance(submit, str) else submit
+def submit_table(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The :data:`SUBMIT_SCHEMA` columns of a canonical job table (missing optional ones null), ``submit`` its time."""
     return jobs.select(
         *((pl.col(c) if c in jobs.columns else pl.lit(None)).cast(t).alias(c)
           for c, t in SUBMIT_SCHEMA.items() if c != "submit"),
-        sub.cast(pl.Int64).alias("submit"),
+        pl.col("submit_time").cast(pl.Int64).alias("submit"),
     )
+
+
+def status_column(jobs: pl.DataFrame) -> pl.Series:
+    """Each job's status as text (null throughout when the table has none)."""
+    if "status" in jobs.columns:
+        return jobs["status"].cast(pl.String)
+    return pl.Series("status", [None] * jobs.height, dtype=pl.String)
 
 
 # when a job's duration became known on its recorded timeline: its end, else submit + wait + run
@@ -140,7 +145,7 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
     """
     table = submit_table(jobs)
     duration = jobs["duration"].cast(pl.Float64).to_numpy()
-    status = jobs["status"].cast(pl.String).to_list() if "status" in jobs.columns else [None] * jobs.height
+    status = status_column(jobs).to_list()
     ends = jobs.select(KNOWN_END.cast(pl.Float64)).to_series().to_numpy()
     estimator.attach(table)
     if estimator.needs_truth:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from dlcluster.predict.estimator import SUBMIT_SCHEMA, Driver, Estimator
+from dlcluster.predict.estimator import SUBMIT_SCHEMA, Driver, Estimator, status_column, submit_table
 from dlcluster.predict.metrics import prediction_metrics
 from dlcluster.sim.observers import Control, Observer
 
@@ -33,12 +33,8 @@ class OnlineEstimates(Observer):
         jobs = control.jobs
         ids = pl.DataFrame({"job_id": jobs.job_id, "submit": jobs.submit}, schema={"job_id": pl.String,
                                                                                   "submit": pl.Int64})
-        fields = self.trace.select(
-            "job_id", *((pl.col(c) if c in self.trace.columns else pl.lit(None)).cast(SUBMIT_SCHEMA[c]).alias(c)
-                        for c in ("user", "vc", "name", "gpu_num", "cpu_num", "node_num")),
-            (pl.col("status").cast(pl.String) if "status" in self.trace.columns else pl.lit(None, pl.String))
-            .alias("status"),
-        )
+        # the simulated submit (the simulator's clock) replaces the trace's
+        fields = submit_table(self.trace).drop("submit").with_columns(status_column(self.trace))
         table = ids.join(fields, on="job_id", how="left", maintain_order="left")
         self.status: list[str | None] = table["status"].to_list()
         self.duration = jobs.duration
