@@ -52,17 +52,17 @@ def traces(out: Path, days: int) -> list[tuple[str, list[str], list[str]]]:
 
 def simulate(trace: list[str], options: list[str], folder: Path) -> dict[str, dict]:
     """Overall summaries per policy label (two runs: lgbm for everything that takes estimates, then history)."""
-    runs = {"lgbm": "fifo,sjf,qssf,qssf-easy,srtf", "history": "qssf"}
+    runs = {"lgbm": ["fifo", "sjf", "qssf", "qssf-easy", "srtf"], "history": ["qssf"]}
     summaries: dict[str, dict] = {}
     for estimator, policies in runs.items():
-        dest = folder / estimator
-        if not (dest / "srtf" if estimator == "lgbm" else dest / "summary.json").exists():
-            dlcluster("simulate", *trace, *options, "-p", policies, "--estimates", estimator, "-o", str(dest))
-        for policy in policies.split(","):
-            summary = json.loads((dest / policy / "summary.json" if "," in policies else dest / "summary.json")
-                                 .read_text())
-            label = f"{policy}-{estimator}" if policy.startswith("qssf") else policy
-            summaries[label] = summary
+        # every summary at folder/estimator/policy/summary.json (a one-policy run writes straight into -o)
+        paths = {p: folder / estimator / p / "summary.json" for p in policies}
+        if not all(path.exists() for path in paths.values()):
+            dest = folder / estimator if len(policies) > 1 else folder / estimator / policies[0]
+            dlcluster("simulate", *trace, *options, "-p", ",".join(policies), "--estimates", estimator,
+                      "-o", str(dest))
+        for policy, path in paths.items():
+            summaries[f"{policy}-{estimator}" if policy.startswith("qssf") else policy] = json.loads(path.read_text())
     return summaries
 
 
