@@ -15,7 +15,7 @@ from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
-from dlcluster.predict import estimates_from, estimates_quality, is_estimator_name, make_estimator
+from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
     from dlcluster.sim import SimResult
@@ -127,7 +127,7 @@ def simulate(
         window = (lo, hi)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
-    est = estimates_from(estimates, trace.jobs) if estimates is not None and not online else None
+    est = read_estimates(estimates) if estimates is not None and not online else None
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
     with progress_bar(console) as bar:

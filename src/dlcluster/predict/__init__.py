@@ -7,10 +7,9 @@ from dlcluster.predict.duration import (
     make_estimator,
     oracle_estimates,
 )
-from dlcluster.predict.estimates import estimates_from, estimates_quality, is_estimator_name, read_estimates
+from dlcluster.predict.estimates import estimates_quality, is_estimator_name, read_estimates
 from dlcluster.predict.estimator import Driver, Estimator, replay
 from dlcluster.predict.metrics import prediction_metrics
 
-__all__ = ["ESTIMATORS", "Driver", "Estimator", "estimate_durations", "estimates_from",
-           "estimates_quality", "history_estimates", "is_estimator_name", "make_estimator", "oracle_estimates",
-           "prediction_metrics", "read_estimates", "replay"]
+__all__ = ["ESTIMATORS", "Driver", "Estimator", "estimate_durations", "estimates_quality", "history_estimates",
+           "is_estimator_name", "make_estimator", "oracle_estimates", "prediction_metrics", "read_estimates", "replay"]

@@ -27,7 +27,6 @@ class History(Estimator):
     """Mean duration of the most specific group (user+name+GPUs, user+GPUs, user, all) with an ended job."""
 
     name = "history"
-    help = "mean duration of the user's earlier ended jobs (same name and GPUs if any, else coarser)"
 
     def attach(self, jobs: pl.DataFrame) -> None:
         """Keep the columns the groups are made of; start with no history."""
@@ -66,7 +65,6 @@ class Oracle(Estimator):
     """The true duration: what perfect prediction would give."""
 
     name = "oracle"
-    help = "the true duration (an upper bound on what prediction can give)"
     needs_truth = True
 
     def attach_truth(self, durations: np.ndarray) -> None:

@@ -1,4 +1,4 @@
-"""Duration estimates from a file (`job_id,duration`, or the Helios artifact's `jobname,priority`) or by estimator name."""
+"""Duration estimates from a file (`job_id,duration`, or the Helios artifact's `jobname,priority`), and their quality."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dlcluster.io._common import (
     required_value,
     unparsable,
 )
-from dlcluster.predict.duration import ESTIMATORS, estimate_durations
+from dlcluster.predict.duration import ESTIMATORS
 from dlcluster.predict.metrics import prediction_metrics
 
 LAYOUTS = (("job_id", "duration"), ("jobname", "priority"))  # the artifact's priority is a predicted duration
@@ -44,13 +44,6 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
 def is_estimator_name(source: str | Path) -> bool:
     """Whether ``source`` names a built-in estimator (and no file of that name exists)."""
     return str(source) in ESTIMATORS and not Path(source).exists()
-
-
-def estimates_from(source: str | Path, jobs: pl.DataFrame) -> pl.DataFrame:
-    """A built-in estimator's predictions along the recorded timeline when ``source`` names one, else the file's."""
-    if is_estimator_name(source):
-        return estimate_durations(jobs, str(source))
-    return read_estimates(source)
 
 
 def estimates_quality(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, Any]:

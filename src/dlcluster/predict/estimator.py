@@ -38,7 +38,6 @@ class Estimator(ABC):
     """
 
     name: ClassVar[str]
-    help: ClassVar[str] = ""
     retrain_every: int | None = None  # seconds between retrains (None: never retrained)
     needs_truth: ClassVar[bool] = False  # only the oracle: it is given every true duration up front
 

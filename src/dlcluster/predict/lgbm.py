@@ -138,7 +138,6 @@ class LgbmEstimator(Estimator):
     """
 
     name: ClassVar[str] = "lgbm"
-    help: ClassVar[str] = "LightGBM on submission-time fields and the user's recent jobs, retrained daily"
 
     def __init__(self, retrain_every: int = 86400, max_train: int = MAX_TRAIN, rounds: int = ROUNDS,
                  params: dict[str, Any] | None = None) -> None:
