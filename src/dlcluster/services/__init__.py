@@ -1,0 +1,1 @@
+"""Services built on prediction and simulation: QSSF ordering and CES power management."""
