@@ -126,10 +126,10 @@ def test_without_users_or_names_it_still_learns_from_gpus() -> None:
 
 def test_the_public_prediction_path_gives_the_same_numbers(predicted: np.ndarray,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import dlcluster.predict.lgbm as lgbm
+    import dlcluster.predict.single_row as single_row
 
     def unavailable(*args: object) -> None:
         raise AttributeError("no private LightGBM handle")
 
-    monkeypatch.setattr(lgbm, "_FastPredictor", unavailable)
+    monkeypatch.setattr(single_row, "FastPredictor", unavailable)
     assert _lgbm(TRACE).tobytes() == predicted.tobytes()

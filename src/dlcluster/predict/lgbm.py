@@ -11,7 +11,6 @@ order of the table does not matter.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import re
 from bisect import bisect_left, insort
@@ -24,6 +23,7 @@ import polars as pl
 
 from dlcluster.predict.duration import History
 from dlcluster.predict.estimator import Estimator
+from dlcluster.predict.single_row import SingleRowPredictor, single_row_predictor
 
 RECENT = 10  # the user's (and group's) last RECENT ended jobs make the "recent" features
 CLUSTER_RECENT = 100  # the cluster's recent median is over its last CLUSTER_RECENT ended jobs
@@ -71,59 +71,6 @@ def _median(values: list[float]) -> float:
     return s[m // 2] if m % 2 else 0.5 * (s[m // 2 - 1] + s[m // 2])
 
 
-class _FastPredictor:
-    """Single-row prediction straight from the stored feature matrix (LightGBM's fast C path, ~3 µs a row)."""
-
-    def __init__(self, booster: lgb.Booster, matrix: np.ndarray) -> None:
-        from lightgbm.basic import _LIB, _c_str, _safe_call  # LightGBM's own ctypes handle to its library
-
-        self._lib = _LIB
-        self._config = ctypes.c_void_p()
-        _safe_call(_LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
-            booster._handle, ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(-1),
-            ctypes.c_int(0 if matrix.dtype == np.float32 else 1), ctypes.c_int32(matrix.shape[1]),
-            _c_str("num_threads=1"), ctypes.byref(self._config)))
-        self._base = matrix.ctypes.data
-        self._stride = matrix.strides[0]
-        self._out = np.zeros(1)
-        self._out_ptr = self._out.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        self._len = ctypes.c_int64(0)
-        self._call = _LIB.LGBM_BoosterPredictForMatSingleRowFast
-
-    def __call__(self, row: int) -> float:
-        """The raw model output for row ``row`` of the matrix."""
-        if self._call(self._config, ctypes.c_void_p(self._base + row * self._stride), ctypes.byref(self._len),
-                      self._out_ptr):
-            raise RuntimeError("LightGBM single-row prediction failed")
-        return float(self._out[0])
-
-    def close(self) -> None:
-        """Free LightGBM's prediction state."""
-        if self._config:
-            self._lib.LGBM_FastConfigFree(self._config)
-            self._config = ctypes.c_void_p()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - at interpreter exit the library may already be gone
-            pass
-
-
-class _BoosterPredictor:
-    """Single-row prediction through ``Booster.predict`` (~18 µs a row; the fallback of :class:`_FastPredictor`)."""
-
-    def __init__(self, booster: lgb.Booster, matrix: np.ndarray) -> None:
-        self._booster, self._matrix = booster, matrix
-
-    def __call__(self, row: int) -> float:
-        """The raw model output for row ``row`` of the matrix."""
-        return float(self._booster.predict(self._matrix[row:row + 1])[0])
-
-    def close(self) -> None:
-        """Nothing to free."""
-
-
 class LgbmEstimator(Estimator):
     """LightGBM on submission-time fields and online history features; ``History`` before the first model.
 
@@ -146,7 +93,7 @@ class LgbmEstimator(Estimator):
         self.rounds = rounds
         self.params = {**PARAMS, **(params or {})}
         self.booster: lgb.Booster | None = None
-        self._fast: _FastPredictor | _BoosterPredictor | None = None
+        self._fast: SingleRowPredictor | None = None
 
     def attach(self, jobs: pl.DataFrame) -> None:
         """Keep the submission-time columns as lists (read one row at a time), start with no history or model."""
@@ -284,7 +231,4 @@ class LgbmEstimator(Estimator):
         if self._fast is not None:
             self._fast.close()
         self.booster = booster
-        try:
-            self._fast = _FastPredictor(booster, self.features)
-        except (ImportError, AttributeError):  # a LightGBM without the private handle: its public (slower) path
-            self._fast = _BoosterPredictor(booster, self.features)
+        self._fast = single_row_predictor(booster, self.features)
