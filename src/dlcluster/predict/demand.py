@@ -1,0 +1,137 @@
+"""Node demand series: busy nodes (and GPUs) over time, from a ready CSV, a trace or a simulation's timeline.
+
+A series is a table ``time`` (UTC epoch seconds), ``used`` (busy nodes), ``total`` (nodes),
+optionally ``used_gpus`` and ``total_gpus``. :func:`resample` puts it on a controller's
+regular step: the maximum over each step (the nodes needed at the busiest moment).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import InputError
+
+SAMPLE = 60  # seconds between the samples of a series built here
+# column names a ready series may use for busy nodes (the Helios artifact's Philly file says ``active``)
+USED_NAMES = ("used", "active", "busy")
+
+
+def read_series(path: str | Path) -> pl.DataFrame:
+    """Read a CSV ``time, used|active, total`` (time as epoch seconds or naive UTC ``YYYY-MM-DD HH:MM:SS``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    try:
+        raw = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+        raise InputError(f"not a readable CSV ({str(exc).splitlines()[0]})", path=path) from None
+    used_name = next((c for c in USED_NAMES if c in raw.columns), None)
+    for name, found in (("time", "time" in raw.columns), ("used (or active)", used_name), ("total", "total" in raw.columns)):
+        if not found:
+            raise InputError(f"missing column {name!r} (columns: {', '.join(raw.columns)})", path=path)
+    assert used_name is not None
+    text = raw["time"].str.strip_chars()
+    as_int = text.cast(pl.Int64, strict=False)
+    as_date = text.str.to_datetime(strict=False, time_unit="us").dt.epoch("s")
+    table = pl.DataFrame({
+        "time": as_int.fill_null(as_date),
+        "used": raw[used_name].str.strip_chars().cast(pl.Int64, strict=False),
+        "total": raw["total"].str.strip_chars().cast(pl.Int64, strict=False),
+    })
+    for column, source in (("time", "time"), ("used", used_name), ("total", "total")):
+        bad = table[column].is_null().arg_true()
+        if bad.len():
+            row = int(bad[0])
+            raise InputError(f"not a {'time' if column == 'time' else 'whole number'}: {raw[source][row]!r}",
+                             path=path, row=row + 2, field=source)
+    _check(table, path, used_name)
+    return table
+
+
+def _check(table: pl.DataFrame, path: Path | str, used_name: str = "used") -> None:
+    """Times strictly increasing, 0 <= used <= total: the first row that breaks a rule is named."""
+    checks = (
+        (pl.col("time").diff() <= 0, "time", "times must increase from row to row"),
+        (pl.col("used") < 0, used_name, "busy nodes must not be negative"),
+        (pl.col("total") <= 0, "total", "total nodes must be positive"),
+        (pl.col("used") > pl.col("total"), used_name, "more busy nodes than total nodes"),
+    )
+    for rule, field, message in checks:
+        bad = table.select(rule.fill_null(False).arg_true()).to_series()
+        if bad.len():
+            raise InputError(message, path=path, row=int(bad[0]) + 2, field=field)
+    if table.height < 2:
+        raise InputError(f"a demand series needs at least 2 rows, got {table.height}", path=path)
+
+
+def from_timeline(timeline: pl.DataFrame) -> pl.DataFrame:
+    """The whole cluster's series from a simulation's ``timeline`` (busy nodes summed over VCs, per sample)."""
+    nodes = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
+    total = pl.sum_horizontal(nodes) if nodes else None
+    grouped = timeline.group_by("time").agg(
+        pl.col("nodes_busy").sum().alias("used"),
+        pl.col("total_gpus").sum(),
+        (pl.col("total_gpus") - pl.col("idle_gpus")).sum().alias("used_gpus"),
+        *([total.sum().alias("total")] if total is not None else []),
+    ).sort("time")
+    if total is None:
+        raise InputError("the timeline has no node counts per state; it cannot give total nodes", field="nodes_on")
+    return grouped.select("time", "used", "total", "used_gpus", "total_gpus")
+
+
+def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE) -> pl.DataFrame:
+    """Busy nodes per ``sample`` seconds from recorded start/end times: per VC, its busy GPUs packed onto its largest
+    nodes (the fewest nodes that could hold them), at most the VC's nodes.
+
+    A trace records no placement, so this is the demand of a consolidating scheduler (a lower bound on busy nodes).
+    """
+    ran = jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
+                      & (pl.col("end_time") > pl.col("start_time")) & (pl.col("gpu_num") > 0))
+    if ran.height == 0:
+        raise InputError("no job of the trace has both a start and an end time: no demand to count",
+                         field="start_time")
+    t0 = int(ran["start_time"].min()) // sample * sample  # type: ignore[arg-type]
+    n = (int(ran["end_time"].max()) - t0) // sample + 1  # type: ignore[arg-type]
+    used = np.zeros(n, dtype=np.int64)
+    used_gpus = np.zeros(n, dtype=np.int64)
+    for vc, sizes in cluster.vcs.items():
+        part = ran.filter(pl.col("vc") == vc)
+        if part.height == 0 or not sizes:
+            continue
+        gpus = _busy(part, t0, n, sample)
+        used_gpus += gpus
+        # the fewest nodes holding g GPUs: the largest nodes first
+        capacity = np.cumsum(sorted(sizes, reverse=True))
+        used += np.where(gpus > 0, np.minimum(np.searchsorted(capacity, gpus) + 1, len(sizes)), 0)
+    total = cluster.total_nodes
+    return pl.DataFrame({
+        "time": np.arange(n, dtype=np.int64) * sample + t0,
+        "used": used, "total": np.full(n, total, dtype=np.int64),
+        "used_gpus": used_gpus, "total_gpus": np.full(n, cluster.total_gpus, dtype=np.int64),
+    })
+
+
+def _busy(part: pl.DataFrame, t0: int, n: int, sample: int) -> np.ndarray:
+    """GPUs busy at each sample t0 + sample·k, from intervals [start, end)."""
+    first = lambda t: np.clip(-((t0 - t) // sample), 0, n)  # noqa: E731 - ceil((t - t0) / sample)
+    starts, ends = first(part["start_time"].to_numpy()), first(part["end_time"].to_numpy())
+    weights = part["gpu_num"].to_numpy().astype(np.float64)
+    diff = np.bincount(starts, weights, minlength=n + 1) - np.bincount(ends, weights, minlength=n + 1)
+    return np.rint(np.cumsum(diff)[:n]).astype(np.int64)
+
+
+def resample(series: pl.DataFrame, step: int) -> pl.DataFrame:
+    """Maximum of every column over each ``step`` seconds (steps aligned to the epoch, labelled by their start).
+
+    A step without samples takes the previous step's values (the series is regular afterwards).
+    """
+    if step <= 0:
+        raise InputError(f"the step must be a positive number of seconds, got {step}")
+    binned = series.with_columns((pl.col("time") // step * step).alias("time")).group_by("time").max().sort("time")
+    start, end = binned["time"][0], binned["time"][-1]
+    grid = pl.DataFrame({"time": np.arange(start, end + 1, step, dtype=np.int64)})
+    return grid.join(binned, on="time", how="left").fill_null(strategy="forward")

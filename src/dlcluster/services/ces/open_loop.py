@@ -1,0 +1,103 @@
+"""Open loop: replay a demand series through a node controller, with forecasts that use only the past.
+
+The forecaster is trained on the series before the test period; at each test step ``i``
+the controller's forecasts come from the values known at ``i``. Nodes wake instantly here
+(there is no job to delay): a step whose demand exceeds the nodes powered before it is a
+*shortage*. The simulator's power manager is the closed-loop counterpart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from dlcluster.errors import ConfigError
+from dlcluster.predict.forecast import BASELINES, DAY, Calendar, DemandForecaster, baseline, horizon, truth
+from dlcluster.services.ces.rules import Controller
+from dlcluster.services.ces.stats import controller_stats, forecast_errors
+
+REPORTED_HORIZONS = (1, 6, 18, 36)  # steps ahead whose forecast errors are reported (10 min, 1 h, 3 h, 6 h)
+MIN_TRAIN_DAYS = 2
+
+
+@dataclass
+class OpenLoopRun:
+    """Per-step table (time, used, total, forecast, active, change, lack), figures, and forecast errors."""
+
+    steps: pl.DataFrame
+    stats: dict[str, Any]
+    horizons: pl.DataFrame  # per forecast target: model and baseline RMSE / sMAPE over the test period
+    days: float
+
+
+def _errors(actual: np.ndarray, forecast: np.ndarray) -> tuple[float | None, float | None]:
+    known = ~(np.isnan(actual) | np.isnan(forecast))
+    if not known.any():
+        return None, None
+    return forecast_errors(actual[known], forecast[known])
+
+
+def horizon_errors(forecaster: DemandForecaster, y: list[float], origins: range) -> pl.DataFrame:
+    """RMSE and sMAPE of each of ``forecaster``'s targets and of the naive baselines, over ``origins``."""
+    predicted = forecaster.forecast_all(origins)
+    rows = []
+    for k, target in enumerate(forecaster.targets):
+        actual = np.array([truth(y, o, target) for o in origins])
+        row: dict[str, Any] = {"target": target.label, "steps_ahead": target.stop - 1}
+        row["rmse"], row["smape"] = _errors(actual, predicted[:, k])
+        for name in BASELINES:
+            guess = np.array([baseline(name, y, forecaster.step, o, target) for o in origins])
+            row[f"rmse_{name}"], row[f"smape_{name}"] = _errors(actual, guess)
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_days: float = 14,
+              calendar: Calendar | None = None) -> OpenLoopRun:
+    """Train on all but the last ``test_days`` of ``series`` (regular, ``step`` seconds), then replay the rest."""
+    calendar = calendar or Calendar()
+    per_day = DAY // step
+    n = series.height
+    test = int(round(test_days * per_day))
+    if test < 1:
+        raise ConfigError(f"--test-days must cover at least one step, got {test_days}")
+    first = n - test
+    if first < MIN_TRAIN_DAYS * per_day:
+        raise ConfigError(f"the series has {n * step / DAY:.1f} days; training needs at least {MIN_TRAIN_DAYS} days "
+                          f"before the {test_days:g} test days (lower --test-days)")
+    y = series["used"].cast(pl.Float64).to_list()
+    total = series["total"].to_list()
+    t0 = int(series["time"][0])
+    origins = range(first, n)
+
+    control = DemandForecaster(step, t0, controller.targets, calendar, quantile=controller.quantile)
+    control.extend(y)
+    control.fit(until=first)
+    forecasts = control.forecast_all(origins)
+
+    active = np.empty(test, dtype=np.int64)
+    powered = controller.initial(y[first], total[first])
+    lack = np.zeros(test, dtype=np.int64)
+    change = np.zeros(test, dtype=np.int64)
+    before = powered
+    for k, i in enumerate(origins):
+        lack[k] = max(0, int(np.ceil(y[i])) - before)
+        row: list[float] = forecasts[k].tolist()
+        powered = controller.step(i, y, before, total[i], lambda: row)  # noqa: B023 - called before the next row
+        active[k] = powered
+        change[k] = powered - before if k else 0
+        before = powered
+    steps = series.slice(first).select("time", "used", "total").with_columns(
+        pl.Series("forecast", forecasts[:, 0]), pl.Series("active", active),
+        pl.Series("change", change), pl.Series("lack", lack))
+    days = test / per_day
+    report = DemandForecaster(step, t0, tuple(horizon(h) for h in REPORTED_HORIZONS), calendar)
+    report.extend(y)
+    report.fit(until=first)
+    horizons = horizon_errors(report, y, origins)
+    # the headline error is the next step's, the analogue of the study's (its model forecasts each step's value)
+    stats = {**controller_stats(steps, days), "rmse": horizons["rmse"][0], "smape": horizons["smape"][0]}
+    return OpenLoopRun(steps, stats, horizons, days)
