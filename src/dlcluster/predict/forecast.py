@@ -125,7 +125,7 @@ class DemandForecaster:
     targets: Sequence[Target]
     calendar: Calendar = field(default_factory=Calendar)
     quantile: float | None = None
-    trees: int = 50
+    trees: int = 30
     leaves: int = 4
     history_steps: int = 8 * 7 * 144  # train on at most this many most recent origins
     seed: int = 0
@@ -133,6 +133,8 @@ class DemandForecaster:
     models_: list[Any] | None = field(default=None, init=False)
     trained_until_: int = field(default=0, init=False)  # origins before this one had their outcome known at fit
     _rows: list[np.ndarray] = field(default_factory=list, init=False)  # per target: feature rows, by origin
+    _cum: list[float] = field(default_factory=lambda: [0.0], init=False)  # running sums of y, for window means
+    _flags: dict[int, tuple[float, float]] = field(default_factory=dict, init=False)  # calendar flags by day
     _fast: list[Any] = field(default_factory=list, init=False)
     _buffers: list[np.ndarray] = field(default_factory=list, init=False)
 
@@ -143,9 +145,10 @@ class DemandForecaster:
 
     def extend(self, values: Iterable[float]) -> None:
         """Append demand values; each new origin's feature rows are computed from the series up to it."""
-        y, rows = self.y, self._rows
+        y, cum, rows = self.y, self._cum, self._rows
         for v in values:
             y.append(float(v))
+            cum.append(cum[-1] + y[-1])
             i = len(y) - 1
             if i >= len(rows[0]):
                 self._rows = rows = [np.concatenate([r, np.empty_like(r)]) for r in rows]
@@ -153,14 +156,19 @@ class DemandForecaster:
             for k, target in enumerate(self.targets):
                 rows[k][i] = shared + self._specific(i, target)
 
+    def _mean(self, lo: int, hi: int) -> float:
+        """Mean of y[lo .. hi] (inclusive, lo clipped at 0), from the running sums."""
+        lo = max(0, lo)
+        return (self._cum[hi + 1] - self._cum[lo]) / (hi + 1 - lo)
+
     def _shared(self, i: int) -> list[float]:
-        y, nan = self.y, math.nan
+        y, nan, mean = self.y, math.nan, self._mean
         now = y[i]
-        last6, last36, day = y[max(0, i - 5): i + 1], y[max(0, i - 35): i + 1], y[max(0, i - DAY // self.step + 1): i + 1]
+        last6 = y[max(0, i - 5): i + 1]
         mean6 = sum(last6) / len(last6)
         return [now, now - y[i - 1] if i >= 1 else nan, now - y[i - 6] if i >= 6 else nan,
                 mean6 - now, max(last6) - now, math.sqrt(sum((v - mean6) ** 2 for v in last6) / len(last6)),
-                sum(last36) / len(last36) - now, max(last36) - now, sum(day) / len(day) - now]
+                mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]
 
     def _specific(self, i: int, target: Target) -> list[float]:
         y, step, now = self.y, self.step, self.y[i]
@@ -168,12 +176,20 @@ class DemandForecaster:
         seen = []
         for lag in (per_day, 7 * per_day):
             lo, hi = i + target.start - lag, i + target.stop - 1 - lag
-            seen.append(_stat(y[max(0, lo): hi + 1], target.stat) - now if hi <= i and hi >= 0 else math.nan)
+            if not 0 <= hi <= i:
+                seen.append(math.nan)
+            elif target.stat == "mean":
+                seen.append(self._mean(lo, hi) - now)
+            else:
+                seen.append(max(y[max(0, lo): hi + 1]) - now)
         origin_s = self.t0 + i * step
         mid = origin_s + (target.start + target.stop - 1) * step // 2
         day = mid // DAY
+        flags = self._flags.get(day)
+        if flags is None:
+            flags = self._flags[day] = (self.calendar.holiday(day), self.calendar.event(day))
         return [*seen, (mid % DAY) / 3600, float((day + 3) % 7),  # 1970-01-01 was a Thursday: Monday is 0
-                self.calendar.holiday(day), self.calendar.event(day), (origin_s % DAY) / 3600]
+                *flags, (origin_s % DAY) / 3600]
 
     def fit(self, until: int | None = None) -> DemandForecaster:
         """Train on the origins whose outcome was known at step ``until`` (default: now), the last ``history_steps``."""

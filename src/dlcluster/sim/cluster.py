@@ -34,6 +34,7 @@ class VCState:
     free_bytes: bytearray = field(init=False)
     # times GPUs were given back (a release, a node turning on): a gang that did not fit can fit only after it moves
     gains: int = field(init=False, default=0)
+    unusable: int = field(init=False, default=0)  # nodes not ``on``
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
@@ -62,6 +63,7 @@ class VCState:
         if was == ON:
             if self.free[node] != self.sizes[node]:
                 raise ValueError(f"node {node} runs jobs; only an idle node can become {state!r}")
+            self.unusable += 1
             self.by_free[self.sizes[node]] -= 1
             self.by_free[0] += 1
             self.free[node] = 0
@@ -69,6 +71,7 @@ class VCState:
                 self.free_bytes[node] = 0
             self.free_total -= self.sizes[node]
         elif state == ON:
+            self.unusable -= 1
             self.gains += 1
             self.by_free[0] -= 1
             self.by_free[self.sizes[node]] += 1

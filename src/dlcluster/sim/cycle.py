@@ -785,6 +785,13 @@ class Cycle:
                 if started[j] < 0:
                     self.engine.wake_at(submit[j] + self.relax_after, self.index)
 
+    def waiting(self) -> Iterator[int]:
+        """The jobs waiting in this group, queue by queue."""
+        yield from (e[-1] for e in self.heap)
+        yield from (e[-1] for e in self.sorted)
+        yield from self.queue
+        yield from self.arrivals
+
     def queued(self) -> int:
         """Jobs waiting in this group."""
         return len(self.sorted) + len(self.heap) + len(self.queue) + len(self.arrivals)

@@ -9,7 +9,8 @@ the clock reaches it. Order of work within one second (fixed, so runs repeat exa
 3. jobs submitted now → ``on_submit`` (arrival order), then they join their group's queue;
 4. ticks due now → ``on_tick`` (observers in the order given);
 5. the scheduling pass of every group that had an event, in cluster-spec order
-   → ``on_start`` / ``on_preempt`` as it starts and preempts jobs.
+   → ``on_start`` / ``on_preempt`` as it starts and preempts jobs;
+6. ``on_waiting`` for each group whose pass left jobs waiting while some of its nodes are not on.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from dlcluster.sim.cluster import VCState
     from dlcluster.sim.jobs import Jobs
     from dlcluster.sim.simulation import Simulation
 
@@ -44,6 +48,9 @@ class Observer:
 
     def on_tick(self, now: int) -> None:
         """A periodic tick (every ``tick`` seconds from the first submit)."""
+
+    def on_waiting(self, group: str, now: int) -> None:
+        """A pass of ``group`` at ``now`` left jobs waiting while some of its nodes are not on (off, booting...)."""
 
 
 class Control:
@@ -79,6 +86,14 @@ class Control:
     def queued(self, group: str) -> int:
         """Jobs waiting in ``group``."""
         return self._sim.cycle(group).queued()
+
+    def waiting(self, group: str) -> Iterator[int]:
+        """The jobs waiting in ``group`` (in no particular order)."""
+        return self._sim.cycle(group).waiting()
+
+    def state(self, group: str) -> VCState:
+        """The live node state of ``group`` (read-only by convention: change it with :meth:`set_node_state`)."""
+        return self._sim.cycle(group).state
 
     def set_estimate(self, job: int, seconds: float) -> None:
         """Set ``job``'s predicted duration (read by estimate-driven policies when it joins a queue)."""

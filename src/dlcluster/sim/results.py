@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from dlcluster.sim.jobs import Record, Segments
+from dlcluster.sim.power import PowerModel, energy
 from dlcluster.sim.prepare import Prepared
 
 TAU = 10  # seconds: the bounded-slowdown threshold
@@ -250,9 +251,10 @@ def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
 
 
 def build_results(
-    prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float
+    prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float,
+    power: PowerModel | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """The jobs table, the timeline, the placements and the summary of a finished run."""
+    """The jobs table, the timeline, the placements and the summary (with ``energy`` under a power model)."""
     runs = _split(prep, rec, events)
     ran = _jobs_table(prep, rec, runs)
     ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
@@ -304,7 +306,34 @@ def build_results(
     if rec.node_states:
         timeline = _with_node_states(timeline, prep, rec)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
+    if power is not None:
+        summary["energy"] = _energy(power, prep, rec, ran, timeline, placements, sum(busy.values()))
     return table, timeline, placements, summary
+
+
+def _energy(power: PowerModel, prep: Prepared, rec: Record, ran: pl.DataFrame, timeline: pl.DataFrame,
+            placements: pl.DataFrame, busy_gpu_seconds: float) -> dict[str, Any]:
+    """The summary's ``energy`` object: energy by state, and what waiting for booting nodes cost the jobs."""
+    start = _int(ran["submit"].min()) if ran.height else 0
+    end = _int(ran["end"].max()) if ran.height else 0
+    out = energy(power, list(prep.spec.vcs.values()), rec.node_states, busy_gpu_seconds, start, end)
+    nodes = {vc: len(sizes) for vc, sizes in prep.spec.vcs.items()}
+    # without state changes every node was on throughout
+    powered = pl.sum_horizontal(c for c in ("nodes_on", "nodes_booting") if c in timeline.columns) \
+        if "nodes_on" in timeline.columns else pl.col("vc").replace_strict(nodes, return_dtype=pl.Int64)
+    per_time = timeline.group_by("time").agg(pl.col("nodes_busy").sum(), powered.sum().alias("powered"))
+    ratio = per_time.filter(pl.col("powered") > 0).select((pl.col("nodes_busy") / pl.col("powered")).mean())
+    out["utilization_powered"] = _float(ratio.item()) if ratio.height and ratio.item() is not None else None
+    # a job waited for a boot if it started on a node in the very second that node came on
+    names = list(prep.spec.vcs)
+    ons = pl.DataFrame([(t, names[g], n) for t, g, n, st in rec.node_states if st == "on"],
+                       schema={"start": pl.Int64, "vc": pl.String, "node": pl.Int32}, orient="row")
+    delayed = placements.join(ons, on=["start", "vc", "node"]).select("job_id", "vc").unique() \
+        .join(ran.select("job_id", "vc", "queue_delay"), on=["job_id", "vc"]).filter(pl.col("queue_delay") > 0)
+    out["boot_delayed_jobs"] = delayed.height
+    out["boot_delay_seconds"] = _int(delayed.select(pl.min_horizontal("queue_delay", pl.lit(power.boot_seconds))
+                                                    .sum()).item()) if delayed.height else 0
+    return out
 
 
 def _with_node_states(timeline: pl.DataFrame, prep: Prepared, rec: Record) -> pl.DataFrame:
@@ -313,18 +342,23 @@ def _with_node_states(timeline: pl.DataFrame, prep: Prepared, rec: Record) -> pl
                        orient="row")
     names = list(prep.spec.vcs)
     states = sorted({"on", *log["state"].unique().to_list()})
+    never, ever = -(2**62), 2**62
+    # each change holds until the node's next one; before its first change a node was on (the sort is stable, so
+    # changes of one second keep their order and the last one holds)
+    held = log.sort("g", "node", maintain_order=True).with_columns(
+        pl.col("t").shift(-1).over("g", "node").fill_null(ever).alias("until"))
+    first = held.group_by("g", "node").agg(pl.col("t").min().alias("until")).with_columns(
+        pl.lit(never).alias("t"), pl.lit("on").alias("state"))
+    spans = pl.concat([held, first.select(held.columns)])
     frames = []
     for (vc,), part in timeline.partition_by("vc", as_dict=True, maintain_order=True).items():
-        times = part["time"].to_numpy()
-        counts = {st: np.zeros(len(times), dtype=np.int64) for st in states}
-        mine = log.filter(pl.col("g") == names.index(vc))
+        t0, n = int(part["time"][0]), part.height
+        mine = spans.filter(pl.col("g") == names.index(vc))
+        counts = {}
+        for st in states:
+            span = mine.filter(pl.col("state") == st)
+            counts[st] = _covering(span["t"].to_numpy(), span["until"].to_numpy(), t0, n)
         # nodes that never changed state are on throughout
-        counts["on"] += len(prep.spec.vcs[vc]) - mine["node"].n_unique()
-        for changes in mine.partition_by("node", maintain_order=True):
-            # the state at each sample is the last change at or before it ("on" before any change)
-            at = np.searchsorted(changes["t"].to_numpy(), times, side="right") - 1
-            labels = np.array(["on", *changes["state"].to_list()], dtype=object)[at + 1]
-            for st in states:
-                counts[st] += labels == st
+        counts["on"] += len(prep.spec.vcs[vc]) - mine.filter(pl.col("t") == never).height
         frames.append(part.with_columns(**{f"nodes_{st}": counts[st] for st in states}))
     return pl.concat(frames)

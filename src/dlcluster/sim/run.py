@@ -24,6 +24,7 @@ from dlcluster.sim.jobs import Jobs, Record
 from dlcluster.sim.observers import Observer
 from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
+from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import prepare
 from dlcluster.sim.results import build_results
 from dlcluster.sim.simulation import Progress, Simulation
@@ -79,6 +80,7 @@ def simulate(
     progress: Progress | None = None,
     observers: Sequence[Observer] = (),
     speed: SpeedModel | None = None,
+    power: PowerModel | None = None,
 ) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (canonical table) over ``cluster``, each VC on its own unless ``pooled``.
 
@@ -91,6 +93,7 @@ def simulate(
     ``observers`` listen to the run and act through :class:`~dlcluster.sim.observers.Control`
     (an estimator may supply the estimates of ``needs_estimates`` policies at submission);
     ``speed`` makes a job's progress rate depend on its placement (default: full speed always).
+    ``power`` adds an ``energy`` object to the summary (a power manager among ``observers`` switches nodes off).
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
@@ -115,7 +118,7 @@ def simulate(
                              speed, progress)
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
             "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    return SimResult(*build_results(prep, rec, events, meta, wall))
+    return SimResult(*build_results(prep, rec, events, meta, wall, power))
 
 
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],

@@ -23,6 +23,7 @@ class Simulation:
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
         self.observers = list(observers)
         self.tickers: list[Observer] = []
+        self.waiters = [o for o in self.observers if type(o).on_waiting is not Observer.on_waiting]
         self.now = jobs.submit[arrivals[0]] if arrivals else 0
         self.left = len(jobs)  # jobs not ended yet
         self.progress = progress
@@ -104,6 +105,11 @@ class Simulation:
             dirty.clear()
             for g in todo:
                 cycles[g].run_pass(now)
+            if self.waiters:
+                for g in todo:
+                    if cycles[g].state.unusable and cycles[g].queued():
+                        for o in self.waiters:
+                            o.on_waiting(self.names[g], now)
 
     @property
     def single_events(self) -> bool:

@@ -1,0 +1,162 @@
+"""Closed loop: a node controller powering nodes off and on inside the simulator, on the simulated clock.
+
+:class:`PowerManager` is a simulator observer. Every ``step`` seconds it records the busy
+nodes, extends its demand forecaster with that value (retraining it every
+``retrain_every`` seconds on the simulated past only) and asks its controller how many
+nodes to keep powered; it then powers idle nodes off, or boots nodes, to match. Between
+steps it reacts to jobs: when a pass leaves jobs waiting in a VC that has nodes off, it
+boots enough of them for those jobs (a booting node hosts jobs only once it is on, after
+``boot_seconds``).
+
+Which nodes: a VC keeps at least its share of the idle nodes the controller keeps above
+demand (at least ``min_idle``), never loses nodes while jobs wait in it, and gives up its
+highest-numbered idle nodes first; boots go to the VCs furthest below their share.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from dlcluster.predict.forecast import DAY, Calendar, DemandForecaster
+from dlcluster.sim.cluster import ON, VCState
+from dlcluster.sim.observers import Control, Observer
+from dlcluster.sim.power import BOOTING, OFF
+from dlcluster.services.ces.rules import Controller
+
+MIN_TRAIN_DAYS = 2  # no model before two simulated days: the forecast is the current demand until then
+
+
+@dataclass(eq=False)
+class PowerManager(Observer):
+    """Closed-loop CES (see the module docstring)."""
+
+    controller: Controller
+    step: int = 600
+    boot_seconds: int = 300
+    retrain_every: int = 7 * DAY
+    calendar: Calendar = field(default_factory=Calendar)
+    min_idle: int = 1
+    retrains: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.tick = self.step
+
+    def attach(self, control: Control) -> None:
+        """Every node starts on; the forecaster's steps start at the first submit."""
+        self.control = control
+        self.groups = control.groups
+        self.index = {name: g for g, name in enumerate(self.groups)}
+        self.states: list[VCState] = [control.state(g) for g in self.groups]
+        # one size per VC lets busy nodes be read off the free-GPU histogram (else nodes are counted one by one)
+        self.uniform = [len(set(s.sizes)) == 1 for s in self.states]
+        self.nodes = [len(s.sizes) for s in self.states]
+        self.total = sum(self.nodes)
+        self.off: list[set[int]] = [set() for _ in self.groups]
+        self.booting: list[int] = [0] * len(self.groups)
+        self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
+                                           quantile=self.controller.quantile)
+        self.next_fit = control.now + MIN_TRAIN_DAYS * DAY
+
+    # ---- reading the cluster -------------------------------------------------------------------------------------
+
+    def _idle(self, g: int) -> int:
+        """Idle nodes of group ``g`` that are on."""
+        state = self.states[g]
+        if self.uniform[g]:
+            return state.by_free[state.largest] if state.largest else 0
+        return sum(1 for f, s, st in zip(state.free, state.sizes, state.states, strict=True) if f == s and st == ON)
+
+    def _on(self, g: int) -> int:
+        return self.nodes[g] - len(self.off[g]) - self.booting[g]
+
+    # ---- acting ------------------------------------------------------------------------------------------------
+
+    def _power_off(self, g: int, count: int) -> int:
+        """Power off up to ``count`` idle nodes of group ``g``, highest-numbered first; how many went off."""
+        state, done = self.states[g], 0
+        for node in range(len(state.sizes) - 1, -1, -1):
+            if done == count:
+                break
+            if state.states[node] == ON and state.free[node] == state.sizes[node]:
+                self.control.set_node_state(self.groups[g], node, OFF)
+                self.off[g].add(node)
+                done += 1
+        return done
+
+    def _boot(self, g: int, count: int, now: int) -> int:
+        """Boot up to ``count`` nodes of group ``g`` that are off, lowest-numbered first; how many boot."""
+        chosen = sorted(self.off[g])[:count]
+        name = self.groups[g]
+        for node in chosen:
+            self.off[g].discard(node)
+            self.control.set_node_state(name, node, BOOTING)
+            self.control.set_node_state(name, node, ON, at=now + self.boot_seconds)
+        self.booting[g] += len(chosen)
+        return len(chosen)
+
+    def on_waiting(self, group: str, now: int) -> None:
+        """Boot nodes for the jobs waiting in ``group`` if it has nodes off (each waiting job counted on its own
+        nodes: over-booting costs minutes of idle power, under-booting a second boot delay)."""
+        g = self.index[group]
+        if not self.off[g]:
+            return
+        state = self.states[g]
+        gpus = self.control.jobs.gpu
+        largest = state.largest or 1
+        need = sum(-(-gpus[j] // largest) for j in self.control.waiting(group))
+        short = need - self._idle(g) - self.booting[g]
+        if short > 0:
+            self._boot(g, short, now)
+
+    def on_tick(self, now: int) -> None:
+        """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
+        self._settle(now)
+        busy = [self._on(g) - self._idle(g) for g in range(len(self.groups))]
+        used = sum(busy)
+        fc = self.forecaster
+        fc.extend((used,))
+        if now >= self.next_fit:
+            fc.fit()
+            self.retrains += 1
+            self.next_fit = now + self.retrain_every
+        fitted = fc.models_ is not None
+        i = len(fc.y) - 1
+        powered = self.total - sum(len(o) for o in self.off)
+        target = self.controller.step(i, fc.y, powered, self.total,
+                                      fc.forecast if fitted else lambda: [float(used)] * len(self.controller.targets))
+        spare = max(0, target - used)  # idle nodes to keep, shared by VC size
+        reserve = [max(self.min_idle, spare * n // self.total) for n in self.nodes]
+        if target < powered:
+            self._shed(powered - target, reserve)
+        elif target > powered:
+            self._wake(target - powered, reserve, now)
+
+    def _settle(self, now: int) -> None:
+        """Count the boots that have finished (their nodes are on now)."""
+        for g, state in enumerate(self.states):
+            if self.booting[g]:
+                self.booting[g] = sum(1 for st in state.states if st == BOOTING)
+
+    def _shed(self, count: int, reserve: list[int]) -> None:
+        """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
+        (none from a VC where jobs wait)."""
+        surplus = [(reserve[g] - self._idle(g), g) for g in range(len(self.groups))
+                   if self._idle(g) > reserve[g] and not self.control.queued(self.groups[g])]
+        heapq.heapify(surplus)
+        while count > 0 and surplus:
+            level, g = heapq.heappop(surplus)
+            if self._power_off(g, 1):
+                count -= 1
+                if level + 1 < 0:
+                    heapq.heappush(surplus, (level + 1, g))
+
+    def _wake(self, count: int, reserve: list[int], now: int) -> None:
+        """Boot ``count`` nodes, one at a time into the VC furthest below its reserve of idle nodes."""
+        deficit = [(self._idle(g) + self.booting[g] - reserve[g], g) for g in range(len(self.groups)) if self.off[g]]
+        heapq.heapify(deficit)
+        while count > 0 and deficit:
+            level, g = heapq.heappop(deficit)
+            count -= self._boot(g, 1, now)
+            if self.off[g]:
+                heapq.heappush(deficit, (level + 1, g))
