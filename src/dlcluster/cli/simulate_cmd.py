@@ -18,7 +18,11 @@ from dlcluster.errors import ConfigError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
+    from collections.abc import Callable
+
+    from dlcluster.services.ces.closed_loop import PowerManager
     from dlcluster.sim import SimResult
+    from dlcluster.sim.power import PowerModel
 
 SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
                 "makespan", "unschedulable")
@@ -51,6 +55,9 @@ def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
     cpu = ("cpu_utilization",) if any("cpu_utilization" in s["overall"] for s in summaries.values()) else ()
     for key in (*SUMMARY_KEYS, *cpu, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions"):
         table.add_row(key, *(_fmt(s["overall"].get(key)) for s in summaries.values()))
+    if any("energy" in s for s in summaries.values()):
+        for key in ("energy_kwh", "always_on_kwh", "saved_pct", "utilization_powered", "wakeups", "boot_delayed_jobs"):
+            table.add_row(key, *(_fmt(s.get("energy", {}).get(key)) for s in summaries.values()))
     table.add_row("wall_seconds", *(_fmt(s["wall_seconds"]) for s in summaries.values()))
     return table
 
@@ -85,6 +92,20 @@ def simulate(
     skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
                                       help="Count jobs of VCs missing from the spec as unschedulable."),
     csv: bool = typer.Option(False, "--csv", help="Also write jobs.csv and timeline.csv."),
+    power: str = typer.Option("none", "--power", help="Power management: none, or ces (a controller powers idle "
+                              "nodes off from a demand forecast; nodes boot for waiting jobs)."),
+    ces_rule: str = typer.Option("helios", "--ces-rule", help="ces controller: helios (the study's rule) or quantile "
+                                 "(keep the forecast peak's 1-risk quantile powered)."),
+    ces_preset: str = typer.Option("philly", "--ces-preset", help="helios rule hyperparameters: philly, venus, earth, "
+                                   "saturn, uranus."),
+    buffer: int = typer.Option(None, "--buffer", help="helios rule: idle nodes kept above demand (default: preset's)."),
+    risk: float = typer.Option(None, "--risk", help="quantile rule: accepted probability of a shortage (0.05)."),
+    boot_seconds: int = typer.Option(None, "--boot-seconds", min=0, help="Seconds from power-on until a node hosts "
+                                     "jobs (default: the power model's, 300)."),
+    power_model: Path = typer.Option(None, "--power-model", help="TOML file of node watts by state and boot "
+                                     "seconds (see docs/power.md); default: an 8×V100 server."),
+    holidays: str = typer.Option(None, "--holidays", help="ces: country (ISO code) whose public holidays the demand "
+                                 "forecast knows."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
 ) -> None:
@@ -125,6 +146,7 @@ def simulate(
         lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
+    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None
@@ -136,14 +158,18 @@ def simulate(
             cls = classes[name]
             observer = (OnlineEstimates(make_estimator(estimates), trace.jobs)
                         if online and (cls.needs_estimates or cls.uses_estimates) else None)
+            manager, model = make_power() if make_power is not None else (None, None)
+            observers = [o for o in (observer, manager) if o is not None]
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
-                         observers=[observer] if observer is not None else (),
+                         observers=observers, power=model,
                          progress=lambda what, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name}: {what} done"))
             if observer is not None:
                 result.summary["estimates"] = {"source": estimates, **observer.summary()}
+            if manager is not None:
+                result.summary["energy"]["controller"] = manager.describe()
             elif est is not None and (cls.needs_estimates or cls.uses_estimates):
                 result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
             # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
@@ -151,6 +177,43 @@ def simulate(
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))
+
+
+def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,
+                   boot_seconds: int | None, power_model: Path | None, holidays: str | None,
+                   ) -> Callable[[], tuple[PowerManager, PowerModel]] | None:
+    """A factory of a fresh power manager and its power model per run (None for ``--power none``); checks every
+    option before any run."""
+    if power not in ("none", "ces"):
+        raise ConfigError(f"--power {power!r}: choose none or ces")
+    ces_only = {"--ces-rule": rule != "helios", "--ces-preset": preset != "philly", "--buffer": buffer is not None,
+                "--risk": risk is not None, "--boot-seconds": boot_seconds is not None,
+                "--power-model": power_model is not None, "--holidays": holidays is not None}
+    if power == "none":
+        given = [flag for flag, set_ in ces_only.items() if set_]
+        if given:
+            raise ConfigError(f"{', '.join(given)} need --power ces")
+        return None
+    from dlcluster.cli.ces_cmd import PRESET_NAMES
+    from dlcluster.predict.forecast import Calendar
+    from dlcluster.services.ces.closed_loop import PowerManager
+    from dlcluster.services.ces.rules import make_controller
+    from dlcluster.sim.power import PowerModel, read_power_model
+
+    if preset not in PRESET_NAMES:
+        raise ConfigError(f"--ces-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
+    if power_model is not None:
+        model = read_power_model(power_model, boot_seconds)
+    else:
+        model = PowerModel() if boot_seconds is None else PowerModel(boot_seconds=boot_seconds)
+    make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values now
+    calendar = Calendar(holidays)
+
+    def make() -> tuple[PowerManager, PowerModel]:
+        return PowerManager(make_controller(rule, preset, buffer=buffer, risk=risk), boot_seconds=model.boot_seconds,
+                            calendar=calendar), model
+
+    return make
 
 
 @app.command()

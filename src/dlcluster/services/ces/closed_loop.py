@@ -58,6 +58,16 @@ class PowerManager(Observer):
                                            quantile=self.controller.quantile)
         self.next_fit = control.now + MIN_TRAIN_DAYS * DAY
 
+    def describe(self) -> dict[str, object]:
+        """The controller and its settings, for the run's summary."""
+        c = self.controller
+        settings = {k: v for k, v in vars(c).items() if k not in ("targets", "stable_until", "quantile")}
+        if "params" in settings:
+            settings = {f: getattr(c.params, f) for f in c.params.__dataclass_fields__}  # type: ignore[attr-defined]
+        return {"rule": "helios" if "params" in vars(c) else "quantile", **settings, "step": self.step,
+                "retrain_every": self.retrain_every, "retrains": self.retrains,
+                "holidays": self.calendar.country}
+
     # ---- reading the cluster -------------------------------------------------------------------------------------
 
     def _idle(self, g: int) -> int:

@@ -1,0 +1,135 @@
+"""``dlcluster ces``: replay node demand through the CES controller (open loop) and print the study's figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dlcluster.cli import app
+from dlcluster.cli.long_runs import deferring_interrupts
+from dlcluster.cli.options import FormatOpt, LenientOpt, load
+from dlcluster.errors import ConfigError
+
+PRESET_NAMES = ("philly", "venus", "earth", "saturn", "uranus")
+COMPAT = ("helios-artifact",)
+FIGURES = (("changes_per_day", "changes per day"), ("wakeups_per_day", "wake-ups per day"),
+           ("mean_wakeup_size", "mean wake-up (nodes)"), ("mean_abs_change", "mean |change| (nodes)"),
+           ("median_abs_change", "median |change| (nodes)"), ("mean_off_nodes", "mean powered-off nodes"),
+           ("utilization_total", "utilisation of all nodes (%)"),
+           ("utilization_powered", "utilisation of powered nodes (%)"), ("rmse", "forecast RMSE (nodes)"),
+           ("smape", "forecast sMAPE (%)"), ("shortages", "shortage events"))
+
+
+def _is_series(path: Path) -> bool:
+    """Whether ``path`` is a CSV demand series (``time`` and busy-node and ``total`` columns)."""
+    from dlcluster.predict.demand import USED_NAMES
+
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return False
+    with path.open(encoding="utf-8", errors="replace") as f:
+        header = [c.strip() for c in f.readline().split(",")]
+    return "time" in header and "total" in header and any(c in header for c in USED_NAMES)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+@app.command()
+def ces(
+    source: Path = typer.Argument(..., metavar="SERIES_OR_TRACE",
+                                  help="A CSV demand series 'time, used|active, total' (nodes), or a trace."),
+    preset: str = typer.Option("philly", "--cluster-preset", help=f"The study's rule hyperparameters: "
+                               f"{', '.join(PRESET_NAMES)}."),
+    rule: str = typer.Option("helios", "--rule", help="Controller: helios (the study's rule) or quantile "
+                             "(dlcluster's: keep the forecast peak's 1-risk quantile powered)."),
+    buffer: int = typer.Option(None, "--buffer", help="helios: idle nodes kept above demand (default: the preset's)."),
+    risk: float = typer.Option(None, "--risk", help="quantile: accepted probability of a shortage (default 0.05)."),
+    step: int = typer.Option(600, "--step", min=60, help="Controller step, seconds (demand: maximum over a step)."),
+    test_days: float = typer.Option(14, "--test-days", help="Replay the last N days; train the forecast before them."),
+    holidays: str = typer.Option(None, "--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the "
+                                 "forecast knows."),
+    compat: str = typer.Option(None, "--compat", help="helios-artifact: the artifact's own forecast and windows "
+                               "(its forecasts beyond an hour read actual future values)."),
+    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec for a trace (default: the trace's own)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write steps.parquet, horizons.parquet, summary.json "
+                                "and the ces.svg/.png figure to this folder."),
+    fmt: str = FormatOpt,
+    lenient: bool = LenientOpt,
+) -> None:
+    """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error."""
+    from dlcluster.predict.demand import from_trace, read_series, resample
+    from dlcluster.predict.forecast import Calendar
+    from dlcluster.services.ces.rules import make_controller
+
+    if preset not in PRESET_NAMES:
+        raise ConfigError(f"--cluster-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
+    if compat is not None and compat not in COMPAT:
+        raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
+    if output is not None and output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a folder")
+    controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
+    if _is_series(source):
+        minutes = read_series(source)
+    else:
+        trace = load(source, fmt, lenient=lenient)
+        if cluster is not None:
+            from dlcluster.io.cluster_spec import read_cluster_spec
+
+            spec = read_cluster_spec(cluster)
+        elif trace.cluster is not None:
+            spec = trace.cluster
+        else:
+            raise ConfigError(f"{source} carries no cluster spec; pass --cluster FILE")
+        minutes = from_trace(trace.jobs, spec)
+    summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
+    if compat is not None:
+        if rule != "helios" or buffer is not None or holidays is not None or step != 600:
+            raise ConfigError("--compat helios-artifact runs the artifact's own rule, step and forecast: "
+                              "drop --rule, --buffer, --step and --holidays")
+        from dlcluster.services.ces.artifact import artifact_open_loop
+
+        run = artifact_open_loop(minutes, preset)
+        steps, horizons, stats, days = run.steps, None, run.stats, run.days
+        label = "forecast (artifact's model)"
+        summary["rule"] = "helios"
+    else:
+        from dlcluster.services.ces.open_loop import open_loop
+
+        series = resample(minutes, step)
+        ol = open_loop(series, controller, step=step, test_days=test_days, calendar=Calendar(holidays))
+        steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
+        label = f"forecast {controller.targets[0].label} steps"
+        summary.update(rule=rule, step=step, holidays=holidays,
+                       horizons=horizons.to_dicts())
+    summary = {**summary, "days": days, **stats}
+    with deferring_interrupts():
+        if output is not None:
+            from dlcluster.services.ces.report import write_open_loop
+
+            title = f"CES open loop, {rule} rule, {preset} hyperparameters" + (f" ({compat})" if compat else "")
+            write_open_loop(output, steps, summary, horizons, title, label)
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    console = Console()
+    table = Table(title=f"CES open loop over {days:g} days ({summary['rule']} rule)", show_header=False)
+    for key, name in FIGURES:
+        table.add_row(name, _fmt(stats.get(key)))
+    console.print(table)
+    if horizons is not None:
+        ht = Table(title="forecast error by horizon (RMSE nodes / sMAPE %)")
+        for col in ("target", "model", "last value", "same time yesterday", "same time last week"):
+            ht.add_column(col, justify="left" if col == "target" else "right")
+        for r in horizons.iter_rows(named=True):
+            ht.add_row(r["target"], *(f"{_fmt(r[f'rmse{s}'])} / {_fmt(r[f'smape{s}'])}"
+                                      for s in ("", "_last", "_yesterday", "_last_week")))
+        console.print(ht)
