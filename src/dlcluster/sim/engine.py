@@ -47,6 +47,11 @@ class Handler(Protocol):
         """Whether a second with a single event may go to :meth:`one_end` / :meth:`one_arrival`."""
         ...
 
+    @property
+    def unobserved(self) -> bool:
+        """Whether nothing can add node changes or ticks during the run (the lean loop may serve it)."""
+        ...
+
 
 @dataclass(slots=True)
 class Engine:
@@ -140,11 +145,12 @@ class Engine:
         Without observers nothing can add node changes or ticks, and a single-event second concerns one group:
         the lean loop below serves that case; this one handles every event type.
         """
-        if handler.single_events and not self._nodes and not self._ticks:
+        if handler.unobserved and not self._nodes and not self._ticks:
             self._run_plain(times, handler)
             return
         ends, wakes, nodes, ticks = self._ends, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
+        single = handler.single_events
         i, n = 0, len(times)
         stalled = 0
         while True:
@@ -182,6 +188,16 @@ class Engine:
                     _, sub = pop(ticks)
                     due.append(sub)
                     heapq.heappush(ticks, (now + self._periods[sub], sub))
+            if single and not (woken or changed or due):
+                if first == i:
+                    if len(ended) == 1:
+                        handler.one_end(now, ended[0])
+                    elif ended:
+                        handler.second(now, ended, first, i, NONE, NONE, NONE)
+                    continue
+                if not ended and i == first + 1:
+                    handler.one_arrival(now, first)
+                    continue
             if ended or first < i or woken or changed or due:
                 handler.second(now, ended, first, i, woken, changed, due)
 

@@ -151,7 +151,7 @@ def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[
     return times[:-1][keep], times[1:][keep], jobs[:-1][keep]
 
 
-def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
+def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | None = None) -> pl.DataFrame:
     seg = run.seg
     n = (_int(jobs["end"].max()) - t0) // SAMPLE + 1
     busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"])
@@ -178,6 +178,7 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int) -> pl.DataFrame:
         "nodes_busy": _covering(lv_start, lv_end, t0, n),
         "nodes_shared": _covering(lv_start[shared], lv_end[shared], t0, n),
         **cpus,
+        **(states.counts(run.name, len(run.sizes), t0, n) if states is not None else {}),
     })
 
 
@@ -301,10 +302,9 @@ def build_results(
         pl.col(c).cast(t) if c in ran.columns or c in missing.columns else pl.lit(None, t).alias(c)
         for c, t in JOBS_SCHEMA.items()
     )
-    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0) for r in runs],
+    states = NodeStates(rec.node_states, list(prep.spec.vcs)) if rec.node_states else None
+    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states) for r in runs],
                        TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
-    if rec.node_states:
-        timeline = _with_node_states(timeline, prep, rec)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
         summary["energy"] = _energy(power, prep, rec, ran, timeline, placements, sum(busy.values()))
@@ -317,18 +317,13 @@ def _energy(power: PowerModel, prep: Prepared, rec: Record, ran: pl.DataFrame, t
     start = _int(ran["submit"].min()) if ran.height else 0
     end = _int(ran["end"].max()) if ran.height else 0
     out = energy(power, list(prep.spec.vcs.values()), rec.node_states, busy_gpu_seconds, start, end)
-    nodes = {vc: len(sizes) for vc, sizes in prep.spec.vcs.items()}
-    # without state changes every node was on throughout
-    powered = pl.sum_horizontal(c for c in ("nodes_on", "nodes_booting") if c in timeline.columns) \
-        if "nodes_on" in timeline.columns else pl.col("vc").replace_strict(nodes, return_dtype=pl.Int64)
-    per_time = timeline.group_by("time").agg(pl.col("nodes_busy").sum(), powered.sum().alias("powered"))
-    ratio = per_time.filter(pl.col("powered") > 0).select((pl.col("nodes_busy") / pl.col("powered")).mean())
-    out["utilization_powered"] = _float(ratio.item()) if ratio.height and ratio.item() is not None else None
+    out["utilization_powered"] = _powered_utilization(timeline, prep)
     # a job waited for a boot if it started on a node in the very second that node came on
     names = list(prep.spec.vcs)
     ons = pl.DataFrame([(t, names[g], n) for t, g, n, st in rec.node_states if st == "on"],
                        schema={"start": pl.Int64, "vc": pl.String, "node": pl.Int32}, orient="row")
-    delayed = placements.join(ons, on=["start", "vc", "node"]).select("job_id", "vc").unique() \
+    near = placements.filter(pl.col("start").is_in(ons["start"].unique().implode()))  # most rows go here, cheaply
+    delayed = near.join(ons, on=["start", "vc", "node"]).select("job_id", "vc").unique() \
         .join(ran.select("job_id", "vc", "queue_delay"), on=["job_id", "vc"]).filter(pl.col("queue_delay") > 0)
     out["boot_delayed_jobs"] = delayed.height
     out["boot_delay_seconds"] = _int(delayed.select(pl.min_horizontal("queue_delay", pl.lit(power.boot_seconds))
@@ -336,29 +331,48 @@ def _energy(power: PowerModel, prep: Prepared, rec: Record, ran: pl.DataFrame, t
     return out
 
 
-def _with_node_states(timeline: pl.DataFrame, prep: Prepared, rec: Record) -> pl.DataFrame:
-    """Add ``nodes_<state>`` columns: per sample, the VC's nodes in each state a node entered during the run."""
-    log = pl.DataFrame(rec.node_states, schema={"t": pl.Int64, "g": pl.Int64, "node": pl.Int64, "state": pl.String},
-                       orient="row")
-    names = list(prep.spec.vcs)
-    states = sorted({"on", *log["state"].unique().to_list()})
-    never, ever = -(2**62), 2**62
-    # each change holds until the node's next one; before its first change a node was on (the sort is stable, so
-    # changes of one second keep their order and the last one holds)
-    held = log.sort("g", "node", maintain_order=True).with_columns(
-        pl.col("t").shift(-1).over("g", "node").fill_null(ever).alias("until"))
-    first = held.group_by("g", "node").agg(pl.col("t").min().alias("until")).with_columns(
-        pl.lit(never).alias("t"), pl.lit("on").alias("state"))
-    spans = pl.concat([held, first.select(held.columns)])
-    frames = []
-    for (vc,), part in timeline.partition_by("vc", as_dict=True, maintain_order=True).items():
-        t0, n = int(part["time"][0]), part.height
-        mine = spans.filter(pl.col("g") == names.index(vc))
-        counts = {}
-        for st in states:
-            span = mine.filter(pl.col("state") == st)
-            counts[st] = _covering(span["t"].to_numpy(), span["until"].to_numpy(), t0, n)
-        # nodes that never changed state are on throughout
-        counts["on"] += len(prep.spec.vcs[vc]) - mine.filter(pl.col("t") == never).height
-        frames.append(part.with_columns(**{f"nodes_{st}": counts[st] for st in states}))
-    return pl.concat(frames)
+def _powered_utilization(timeline: pl.DataFrame, prep: Prepared) -> float | None:
+    """Mean over samples of the cluster's busy nodes over its powered (on or booting) nodes."""
+    if timeline.height == 0:
+        return None
+    # without state changes every node was on throughout
+    powered = (timeline["nodes_on"] + timeline.get_column("nodes_booting", default=0)).to_numpy() \
+        if "nodes_on" in timeline.columns else \
+        timeline["vc"].replace_strict({vc: len(s) for vc, s in prep.spec.vcs.items()}, return_dtype=pl.Int64).to_numpy()
+    k = (timeline["time"].to_numpy() - int(timeline["time"].min())) // SAMPLE  # type: ignore[arg-type]
+    busy = np.bincount(k, timeline["nodes_busy"].to_numpy())
+    on = np.bincount(k, powered)
+    keep = on > 0
+    return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
+
+
+class NodeStates:
+    """The run's node-state changes as spans, for ``nodes_<state>`` timeline columns: per sample, a VC's nodes in
+    each state any node entered during the run."""
+
+    def __init__(self, log: list[tuple[int, int, int, str]], names: list[str]) -> None:
+        frame = pl.DataFrame(log, schema={"t": pl.Int64, "g": pl.Int64, "node": pl.Int64, "state": pl.String},
+                             orient="row")
+        self.states = sorted({"on", *frame["state"].unique().to_list()})
+        # each change holds until the node's next one; before its first change a node was on (the sort is stable,
+        # so changes of one second keep their order and the last one holds)
+        held = frame.sort("g", "node", maintain_order=True).with_columns(
+            pl.col("t").shift(-1).over("g", "node").fill_null(self.EVER).alias("until"))
+        first = held.group_by("g", "node").agg(pl.col("t").min().alias("until")).with_columns(
+            pl.lit(self.NEVER).alias("t"), pl.lit("on").alias("state"))
+        spans = pl.concat([held, first.select(held.columns)])
+        self.by_vc = {names[g]: part for (g,), part in spans.partition_by("g", as_dict=True).items()}
+
+    NEVER, EVER = -(2**62), 2**62
+
+    def counts(self, vc: str, nodes: int, t0: int, n: int) -> dict[str, np.ndarray]:
+        """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + SAMPLE·k, k < n."""
+        out = {f"nodes_{st}": np.zeros(n, dtype=np.int64) for st in self.states}
+        mine = self.by_vc.get(vc)
+        changed = 0
+        if mine is not None:
+            for (st,), part in mine.partition_by("state", as_dict=True).items():
+                out[f"nodes_{st}"] = _covering(part["t"].to_numpy(), part["until"].to_numpy(), t0, n)
+            changed = mine.filter(pl.col("t") == self.NEVER).height
+        out["nodes_on"] += nodes - changed  # nodes that never changed state are on throughout
+        return out

@@ -98,6 +98,11 @@ class Simulation:
         for g in woken:
             if g not in dirty:
                 dirty.append(g)
+        self._passes(now)
+
+    def _passes(self, now: int) -> None:
+        """Run the pass of every group touched this second, in cluster-spec order, until none is left."""
+        cycles, dirty = self.cycles, self._dirty
         while dirty:  # a pass whose observers change node states touches that group again
             if len(dirty) > 1:
                 dirty.sort()
@@ -107,32 +112,58 @@ class Simulation:
                 cycles[g].run_pass(now)
             if self.waiters:
                 for g in todo:
-                    if cycles[g].state.unusable and cycles[g].queued():
-                        for o in self.waiters:
-                            o.on_waiting(self.names[g], now)
+                    self._tell_waiting(g, now)
+
+    def _tell_waiting(self, g: int, now: int) -> None:
+        """``on_waiting`` if group ``g``'s pass left jobs waiting while some of its nodes are not on."""
+        cycle = self.cycles[g]
+        if cycle.state.unusable and cycle.queued():
+            for o in self.waiters:
+                o.on_waiting(self.names[g], now)
 
     @property
     def single_events(self) -> bool:
-        """Without observers a second with one event concerns one group only: the shortcuts below apply."""
+        """Unless an observer hears of submissions or ends, a second with one event concerns one group only: the
+        shortcuts below apply."""
+        return not any(type(o).on_submit is not Observer.on_submit or type(o).on_finish is not Observer.on_finish
+                       for o in self.observers)
+
+    @property
+    def unobserved(self) -> bool:
+        """No observer: nothing can change node states or ask for ticks."""
         return not self.observers
 
     def one_end(self, now: int, job: int) -> None:
         """The end of ``job`` is the only event of second ``now``."""
         self.now = now
-        cycle = self.cycles[self.jobs.group[job]]
+        g = self.jobs.group[job]
+        cycle = self.cycles[g]
         cycle.finish(job, now)
         self.left -= 1
         if self.left <= self._report_at:
             self._report()
         cycle.run_pass(now)
+        if self.waiters:
+            self._after_one(g, now)
 
     def one_arrival(self, now: int, arrival: int) -> None:
         """The ``arrival``-th arrival is the only event of second ``now``."""
         self.now = now
         job = self.arrivals[arrival]
-        cycle = self.cycles[self.jobs.group[job]]
+        g = self.jobs.group[job]
+        cycle = self.cycles[g]
         cycle.arrivals.append(job)
         cycle.run_pass(now)
+        if self.waiters:
+            self._after_one(g, now)
+
+    def _after_one(self, g: int, now: int) -> None:
+        """After a shortcut's pass: tell waiting observers, and run the passes their node changes call for."""
+        state = self.cycles[g].state
+        if state.unusable:
+            self._tell_waiting(g, now)
+            if self._dirty:
+                self._passes(now)
 
     def _report(self) -> None:
         assert self.progress is not None

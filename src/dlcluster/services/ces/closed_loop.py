@@ -34,7 +34,7 @@ class PowerManager(Observer):
     controller: Controller
     step: int = 600
     boot_seconds: int = 300
-    retrain_every: int = 7 * DAY
+    retrain_every: int = 14 * DAY
     calendar: Calendar = field(default_factory=Calendar)
     min_idle: int = 1
     retrains: int = field(default=0, init=False)
