@@ -33,6 +33,10 @@ def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     write_atomic(outdir / "jobs.parquet", lambda p: result.jobs.write_parquet(p, compression="zstd"))
     write_atomic(outdir / "timeline.parquet", lambda p: result.timeline.write_parquet(p, compression="zstd"))
     write_atomic(outdir / "placements.parquet", lambda p: result.placements.write_parquet(p, compression="zstd"))
+    if result.node_states.height:
+        write_atomic(outdir / "node_states.parquet", lambda p: result.node_states.write_parquet(p))
+    else:  # a power run's table left in this folder by an earlier run would pass for this run's
+        (outdir / "node_states.parquet").unlink(missing_ok=True)
     if csv:
         write_atomic(outdir / "jobs.csv", result.jobs.write_csv)
         write_atomic(outdir / "timeline.csv", result.timeline.write_csv)

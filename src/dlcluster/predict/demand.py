@@ -35,10 +35,11 @@ def read_series(path: str | Path) -> pl.DataFrame:
             raise InputError(f"missing column {name!r} (columns: {', '.join(raw.columns)})", path=path)
     assert used_name is not None
     text = raw["time"].str.strip_chars()
-    as_int = text.cast(pl.Int64, strict=False)
-    as_date = text.str.to_datetime(strict=False, time_unit="us").dt.epoch("s")
+    time = text.cast(pl.Int64, strict=False)
+    for layout in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"):  # naive wall-clock text, as UTC
+        time = time.fill_null(text.str.to_datetime(layout, strict=False, time_unit="us").dt.epoch("s"))
     table = pl.DataFrame({
-        "time": as_int.fill_null(as_date),
+        "time": time,
         "used": raw[used_name].str.strip_chars().cast(pl.Int64, strict=False),
         "total": raw["total"].str.strip_chars().cast(pl.Int64, strict=False),
     })

@@ -346,6 +346,15 @@ def _powered_utilization(timeline: pl.DataFrame, prep: Prepared) -> float | None
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
 
+NODE_STATES_SCHEMA = {"time": pl.Int64, "vc": pl.String, "node": pl.Int32, "state": pl.String}
+
+
+def node_state_table(rec: Record, names: list[str]) -> pl.DataFrame:
+    """Every node-state change of the run: ``time, vc, node, state`` in the order they happened."""
+    return pl.DataFrame([(t, names[g], n, st) for t, g, n, st in rec.node_states], schema=NODE_STATES_SCHEMA,
+                        orient="row")
+
+
 class NodeStates:
     """The run's node-state changes as spans, for ``nodes_<state>`` timeline columns: per sample, a VC's nodes in
     each state any node entered during the run."""

@@ -6,7 +6,7 @@ import datetime
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import prepare
-from dlcluster.sim.results import build_results
+from dlcluster.sim.results import NODE_STATES_SCHEMA, build_results, node_state_table
 from dlcluster.sim.simulation import Progress, Simulation
 
 
@@ -42,6 +42,7 @@ class SimResult:
     timeline: pl.DataFrame
     placements: pl.DataFrame
     summary: dict[str, Any]
+    node_states: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=NODE_STATES_SCHEMA))
 
 
 def _wall_text(origin: int | None) -> str | None:
@@ -118,7 +119,8 @@ def simulate(
                              speed, progress)
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
             "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    return SimResult(*build_results(prep, rec, events, meta, wall, power))
+    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power)
+    return SimResult(table, timeline, placements, summary, node_state_table(rec, names))
 
 
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],

@@ -1,0 +1,407 @@
+"""CES: demand series, the online forecaster (no look-ahead), the controllers, the open loop, and the closed loop in the
+simulator (node states, boots, energy)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sim_helpers import by_id, check_invariants, cli, jobs, scenarios, spec, write_trace
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.predict.demand import from_trace, read_series, resample
+from dlcluster.predict.forecast import BASELINES, Calendar, DemandForecaster, Target, baseline, horizon, truth
+from dlcluster.services.ces.artifact import artifact_controller
+from dlcluster.services.ces.closed_loop import PowerManager
+from dlcluster.services.ces.open_loop import open_loop
+from dlcluster.services.ces.params import PRESETS, RuleParams
+from dlcluster.services.ces.rules import HeliosRule, QuantileRule, make_controller
+from dlcluster.sim import simulate
+from dlcluster.sim.power import PowerModel, energy, read_power_model
+
+STEP = 600
+DAY = 86_400
+
+
+def _daily(days: int, seed: int = 0, base: float = 100.0) -> pl.DataFrame:
+    """A regular 10-minute demand series with a daily cycle and noise (200 nodes in all)."""
+    rng = np.random.default_rng(seed)
+    n = days * 144
+    t = np.arange(n)
+    used = base + 40 * np.sin(2 * np.pi * t / 144) + rng.normal(0, 4, n)
+    return pl.DataFrame({"time": 1_600_000_200 + t * STEP - 1_600_000_200 % STEP,
+                         "used": np.clip(np.rint(used), 0, 200).astype(np.int64),
+                         "total": np.full(n, 200, dtype=np.int64)})
+
+
+# ---- demand series ----------------------------------------------------------------------------------------------
+
+def test_read_series_names_the_bad_row(tmp_path: Path) -> None:
+    good = tmp_path / "s.csv"
+    good.write_text("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,4,5\n")
+    s = read_series(good)
+    assert s.rows() == [(1506988800, 3, 5), (1506988860, 4, 5)]
+    for body, message in (("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,x,5\n",
+                           "line 3, field 'active': not a whole number"),
+                          ("time,active,total\n2017-10-03 00:00:00,6,5\n2017-10-03 00:01:00,4,5\n",
+                           "line 2, field 'active': more busy nodes than total nodes"),
+                          ("time,active,total\n2017-10-03 00:01:00,3,5\n2017-10-03 00:00:00,4,5\n",
+                           "line 3, field 'time': times must increase"),
+                          ("time,total\n2017-10-03 00:00:00,5\n", "missing column 'used (or active)'")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(body)
+        with pytest.raises(InputError) as caught:
+            read_series(bad)
+        assert message in str(caught.value)
+
+
+def test_resample_takes_the_step_maximum_and_fills_gaps() -> None:
+    s = pl.DataFrame({"time": [0, 60, 540, 1800], "used": [1, 5, 2, 3], "total": [9, 9, 9, 9]})
+    assert resample(s, 600).rows() == [(0, 5, 9), (600, 5, 9), (1200, 5, 9), (1800, 3, 9)]
+
+
+def test_demand_from_a_trace_packs_busy_gpus_onto_the_fewest_nodes() -> None:
+    t = jobs(("a", "v", 3, 0, 120), ("b", "v", 6, 0, 60), ("c", "w", 1, 0, 60)).with_columns(
+        start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    s = from_trace(t, spec(v=(8, 8, 4), w=(8,)))
+    # at 0: v holds 9 GPUs (two 8-GPU nodes), w holds 1 (one node); at 60 only a's 3 GPUs remain
+    assert s.select("time", "used", "used_gpus", "total").rows() == [(0, 3, 10, 4), (60, 1, 3, 4), (120, 0, 0, 4)]
+
+
+# ---- forecaster -----------------------------------------------------------------------------------------------
+
+def test_no_forecast_reads_the_future() -> None:
+    """Changing the series after step T changes no feature row, model or forecast at or before T."""
+    y = _daily(12)["used"].to_list()
+    cut = 9 * 144
+    altered = y[: cut + 1] + [v * 3 + 7 for v in y[cut + 1:]]
+    targets = (horizon(1), horizon(18), Target(0, 30), Target(1, 7, "max"))
+    a, b = (DemandForecaster(STEP, 0, targets) for _ in range(2))
+    a.extend(y)
+    b.extend(altered)
+    for f in (a, b):
+        f.fit(until=cut + 1)
+    for k in range(len(targets)):
+        assert np.array_equal(a._rows[k][: cut + 1], b._rows[k][: cut + 1], equal_nan=True)  # noqa: SLF001
+    assert np.array_equal(a.forecast_all(range(cut - 100, cut + 1)), b.forecast_all(range(cut - 100, cut + 1)))
+
+
+def test_open_loop_decisions_before_t_ignore_the_series_after_t() -> None:
+    series = _daily(12)
+    first = series.height - 3 * 144
+    cut = first + 144
+    altered = series.with_columns(pl.when(pl.int_range(pl.len()) > cut).then(pl.col("used") // 3)
+                                  .otherwise(pl.col("used")).alias("used"))
+    for rule in (make_controller("helios", "philly"), QuantileRule()):
+        a = open_loop(series, rule, step=STEP, test_days=3).steps
+        rule = make_controller("helios", "philly") if isinstance(rule, HeliosRule) else QuantileRule()
+        b = open_loop(altered, rule, step=STEP, test_days=3).steps
+        assert a.head(cut - first + 1).equals(b.head(cut - first + 1))
+        assert not a.equals(b)  # the alteration did change later decisions
+
+
+def test_truth_and_baselines() -> None:
+    y = [float(v) for v in range(300)]
+    assert truth(y, 10, Target(0, 3)) == 11.0 and truth(y, 10, Target(1, 4, "max")) == 13.0
+    assert math.isnan(truth(y, 298, horizon(2)))  # past the end
+    assert baseline("last", y, STEP, 200, horizon(6)) == 200.0
+    assert baseline("yesterday", y, STEP, 200, horizon(6)) == 62.0  # 200 + 6 - 144
+    assert math.isnan(baseline("last_week", y, STEP, 200, horizon(6)))
+
+
+def test_the_quantile_model_covers_about_its_quantile() -> None:
+    y = _daily(20, seed=3)["used"].to_list()
+    f = DemandForecaster(STEP, 0, (Target(1, 7, "max"),), quantile=0.9)
+    f.extend(y)
+    f.fit(until=16 * 144)
+    origins = range(16 * 144, 20 * 144 - 7)
+    covered = np.mean([f.forecast_all([o])[0, 0] >= truth(y, o, Target(1, 7, "max")) for o in origins[::7]])
+    assert 0.8 <= covered <= 0.99
+
+
+def test_single_step_and_batch_forecasts_agree() -> None:
+    y = _daily(6)["used"].to_list()
+    f = DemandForecaster(STEP, 0, (horizon(6), Target(0, 30)))
+    f.extend(y[: 5 * 144])
+    f.fit()
+    batch = f.forecast_all([5 * 144 - 1])[0]
+    assert f.forecast() == pytest.approx(batch.tolist(), rel=1e-12)
+
+
+def test_holidays_come_from_the_country_calendar() -> None:
+    us = Calendar("US")
+    assert us.holiday(17532) == 1.0  # 2018-01-01
+    assert us.holiday(17533) == 0.0
+    deadline = Calendar(events=(np.datetime64("2020-09-10").astype(object),))
+    day = (np.datetime64("2020-09-05") - np.datetime64("1970-01-01")).astype(int)
+    assert deadline.event(int(day)) == 1.0 and deadline.event(int(day) + 10) == 0.0
+    with pytest.raises(ConfigError, match="no public-holiday calendar"):
+        Calendar("XX").holiday(17532)
+
+
+# ---- controllers -----------------------------------------------------------------------------------------------
+
+def _window_means(p: np.ndarray, i: int, f: int) -> tuple[float, float]:
+    return float(np.mean(p[i: i + f])), float(np.mean(p[i: i + 2 * f]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_helios_rule_decides_as_the_artifact(data: st.DataObject) -> None:
+    """Fed the same forecast, the rule powers exactly the nodes the artifact's loop does (after its warm-up)."""
+    n = data.draw(st.integers(10, 80))
+    used = np.array(data.draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
+    forecast = np.array(data.draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
+    total = np.full(n, 64)
+    params = RuleParams(data.draw(st.integers(1, 6)), data.draw(st.integers(1, 8)), data.draw(st.sampled_from([0, 0.5, 1])),
+                        data.draw(st.sampled_from([0, 1])), data.draw(st.integers(1, 4)), data.draw(st.integers(0, 8)),
+                        data.draw(st.integers(0, 12)))
+    expected = artifact_controller(used, total, forecast, params)["active"]
+    rule = HeliosRule(params)
+    active = list(expected[:6])  # the artifact's warm-up: demand plus buffer, uncapped
+    for i in range(6, n):
+        active.append(rule.step(i, used.tolist(), active[-1], 64,
+                                lambda i=i: _window_means(forecast, i, params.future)))
+    assert active[6:] == expected[6:].tolist()
+
+
+def test_the_quantile_rule_wakes_before_the_peak_and_sheds_after_keep() -> None:
+    rule = QuantileRule(risk=0.1, lookahead=3, margin=2, de_threshold=4, keep=2, headroom=1)
+    used = [10.0] * 10
+    assert rule.step(5, used, 12, 100, lambda: [30.0]) == 33  # forecast peak 30 + margin + headroom
+    assert rule.step(6, used, 33, 100, lambda: [10.0]) == 33  # within keep: no shedding
+    assert rule.step(7, used, 33, 100, lambda: [10.0]) == 12  # demand 10 + margin
+    assert rule.step(8, used, 12, 100, lambda: [11.0]) == 14  # a rise of 2 wakes at once (plus headroom)
+    assert rule.step(9, used, 14, 100, lambda: [10.0]) == 14  # 14 - 12 < de_threshold: keep
+
+
+def test_bad_controller_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="--risk"):
+        QuantileRule(risk=1.5)
+    with pytest.raises(ConfigError, match="unknown controller"):
+        make_controller("magic")
+    with pytest.raises(ConfigError, match="--buffer"):
+        make_controller("helios", "venus", buffer=-1)
+    assert make_controller("helios", "venus", buffer=9).params == RuleParams(3, 18, 0.5, 1, 2, 9, 12)  # type: ignore[attr-defined]
+
+
+# ---- open loop on the real Philly series ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def philly_series() -> pl.DataFrame:
+    """The Philly node series at 10 minutes, up to the end of the artifact's test window (2017-12-14)."""
+    path = Path(__file__).resolve().parents[2] / "shared/data/philly/node_sequence_minutely.csv"
+    if not path.exists():
+        pytest.skip("shared sample philly/node_sequence_minutely.csv not available")
+    s = resample(read_series(path), STEP)
+    return s.filter(pl.col("time") < 1513296000)  # 2017-12-15 00:00 UTC
+
+
+def test_the_forecast_beats_every_naive_baseline_on_philly(philly_series: pl.DataFrame) -> None:
+    run = open_loop(philly_series, make_controller("helios", "philly"), step=STEP, calendar=Calendar("US"))
+    for row in run.horizons.iter_rows(named=True):
+        for name in BASELINES:
+            assert row["rmse"] < row[f"rmse_{name}"], (row["target"], name)
+
+
+def test_philly_open_loop_figures(philly_series: pl.DataFrame) -> None:
+    """The figures docs/ces.md quotes for the honest open loop, Dec 1-14, 2017 (all 420 nodes)."""
+    helios = open_loop(philly_series, make_controller("helios", "philly"), step=STEP, calendar=Calendar("US")).stats
+    quantile = open_loop(philly_series, QuantileRule(), step=STEP, calendar=Calendar("US")).stats
+    assert round(helios["mean_off_nodes"], 1) == 91.9 and helios["shortages"] == 5
+    assert round(helios["utilization_powered"], 1) == 88.1
+    assert round(quantile["mean_off_nodes"], 1) == 105.5 and quantile["shortages"] == 2
+    assert round(quantile["utilization_powered"], 1) == 92.1
+
+
+# ---- closed loop ------------------------------------------------------------------------------------------------
+
+class Scripted:
+    """A controller that answers a scripted number of powered nodes per step (the last one from then on)."""
+
+    targets = (Target(0, 1),)
+    quantile = None
+
+    def __init__(self, answers: Sequence[int]) -> None:
+        self.answers = list(answers)
+
+    def initial(self, used: float, total: int) -> int:
+        return total
+
+    def step(self, i: int, used: Sequence[float], powered: int, total: int, forecast: object) -> int:
+        return self.answers[min(i, len(self.answers) - 1)]
+
+
+def _manager(answers: Sequence[int], boot: int = 50, step: int = 30) -> PowerManager:
+    return PowerManager(Scripted(answers), step=step, boot_seconds=boot, min_idle=0)  # type: ignore[arg-type]
+
+
+def test_a_job_arriving_when_its_vcs_free_nodes_are_off_waits_exactly_the_boot() -> None:
+    # at t = 0 the controller powers everything idle off; B arrives at 100 to a VC whose only free nodes are off
+    t = jobs(("A", "v", 8, 0, 1000), ("B", "v", 8, 100, 10), ("C", "w", 4, 0, 10))
+    result = simulate(t, spec(v=(8, 8, 8), w=(4,)), "fifo", observers=[_manager([0], boot=70)], power=PowerModel())
+    r = by_id(result.jobs)
+    assert r["A"]["queue_delay"] == 0 and r["C"]["queue_delay"] == 0  # they started before the first step
+    assert r["B"]["start"] == 170 and r["B"]["queue_delay"] == 70
+    states = result.node_states.filter(pl.col("vc") == "v")
+    assert states.filter(pl.col("state") == "booting").rows() == [(100, "v", 1, "booting")]  # one node, the lowest
+    assert result.summary["energy"]["boot_delayed_jobs"] == 1
+    assert result.summary["energy"]["boot_delay_seconds"] == 70
+
+
+def _not_on(states: pl.DataFrame, end: int) -> pl.DataFrame:
+    """Intervals [since, until) during which each (vc, node) was not on."""
+    spans = states.with_columns(pl.col("time").shift(-1).over("vc", "node").fill_null(end).alias("until"))
+    return spans.filter(pl.col("state") != "on").select("vc", "node", pl.col("time").alias("since"), "until")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.lists(st.integers(0, 8), min_size=1, max_size=12), st.integers(0, 40))
+def test_a_node_that_is_not_on_never_hosts_a_job(scenario, answers: list[int], boot: int) -> None:
+    """Random power decisions on fragmented multi-GPU clusters: every invariant holds, and no job runs on a node
+    while it is off or booting."""
+    table, cluster = scenario
+    result = simulate(table, cluster, "fifo", observers=[_manager(answers, boot=boot, step=7)], power=PowerModel(),
+                      unknown_vc="unschedulable")
+    check_invariants(table, cluster, result)
+    dark = _not_on(result.node_states, 2**40)
+    clash = result.placements.join(dark, on=["vc", "node"]).filter(
+        (pl.col("start") < pl.col("until")) & (pl.col("end") > pl.col("since")))
+    assert clash.height == 0
+
+
+def test_energy_adds_up_over_states_on_a_hand_made_case() -> None:
+    model = PowerModel(node_watts=100, gpu_idle_watts=10, gpu_busy_watts=60, off_watts=5, boot_watts=200,
+                       boot_seconds=30)
+    # two groups: (2 GPUs, 4 GPUs) and (2 GPUs); node (0, 1) goes off at 100, boots at 400, is on at 430
+    log = [(100, 0, 1, "off"), (400, 0, 1, "booting"), (430, 0, 1, "on")]
+    out = energy(model, [(2, 4), (2,)], log, busy_gpu_seconds=500, start=0, end=1000)
+    idle2, idle4 = 100 + 2 * 10, 100 + 4 * 10
+    joules = (500 * 50  # busy GPU-seconds at 60 - 10 W extra
+              + idle2 * 1000 * 2  # the two 2-GPU nodes, always on
+              + idle4 * (100 + 570) + 5 * 300 + 200 * 30)  # the 4-GPU node: on, off, booting
+    assert out["energy_kwh"] * 3.6e6 == pytest.approx(joules, rel=1e-12)
+    assert out["always_on_kwh"] * 3.6e6 == pytest.approx(500 * 50 + (2 * idle2 + idle4) * 1000, rel=1e-12)
+    assert (out["node_hours_off"], out["node_hours_booting"], out["wakeups"]) == (300 / 3600, 30 / 3600, 1)
+    assert out["node_hours_on"] == pytest.approx((3000 - 330) / 3600)
+
+
+def test_energy_in_a_run_matches_its_node_states(tmp_path: Path) -> None:
+    t = jobs(("A", "v", 4, 0, 600), ("B", "v", 4, 900, 300))
+    result = simulate(t, spec(v=(4, 4)), "fifo", observers=[_manager([1, 0], boot=60)], power=PowerModel())
+    e = result.summary["energy"]
+    window = 1260 - 0  # B waits 60 s for a boot: ends at 900 + 60 + 300
+    assert e["window_seconds"] == window
+    m = PowerModel()
+    idle = m.idle_watts(4)
+    assert e["always_on_kwh"] * 3.6e6 == pytest.approx(2 * idle * window + 900 * 4 * (m.gpu_busy_watts - m.gpu_idle_watts))
+    # the time-weighted states add up to two nodes over the window
+    assert (e["node_hours_on"] + e["node_hours_off"] + e["node_hours_booting"]) * 3600 == pytest.approx(2 * window)
+    assert e["saved_pct"] > 0
+
+
+def test_power_none_leaves_every_output_unchanged(tmp_path: Path) -> None:
+    cluster = spec(v=(8, 8), w=(4,))
+    t = jobs(*((f"j{i}", "vw"[i % 2], 1 + i % 4, 37 * i, 100 + 13 * i) for i in range(40)))
+    trace = write_trace(tmp_path / "t.parquet", t, cluster)
+    outs = []
+    for extra in ((), ("--power", "none")):
+        out = tmp_path / f"out{len(extra)}"
+        assert cli("simulate", str(trace), "-p", "fifo,sjf", "-o", str(out), *extra).returncode == 0
+        outs.append(out)
+    for f in ("fifo/jobs.parquet", "fifo/timeline.parquet", "sjf/placements.parquet"):
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes()
+    a, b = (json.loads((o / "fifo/summary.json").read_text()) for o in outs)
+    for s in (a, b):
+        s.pop("wall_seconds")
+        s["overall"].pop("wall_seconds"), s["overall"].pop("events_per_second")
+    assert a == b and "energy" not in a and not (outs[0] / "fifo/node_states.parquet").exists()
+
+
+def test_simulate_power_ces_writes_energy_and_node_states(tmp_path: Path) -> None:
+    cluster = spec(v=(8,) * 6)
+    t = jobs(*((f"j{i}", "v", 8, 3600 * i, 1800) for i in range(72)))
+    trace = write_trace(tmp_path / "t.parquet", t, cluster)
+    out = tmp_path / "out"
+    run = cli("simulate", str(trace), "-o", str(out), "--power", "ces", "--boot-seconds", "120", "--buffer", "1")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    e = summary["energy"]
+    for key in ("energy_kwh", "always_on_kwh", "saved_pct", "node_hours_off", "wakeups", "boot_delayed_jobs",
+                "boot_delay_seconds"):
+        assert key in e
+    assert e["model"]["boot_seconds"] == 120 and e["controller"]["rule"] == "helios"
+    timeline = pl.read_parquet(out / "timeline.parquet")
+    assert {"nodes_on", "nodes_off"} <= set(timeline.columns)
+    assert (timeline["nodes_on"] + timeline["nodes_off"] + timeline.get_column("nodes_booting", default=0) == 6).all()
+    assert e["saved_pct"] > 10  # one busy node of six, half the time: most nodes sleep
+    assert pl.read_parquet(out / "node_states.parquet").height == 2 * e["wakeups"] + pl.read_parquet(
+        out / "node_states.parquet").filter(pl.col("state") == "off").height
+
+
+def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    bad = tmp_path / "power.toml"
+    bad.write_text("idle_wats = 3\n")
+    cases = ((("--power", "ces", "--power-model", str(bad)), "field 'idle_wats': unknown setting"),
+             (("--buffer", "4"), "--buffer need --power ces"),
+             (("--power", "solar"), "--power 'solar': choose none or ces"),
+             (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"))
+    for args, message in cases:
+        run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
+        assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_read_power_model(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text("node_watts = 300\nboot_seconds = 90\n")
+    assert read_power_model(f) == PowerModel(node_watts=300, boot_seconds=90)
+    assert read_power_model(f, boot_seconds=10).boot_seconds == 10
+    f.write_text("off_watts = -1\n")
+    with pytest.raises(InputError, match="off_watts must be a number >= 0"):
+        read_power_model(f)
+
+
+# ---- the ces command -----------------------------------------------------------------------------------------
+
+def test_ces_json_and_outputs(tmp_path: Path) -> None:
+    series = _daily(9)
+    f = tmp_path / "series.csv"
+    series.write_csv(f)
+    out = tmp_path / "out"
+    run = cli("ces", str(f), "--json", "--test-days", "3", "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    for key in ("changes_per_day", "wakeups_per_day", "mean_off_nodes", "utilization_total", "utilization_powered",
+                "rmse", "smape", "shortages"):
+        assert key in got
+    assert got["days"] == 3 and len(got["horizons"]) == 4
+    steps = pl.read_parquet(out / "steps.parquet")
+    assert steps.height == 3 * 144 and {"used", "forecast", "active"} <= set(steps.columns)
+    assert (out / "ces.png").stat().st_size > 0 and json.loads((out / "summary.json").read_text()) == got
+
+
+def test_ces_compat_on_philly_reproduces_the_artifact(shared_data: Path) -> None:
+    run = cli("ces", str(shared_data / "philly/node_sequence_minutely.csv"), "--cluster-preset", "philly",
+              "--compat", "helios-artifact", "--json")
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert abs(got["utilization_powered"] - 88.72) <= 2.0 and abs(got["mean_off_nodes"] - 94.2) <= 5.0
+
+
+def test_ces_errors_are_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "short.csv"
+    _daily(2).write_csv(f)
+    for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
+                          (("--rule", "fuzzy"), "unknown controller"),
+                          (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule")):
+        run = cli("ces", str(f), *args)
+        assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
