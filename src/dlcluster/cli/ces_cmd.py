@@ -51,7 +51,7 @@ def ces(
     rule: str = typer.Option("helios", "--rule", help="Controller: helios (the study's rule) or quantile "
                              "(dlcluster's: keep the forecast peak's 1-risk quantile powered)."),
     buffer: int = typer.Option(None, "--buffer", help="helios: idle nodes kept above demand (default: the preset's)."),
-    risk: float = typer.Option(None, "--risk", help="quantile: accepted probability of a shortage (default 0.05)."),
+    risk: float = typer.Option(None, "--risk", help="quantile: accepted probability of a shortage (default 0.01)."),
     step: int = typer.Option(600, "--step", min=60, help="Controller step, seconds (demand: maximum over a step)."),
     test_days: float = typer.Option(14, "--test-days", help="Replay the last N days; train the forecast before them."),
     holidays: str = typer.Option(None, "--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the "

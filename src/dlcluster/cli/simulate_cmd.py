@@ -96,14 +96,15 @@ def simulate(
     skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
                                       help="Count jobs of VCs missing from the spec as unschedulable."),
     csv: bool = typer.Option(False, "--csv", help="Also write jobs.csv and timeline.csv."),
-    power: str = typer.Option("none", "--power", help="Power management: none, or ces (a controller powers idle "
-                              "nodes off from a demand forecast; nodes boot for waiting jobs)."),
+    power: str = typer.Option("none", "--power", help="Power: none; on (every node always on, energy reported); or "
+                              "ces (a controller powers idle nodes off from a demand forecast; nodes boot for "
+                              "waiting jobs)."),
     ces_rule: str = typer.Option("helios", "--ces-rule", help="ces controller: helios (the study's rule) or quantile "
                                  "(keep the forecast peak's 1-risk quantile powered)."),
     ces_preset: str = typer.Option("philly", "--ces-preset", help="helios rule hyperparameters: philly, venus, earth, "
                                    "saturn, uranus."),
     buffer: int = typer.Option(None, "--buffer", help="helios rule: idle nodes kept above demand (default: preset's)."),
-    risk: float = typer.Option(None, "--risk", help="quantile rule: accepted probability of a shortage (0.05)."),
+    risk: float = typer.Option(None, "--risk", help="quantile rule: accepted probability of a shortage (0.01)."),
     boot_seconds: int = typer.Option(None, "--boot-seconds", min=0, help="Seconds from power-on until a node hosts "
                                      "jobs (default: the power model's, 300)."),
     power_model: Path = typer.Option(None, "--power-model", help="TOML file of node watts by state and boot "
@@ -185,18 +186,19 @@ def simulate(
 
 def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,
                    boot_seconds: int | None, power_model: Path | None, holidays: str | None,
-                   ) -> Callable[[], tuple[PowerManager, PowerModel]] | None:
-    """A factory of a fresh power manager and its power model per run (None for ``--power none``); checks every
-    option before any run."""
-    if power not in ("none", "ces"):
-        raise ConfigError(f"--power {power!r}: choose none or ces")
+                   ) -> Callable[[], tuple[PowerManager | None, PowerModel]] | None:
+    """A factory of a fresh power manager (None for ``--power on``) and the power model, per run; None for
+    ``--power none``. Checks every option before any run."""
+    if power not in ("none", "on", "ces"):
+        raise ConfigError(f"--power {power!r}: choose none, on or ces")
     ces_only = {"--ces-rule": rule != "helios", "--ces-preset": preset != "philly", "--buffer": buffer is not None,
-                "--risk": risk is not None, "--boot-seconds": boot_seconds is not None,
-                "--power-model": power_model is not None, "--holidays": holidays is not None}
+                "--risk": risk is not None, "--holidays": holidays is not None}
+    model_only = {"--boot-seconds": boot_seconds is not None, "--power-model": power_model is not None}
+    for flags, needed, allowed in ((ces_only, "--power ces", ("ces",)), (model_only, "--power on or ces", ("on", "ces"))):
+        given = [flag for flag, set_ in flags.items() if set_]
+        if given and power not in allowed:
+            raise ConfigError(f"{', '.join(given)} need {needed}")
     if power == "none":
-        given = [flag for flag, set_ in ces_only.items() if set_]
-        if given:
-            raise ConfigError(f"{', '.join(given)} need --power ces")
         return None
     from dlcluster.cli.ces_cmd import PRESET_NAMES
     from dlcluster.predict.forecast import Calendar
@@ -210,10 +212,12 @@ def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk:
         model = read_power_model(power_model, boot_seconds)
     else:
         model = PowerModel() if boot_seconds is None else PowerModel(boot_seconds=boot_seconds)
+    if power == "on":
+        return lambda: (None, model)
     make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values now
     calendar = Calendar(holidays)
 
-    def make() -> tuple[PowerManager, PowerModel]:
+    def make() -> tuple[PowerManager | None, PowerModel]:
         return PowerManager(make_controller(rule, preset, buffer=buffer, risk=risk), boot_seconds=model.boot_seconds,
                             calendar=calendar), model
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dlcluster.errors import ConfigError, InputError
 
 OFF, BOOTING = "off", "booting"
@@ -68,43 +70,37 @@ def read_power_model(path: str | Path, boot_seconds: int | None = None) -> Power
         raise InputError(str(exc).removeprefix("power model: "), path=path) from None
 
 
-def state_seconds(log: list[tuple[int, int, int, str]], start: int, end: int) -> dict[tuple[int, int], dict[str, int]]:
-    """Per (group, node) that changed state: seconds spent in each state within [start, end) (``on`` before any
-    change). ``log`` is the run's node-state record, (time, group, node, state) in time order."""
-    per_node: dict[tuple[int, int], list[tuple[int, str]]] = {}
-    for t, g, node, state in log:
-        per_node.setdefault((g, node), []).append((t, state))
-    out = {}
-    for key, changes in per_node.items():
-        spent: dict[str, int] = {}
-        state, since = "on", start
-        for t, new in changes:
-            t = min(max(t, start), end)
-            spent[state] = spent.get(state, 0) + t - since
-            state, since = new, t
-        spent[state] = spent.get(state, 0) + end - since
-        out[key] = spent
-    return out
-
-
 def energy(model: PowerModel, sizes: list[tuple[int, ...]], log: list[tuple[int, int, int, str]],
            busy_gpu_seconds: float, start: int, end: int) -> dict[str, Any]:
     """Energy of a run over [start, end): the nodes ``sizes`` (per group, GPUs per node), their state ``log`` and
     the GPU-seconds jobs held; beside it the same run with every node always on."""
     window = max(0, end - start)
-    changed = state_seconds(log, start, end)
-    joules = busy_gpu_seconds * (model.gpu_busy_watts - model.gpu_idle_watts)
-    always_on = joules
-    seconds = {"on": 0, OFF: 0, BOOTING: 0}
-    for g, nodes in enumerate(sizes):
-        for node, gpus in enumerate(nodes):
-            idle = model.idle_watts(gpus)
-            always_on += idle * window
-            spent = changed.get((g, node), {"on": window})
-            for state, s in spent.items():
-                seconds[state] = seconds.get(state, 0) + s
-                joules += s * (model.off_watts if state == OFF else model.boot_watts if state == BOOTING else idle)
-    wakeups = sum(1 for _, _, _, state in log if state == BOOTING)
+    busy = busy_gpu_seconds * (model.gpu_busy_watts - model.gpu_idle_watts)
+    idle = [[model.idle_watts(gpus) for gpus in nodes] for nodes in sizes]
+    always_on = busy + window * sum(sum(w) for w in idle)
+    seconds = {"on": float(window * sum(len(n) for n in sizes)), OFF: 0.0, BOOTING: 0.0}
+    joules = always_on
+    if log:
+        # per node, each state lasts from its change to the node's next change (or the end); before its first
+        # change the node was on. Joules = always on, minus the idle power of every non-on span, plus its own.
+        times = np.clip(np.array([e[0] for e in log], dtype=np.int64), start, end)
+        group = np.array([e[1] for e in log], dtype=np.int64)
+        node = np.array([e[2] for e in log], dtype=np.int64)
+        state = np.array([e[3] for e in log], dtype=object)
+        order = np.lexsort((np.arange(len(log)), node, group))  # by node, in the order the changes happened
+        times, group, node, state = times[order], group[order], node[order], state[order]
+        same = np.append((group[1:] == group[:-1]) & (node[1:] == node[:-1]), False)
+        until = np.where(same, np.append(times[1:], end), end)
+        span = until - times
+        seconds["on"] = float(window * sum(len(n) for n in sizes) - span.sum())  # the spans' own "on" comes below
+        node_idle = np.array([idle[g][n] for g, n in zip(group.tolist(), node.tolist(), strict=True)])
+        for name in np.unique(state).tolist():
+            mine = state == name
+            seconds[name] = seconds.get(name, 0.0) + float(span[mine].sum())
+            if name in (OFF, BOOTING):  # any other state draws idle power, as counted in ``always_on``
+                watts = model.off_watts if name == OFF else model.boot_watts
+                joules += float((span[mine] * (watts - node_idle[mine])).sum())
+    wakeups = sum(1 for entry in log if entry[3] == BOOTING)
     return {
         "energy_kwh": joules / JOULES_PER_KWH,
         "always_on_kwh": always_on / JOULES_PER_KWH,

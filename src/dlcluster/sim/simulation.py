@@ -159,8 +159,7 @@ class Simulation:
 
     def _after_one(self, g: int, now: int) -> None:
         """After a shortcut's pass: tell waiting observers, and run the passes their node changes call for."""
-        state = self.cycles[g].state
-        if state.unusable:
+        if self.cycles[g].state.unusable:
             self._tell_waiting(g, now)
             if self._dirty:
                 self._passes(now)

@@ -122,8 +122,7 @@ class PowerManager(Observer):
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
         self._settle(now)
-        busy = [self._on(g) - self._idle(g) for g in range(len(self.groups))]
-        used = sum(busy)
+        used = sum(self._on(g) - self._idle(g) for g in range(len(self.groups)))
         fc = self.forecaster
         fc.extend((used,))
         if now >= self.next_fit:
@@ -135,11 +134,13 @@ class PowerManager(Observer):
         powered = self.total - sum(len(o) for o in self.off)
         target = self.controller.step(i, fc.y, powered, self.total,
                                       fc.forecast if fitted else lambda: [float(used)] * len(self.controller.targets))
+        if target == powered:
+            return
         spare = max(0, target - used)  # idle nodes to keep, shared by VC size
         reserve = [max(self.min_idle, spare * n // self.total) for n in self.nodes]
         if target < powered:
             self._shed(powered - target, reserve)
-        elif target > powered:
+        else:
             self._wake(target - powered, reserve, now)
 
     def _settle(self, now: int) -> None:

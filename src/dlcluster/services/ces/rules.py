@@ -89,7 +89,7 @@ class QuantileRule:
     when it is at least ``de_threshold`` below the powered nodes, but not within ``keep`` steps of a wake-up.
     """
 
-    risk: float = 0.05
+    risk: float = 0.01
     lookahead: int = 6
     margin: int = 2
     de_threshold: int = 8

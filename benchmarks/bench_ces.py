@@ -1,0 +1,84 @@
+"""CES: the open loop on the 73-day Philly node series, and closed-loop simulations against the same without power.
+
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_ces [CASE ...]`` (cases: open-loop,
+closed-loop). Every figure is one fresh process (CPU seconds = user + sys, ``os.wait4``).
+
+``open-loop``    ``dlcluster ces`` on ``../shared/data/philly/node_sequence_minutely.csv`` (105,644 minutes):
+                 both rules, and ``--compat helios-artifact``; forecaster training included (target < 20 s).
+``closed-loop``  ``dlcluster simulate -p fifo`` with ``--power none``, ``on`` and ``ces`` (both rules) on the
+                 Philly window and on the 180-day Saturn look-alike; the ratio is CPU seconds over the same run
+                 with ``--power none`` (target < 1.5×).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks._measure import FIGURES, WORK, Table, command_measured, dlcluster, figures, saturn_parquet
+from benchmarks.bench_sim import PHILLY, WINDOW
+
+SERIES = PHILLY / "node_sequence_minutely.csv"
+POWER = {"none": ["--power", "none"], "on": ["--power", "on"], "ces helios": ["--power", "ces"],
+         "ces quantile": ["--power", "ces", "--ces-rule", "quantile"]}
+
+
+def open_loop() -> None:
+    """``dlcluster ces --json`` on the Philly series, per rule and in compatibility mode."""
+    if not SERIES.exists():
+        print("open-loop: ../shared/data/philly is not available: skipped")
+        return
+    print(f"open-loop: dlcluster ces on {SERIES.name} (73 days; the last 14 replayed)")
+    t = Table(("run", 16), *FIGURES[:3], ("off nodes", 10, ".1f"), ("powered util %", 15, ".2f"), ("shortages", 10, "d"))
+    for label, args in (("helios", ["--rule", "helios"]), ("quantile", ["--rule", "quantile"]),
+                        ("artifact compat", ["--compat", "helios-artifact"])):
+        m = command_measured(dlcluster("ces", str(SERIES), "--json", "--holidays", "US", *args)
+                             if label != "artifact compat" else dlcluster("ces", str(SERIES), "--json", *args))
+        out = json.loads(m.out)
+        t.row(label, *figures(m)[:3], out["mean_off_nodes"], out["utilization_powered"], out["shortages"])
+
+
+def _simulate(args: list[str]) -> tuple[object, dict]:
+    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        m = command_measured(dlcluster("simulate", *args, "-o", tmp))
+        return m, json.loads((Path(tmp) / "summary.json").read_text())
+
+
+def closed_loop() -> None:
+    """FIFO with and without power management, whole process, on the Philly window and the Saturn look-alike."""
+    cases = []
+    if (PHILLY / "jobs_processed.csv").exists():
+        cases.append(("philly", [str(PHILLY / "jobs_processed.csv"), "--cluster", str(PHILLY / "vc_nodes.csv"),
+                                 *WINDOW, "--skip-unknown-vcs"]))
+    else:
+        print("closed-loop: ../shared/data/philly is not available: the Philly case is skipped")
+    cases.append(("saturn 180d", [str(saturn_parquet(180))]))
+    print("closed-loop: simulate -p fifo, power management off and on (ratio: CPU s over --power none)")
+    t = Table(("trace", 12), ("power", 13), *FIGURES, ("ratio", 7, ".2f"), ("saved %", 8, ".1f"),
+              ("mean queue s", 13, ".1f"))
+    for name, args in cases:
+        base = None
+        for label, power in POWER.items():
+            m, summary = _simulate([*args, "-p", "fifo", *power])
+            base = base or m.cpu
+            saved = (summary.get("energy") or {}).get("saved_pct")
+            t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base, saved,
+                  summary["overall"]["mean_queue_delay"])
+
+
+CASES = {"open-loop": open_loop, "closed-loop": closed_loop}
+
+
+def main(cases: list[str] | None = None) -> None:
+    """Run the named cases (default: all)."""
+    WORK.mkdir(exist_ok=True)
+    for name in cases or list(CASES):
+        if name not in CASES:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
+        CASES[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or None)
