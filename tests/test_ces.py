@@ -379,13 +379,13 @@ def test_ces_json_and_outputs(tmp_path: Path) -> None:
     f = tmp_path / "series.csv"
     series.write_csv(f)
     out = tmp_path / "out"
-    run = cli("ces", str(f), "--json", "--test-days", "3", "-o", str(out))
+    run = cli("ces", str(f), "--json", "--test-days", "3", "-o", str(out), "--events", "2020-09-20,2020-09-25")
     assert run.returncode == 0, run.stderr
     got = json.loads(run.stdout)
     for key in ("changes_per_day", "wakeups_per_day", "mean_off_nodes", "utilization_total", "utilization_powered",
                 "rmse", "smape", "shortages"):
         assert key in got
-    assert got["days"] == 3 and len(got["horizons"]) == 4
+    assert got["days"] == 3 and len(got["horizons"]) == 4 and got["events"] == ["2020-09-20", "2020-09-25"]
     steps = pl.read_parquet(out / "steps.parquet")
     assert steps.height == 3 * 144 and {"used", "forecast", "active"} <= set(steps.columns)
     assert (out / "ces.png").stat().st_size > 0 and json.loads((out / "summary.json").read_text()) == got
@@ -404,6 +404,7 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     _daily(2).write_csv(f)
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
                           (("--rule", "fuzzy"), "unknown controller"),
-                          (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule")):
+                          (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule"),
+                          (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr

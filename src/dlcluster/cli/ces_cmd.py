@@ -56,6 +56,8 @@ def ces(
     test_days: float = typer.Option(14, "--test-days", help="Replay the last N days; train the forecast before them."),
     holidays: str = typer.Option(None, "--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the "
                                  "forecast knows."),
+    events: str = typer.Option(None, "--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference "
+                               "deadlines): the forecast knows the 10 days before each."),
     compat: str = typer.Option(None, "--compat", help="helios-artifact: the artifact's own forecast and windows "
                                "(its forecasts beyond an hour read actual future values)."),
     cluster: Path = typer.Option(None, "--cluster", help="Cluster spec for a trace (default: the trace's own)."),
@@ -67,7 +69,7 @@ def ces(
 ) -> None:
     """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error."""
     from dlcluster.predict.demand import from_trace, read_series, resample
-    from dlcluster.predict.forecast import Calendar
+    from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.rules import make_controller
 
     if preset not in PRESET_NAMES:
@@ -77,6 +79,7 @@ def ces(
     if output is not None and output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a folder")
     controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
+    calendar = Calendar(holidays, parse_events(events))
     if _is_series(source):
         minutes = read_series(source)
     else:
@@ -92,9 +95,9 @@ def ces(
         minutes = from_trace(trace.jobs, spec)
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     if compat is not None:
-        if rule != "helios" or buffer is not None or holidays is not None or step != 600:
+        if rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600:
             raise ConfigError("--compat helios-artifact runs the artifact's own rule, step and forecast: "
-                              "drop --rule, --buffer, --step and --holidays")
+                              "drop --rule, --buffer, --step, --holidays and --events")
         from dlcluster.services.ces.artifact import artifact_open_loop
 
         run = artifact_open_loop(minutes, preset)
@@ -105,10 +108,10 @@ def ces(
         from dlcluster.services.ces.open_loop import open_loop
 
         series = resample(minutes, step)
-        ol = open_loop(series, controller, step=step, test_days=test_days, calendar=Calendar(holidays))
+        ol = open_loop(series, controller, step=step, test_days=test_days, calendar=calendar)
         steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
         label = f"forecast {controller.targets[0].label} steps"
-        summary.update(rule=rule, step=step, holidays=holidays,
+        summary.update(rule=rule, step=step, holidays=holidays, events=[str(e) for e in calendar.events],
                        horizons=horizons.to_dicts())
     summary = {**summary, "days": days, **stats}
     with deferring_interrupts():

@@ -111,6 +111,8 @@ def simulate(
                                      "seconds (see docs/power.md); default: an 8×V100 server."),
     holidays: str = typer.Option(None, "--holidays", help="ces: country (ISO code) whose public holidays the demand "
                                  "forecast knows."),
+    events: str = typer.Option(None, "--events", help="ces: dates YYYY-MM-DD, comma-separated (e.g. deadlines): the "
+                               "demand forecast knows the 10 days before each."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
 ) -> None:
@@ -151,7 +153,7 @@ def simulate(
         lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
-    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays)
+    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None
@@ -185,14 +187,14 @@ def simulate(
 
 
 def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,
-                   boot_seconds: int | None, power_model: Path | None, holidays: str | None,
+                   boot_seconds: int | None, power_model: Path | None, holidays: str | None, events: str | None,
                    ) -> Callable[[], tuple[PowerManager | None, PowerModel]] | None:
     """A factory of a fresh power manager (None for ``--power on``) and the power model, per run; None for
     ``--power none``. Checks every option before any run."""
     if power not in ("none", "on", "ces"):
         raise ConfigError(f"--power {power!r}: choose none, on or ces")
     ces_only = {"--ces-rule": rule != "helios", "--ces-preset": preset != "philly", "--buffer": buffer is not None,
-                "--risk": risk is not None, "--holidays": holidays is not None}
+                "--risk": risk is not None, "--holidays": holidays is not None, "--events": events is not None}
     model_only = {"--boot-seconds": boot_seconds is not None, "--power-model": power_model is not None}
     for flags, needed, allowed in ((ces_only, "--power ces", ("ces",)), (model_only, "--power on or ces", ("on", "ces"))):
         given = [flag for flag, set_ in flags.items() if set_]
@@ -201,7 +203,7 @@ def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk:
     if power == "none":
         return None
     from dlcluster.cli.ces_cmd import PRESET_NAMES
-    from dlcluster.predict.forecast import Calendar
+    from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.closed_loop import PowerManager
     from dlcluster.services.ces.rules import make_controller
     from dlcluster.sim.power import PowerModel, read_power_model
@@ -215,7 +217,7 @@ def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk:
     if power == "on":
         return lambda: (None, model)
     make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values now
-    calendar = Calendar(holidays)
+    calendar = Calendar(holidays, parse_events(events))
 
     def make() -> tuple[PowerManager | None, PowerModel]:
         return PowerManager(make_controller(rule, preset, buffer=buffer, risk=risk), boot_seconds=model.boot_seconds,

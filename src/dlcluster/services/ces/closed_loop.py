@@ -66,7 +66,7 @@ class PowerManager(Observer):
             settings = {f: getattr(c.params, f) for f in c.params.__dataclass_fields__}  # type: ignore[attr-defined]
         return {"rule": "helios" if "params" in vars(c) else "quantile", **settings, "step": self.step,
                 "retrain_every": self.retrain_every, "retrains": self.retrains,
-                "holidays": self.calendar.country}
+                "holidays": self.calendar.country, "events": [str(e) for e in self.calendar.events]}
 
     # ---- reading the cluster -------------------------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The CES figures README.md and docs/ces.md quote, regenerated and found verbatim (needs ../shared)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+import pytest
+
+from dlcluster.predict.demand import read_series, resample
+from dlcluster.predict.forecast import Calendar
+from dlcluster.services.ces.open_loop import open_loop
+from dlcluster.services.ces.rules import QuantileRule, make_controller
+
+ROOT = Path(__file__).resolve().parents[1]
+PHILLY = ROOT.parent / "shared/data/philly"
+README = (ROOT / "README.md").read_text()
+DOCS = (ROOT / "docs/ces.md").read_text()
+
+pytestmark = pytest.mark.skipif(not (PHILLY / "jobs_processed.csv").exists(), reason="../shared/data/philly absent")
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ces_closed_loop", ROOT / "examples/ces_closed_loop.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every simulation of the example (shared by the headline and the sweep)."""
+    return tmp_path_factory.mktemp("ces")
+
+
+def test_closed_loop_table_in_readme(runs: Path) -> None:
+    example = _example()
+    rows = example.headline(runs)
+    text = example.table(rows)
+    assert text in README and text in DOCS
+    # the acceptance: at least 10% saved, mean queueing delay up by at most max(2%, 30 s), for both policies
+    for policy in ("fifo", "qssf"):
+        base = next(r for r in rows if r["policy"] == policy and r["run"] == "always on")
+        for r in rows:
+            if r["policy"] == policy and r["run"] != "always on":
+                assert r["saved_pct"] >= 10
+                assert r["mean_queue_s"] - base["mean_queue_s"] <= max(0.02 * base["mean_queue_s"], 30)
+
+
+def test_tradeoff_table_in_docs(runs: Path) -> None:
+    example = _example()
+    rows = example.sweep(runs)
+    assert example.table(rows) in DOCS
+    example.tradeoff_figure(rows, runs / "tradeoff")
+    assert (runs / "tradeoff.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def series() -> pl.DataFrame:
+    s = resample(read_series(PHILLY / "node_sequence_minutely.csv"), 600)
+    return s.filter(pl.col("time") < 1513296000)  # up to 2017-12-14 23:50 UTC: the artifact's test days
+
+
+def test_philly_forecast_table(series: pl.DataFrame) -> None:
+    run = open_loop(series, make_controller("helios", "philly"), step=600, calendar=Calendar("US"))
+
+    def cell(r: dict, suffix: str) -> str:
+        return f"{r['rmse' + suffix]:.1f} / {r['smape' + suffix]:.1f}%"
+
+    lines = ["| steps ahead (10 min each) | LightGBM | last value | same time yesterday | same time last week |",
+             "|---|---:|---:|---:|---:|"]
+    for r in run.horizons.iter_rows(named=True):
+        lines.append(f"| {r['steps_ahead']} | " + " | ".join(cell(r, s) for s in ("", "_last", "_yesterday",
+                                                                                   "_last_week")) + " |")
+    assert "\n".join(lines) in DOCS
+
+
+def test_open_loop_changes_and_utilisation(series: pl.DataFrame) -> None:
+    helios = open_loop(series, make_controller("helios", "philly"), step=600, calendar=Calendar("US")).stats
+    quantile = open_loop(series, QuantileRule(), step=600, calendar=Calendar("US")).stats
+    assert round(helios["utilization_total"], 2) == 68.98
+    assert (round(quantile["changes_per_day"], 1), round(helios["changes_per_day"], 1)) == (18.6, 1.4)
