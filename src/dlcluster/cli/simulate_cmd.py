@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep
 
     from dlcluster.services.ces.closed_loop import PowerManager
     from dlcluster.sim import SimResult
+    from dlcluster.sim.failures import FailureModel
     from dlcluster.sim.power import PowerModel
 
 SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
@@ -62,6 +63,10 @@ def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
     if any("energy" in s for s in summaries.values()):
         for key in ("energy_kwh", "always_on_kwh", "saved_pct", "utilization_powered", "wakeups", "boot_delayed_jobs"):
             table.add_row(key, *(_fmt(s.get("energy", {}).get(key)) for s in summaries.values()))
+    if any("failures" in s for s in summaries.values()):
+        for key in ("failed_gpu_hours", "failed_gpu_hours_early", "retries", "validation_caught",
+                    "validation_gpu_hours_saved", "validation_pool_gpu_hours"):
+            table.add_row(key, *(_fmt(s.get("failures", {}).get(key)) for s in summaries.values()))
     table.add_row("wall_seconds", *(_fmt(s["wall_seconds"]) for s in summaries.values()))
     return table
 
@@ -113,6 +118,18 @@ def simulate(
                                  "forecast knows."),
     events: str = typer.Option(None, "--events", help="ces: dates YYYY-MM-DD, comma-separated (e.g. deadlines): the "
                                "demand forecast knows the 10 days before each."),
+    failures: str = typer.Option("none", "--failures", help="none, or replay: each job ends as the trace says "
+                                 "(its status), failed jobs may be retried, and the summary counts GPU time lost."),
+    retries: int = typer.Option(0, "--retries", min=0, help="replay: resubmit a failed job up to N times, each "
+                                "attempt with its own run time (Philly's recorded attempts, else the same run)."),
+    no_retry_within: float = typer.Option(None, "--no-retry-within", help="replay: minutes; do not retry a job whose "
+                                          "attempt failed this early."),
+    validation_minutes: float = typer.Option(None, "--validation-minutes", help="replay: run every job first for up "
+                                             "to V minutes on one GPU of a validation pool; jobs that fail there "
+                                             "never reach the cluster."),
+    validation_gpus: int = typer.Option(0, "--validation-gpus", min=0, help="replay: GPUs of the validation pool."),
+    keep_progress: bool = typer.Option(False, "--validation-keeps-progress", help="replay: a validated job goes on "
+                                       "from where validation left it (default: it starts over)."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
 ) -> None:
@@ -153,6 +170,8 @@ def simulate(
         lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
+    failure_model = _failure_model(failures, retries, no_retry_within, validation_minutes, validation_gpus,
+                                   keep_progress)
     make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
@@ -170,7 +189,8 @@ def simulate(
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
-                         observers=observers, power=model,
+                         observers=observers, power=model, failures=failure_model,
+                         attempts=trace.attempts if failure_model is not None else None,
                          progress=lambda what, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name}: {what} done"))
             if observer is not None:
@@ -184,6 +204,27 @@ def simulate(
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     Console().print(_comparison(summaries))
+
+
+def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,
+                   validation_gpus: int, keep_progress: bool) -> FailureModel | None:
+    """The failure model of ``--failures replay`` and its options (None for ``--failures none``)."""
+    from dlcluster.sim.failures import FailureModel
+
+    if failures not in ("none", "replay"):
+        raise ConfigError(f"--failures {failures!r}: choose none or replay")
+    given = {"--retries": retries != 0, "--no-retry-within": no_retry_within is not None,
+             "--validation-minutes": validation_minutes is not None, "--validation-gpus": validation_gpus != 0,
+             "--validation-keeps-progress": keep_progress}
+    if failures == "none":
+        used = [flag for flag, set_ in given.items() if set_]
+        if used:
+            raise ConfigError(f"{', '.join(used)} need --failures replay")
+        return None
+    return FailureModel(retries=retries,
+                        no_retry_within=round(no_retry_within * 60) if no_retry_within is not None else None,
+                        validation_seconds=round(validation_minutes * 60) if validation_minutes is not None else None,
+                        validation_gpus=validation_gpus, keep_progress=keep_progress)
 
 
 def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,

@@ -277,17 +277,28 @@ class Cycle:
             for o in self.observers:
                 o.on_start(j, now)
 
-    def finish(self, j: int, now: int) -> None:
-        """``j`` ended at ``now``: give back its resources and record its last run segment."""
+    def finish(self, j: int, now: int) -> bool:
+        """``j``'s run ended at ``now``: give back its resources and record its run segment. False if that was an
+        attempt that failed and the job rejoins the queue for its next one (see :mod:`dlcluster.sim.failures`)."""
         jobs, rec = self.jobs, self.rec
         alloc = self.running.pop(j)
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         rec.end[j] = now
-        self.segments.close(j, jobs.started_at[j], now, alloc, jobs.gpu[j])
-        jobs.remaining[j] = 0
+        started = jobs.started_at[j]
+        self.segments.close(j, started, now, alloc, jobs.gpu[j])
         jobs.started_at[j] = -1
         if self.speed is not None:
             self._leave(j, alloc, now)
+        retry = jobs.retry
+        if retry is not None and retry[j]:
+            jobs.remaining[j] = retry[j].pop()
+            jobs.held[j] += now - started  # service attained, as after a preemption
+            rec.attempts[j] += 1
+            self.waiting_since[j] = now
+            self.arrivals.append(j)
+            return False
+        jobs.remaining[j] = 0
+        return True
 
     def _preempt(self, j: int, now: int, released: bool = False) -> None:
         jobs = self.jobs

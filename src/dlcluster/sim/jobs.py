@@ -24,7 +24,7 @@ class Jobs:
     """
 
     __slots__ = ("gpu", "submit", "duration", "estimate", "cpu", "group", "remaining", "rate", "progress_at",
-                 "started_at", "end_at", "held", "_labels", "_label_cache")
+                 "started_at", "end_at", "held", "retry", "_labels", "_label_cache")
 
     def __init__(
         self,
@@ -48,6 +48,8 @@ class Jobs:
         self.progress_at = self.started_at
         self.end_at: list[int] = []  # end of the current run segment (kept under a speed model only)
         self.held = [0] * n  # seconds on GPUs in finished run segments (checkpoints included)
+        # with failures replayed: per job, the work of the attempts still to come, the next one last
+        self.retry: list[list[int]] | None = None
         self._labels = labels  # column name -> values, read only when a policy or observer asks
         self._label_cache: dict[str, list[str | None]] = {}
 
@@ -153,6 +155,7 @@ class Record:
     segments: list[Segments]  # per group (index as the simulation's groups)
     # node-state changes: (time, group, node, state)
     node_states: list[tuple[int, int, int, str]] = field(default_factory=list)
+    attempts: list[int] = field(default_factory=list)  # per job, attempts started (kept with failures replayed only)
 
     @classmethod
     def empty(cls, n: int, groups: int = 1) -> Record:

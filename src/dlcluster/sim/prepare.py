@@ -62,15 +62,19 @@ def prepare(
     timezone: str,
     load: float,
     source: str,
+    keep_status: bool = False,
 ) -> Prepared:
     """Order and group the simulated jobs; split off those that can never run.
 
     When ``spec`` has CPUs and the table a ``cpu_num`` column, the jobs keep ``cpu_num``
     (null → 0: no CPU demand); otherwise CPUs are not modelled and there is no such column.
+    ``keep_status`` keeps each job's ``status`` (for replaying failures).
     """
     if spec.cpus is not None and "cpu_num" not in jobs.columns:
         spec = ClusterSpec(spec.vcs, None, spec.source)
     _check(jobs, source, spec.cpus is not None)
+    if keep_status and "status" not in jobs.columns:
+        raise InputError("job table has no status column: failures cannot be replayed", path=source, field="status")
     if unknown_vc not in UNKNOWN_VC:
         raise ConfigError(f"unknown_vc must be one of {', '.join(UNKNOWN_VC)}, got {unknown_vc!r}")
     df = jobs.select(
@@ -78,6 +82,7 @@ def prepare(
         *((pl.col(c) if c in jobs.columns else pl.lit(None, pl.String)).alias(c) for c in ("user", "name")),
         pl.col("gpu_num").cast(pl.Int64), pl.col("submit_time").cast(pl.Int64), pl.col("duration").cast(pl.Int64),
         *([pl.col("cpu_num").cast(pl.Int64).fill_null(0)] if spec.cpus is not None else []),
+        *([pl.col("status").cast(pl.String)] if keep_status else []),
     ).with_row_index("row")
     is_gpu = pl.col("gpu_num") > 0
     known = pl.col("vc").is_in(list(spec.vcs))

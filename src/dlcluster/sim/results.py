@@ -15,6 +15,7 @@ import polars as pl
 from dlcluster.sim.jobs import Record, Segments
 from dlcluster.sim.power import PowerModel, energy
 from dlcluster.sim.prepare import Prepared
+from dlcluster.schema import STATUSES
 
 TAU = 10  # seconds: the bounded-slowdown threshold
 SAMPLE = 60  # seconds between timeline samples
@@ -64,15 +65,18 @@ def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
 
 def _jobs_table(prep: Prepared, rec: Record, runs: list[GroupRun]) -> pl.DataFrame:
     """One row per simulated job, VC by VC in cluster-spec order, each VC's jobs in arrival order."""
-    if not runs:
-        return pl.DataFrame(schema={**JOBS_SCHEMA, "row": pl.UInt32, "group": pl.String})
     table = prep.jobs.select(
         "row", "job_id", "vc", "group", "user", "gpu_num", "submit",
         pl.Series("start", rec.start, pl.Int64), pl.Series("end", rec.end, pl.Int64), "duration",
         pl.Series("queue_delay", rec.queue, pl.Int64),
         pl.Series("preemptions", rec.preemptions, pl.Int32),
         pl.Series("nodes_spanned", rec.nodes, pl.Int32),
+        # failures replayed: the outcome, the attempts run, the validation pool's wait
+        *(["outcome", pl.Series("attempts", rec.attempts, pl.Int32)] if "outcome" in prep.jobs.columns else []),
+        *(["first_submit", "pool_wait"] if "first_submit" in prep.jobs.columns else []),
     )
+    if not runs:
+        return table
     # jobs are numbered VC by VC: each VC is one slice; one chunk per VC keeps the Parquet layout by VC
     sizes = table.group_by("group", maintain_order=True).len()
     bounds = dict(zip(sizes["group"], sizes["len"], strict=True))
@@ -251,20 +255,43 @@ def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
-def build_results(
-    prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float,
-    power: PowerModel | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """The jobs table, the timeline, the placements and the summary (with ``energy`` under a power model)."""
-    runs = _split(prep, rec, events)
-    ran = _jobs_table(prep, rec, runs)
-    ran = ran.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
+def _with_jct(table: pl.DataFrame) -> pl.DataFrame:
+    """Add ``jct``, ``slowdown`` and ``bounded_slowdown`` from submit, end and duration."""
+    return table.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
         pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
         pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))
-        .alias("bounded_slowdown"),
-        pl.lit("completed").alias("status"),
-    )
+        .alias("bounded_slowdown"))
+
+
+def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
+    """Jobs that went through validation as their users see them: from their first submit, waits in the pool
+    counted as queueing; and the jobs validation caught, which ended on the pool."""
+    main = ran.with_columns(pl.col("first_submit").alias("submit"),
+                            (pl.col("queue_delay") + pl.col("pool_wait")).alias("queue_delay"),
+                            pl.col("pool_wait").alias("validation_wait"))
+    stopped = caught.select(
+        "row", "job_id", "vc", "group", "user", "gpu_num", "submit", pl.col("pool_start").alias("start"),
+        pl.col("pool_end").alias("end"), "duration", (pl.col("pool_start") - pl.col("submit")).alias("queue_delay"),
+        pl.lit(0, pl.Int32).alias("preemptions"), pl.lit(1, pl.Int32).alias("nodes_spanned"),
+        pl.lit("failed").alias("status"), pl.lit(1, pl.Int32).alias("attempts"),
+        (pl.col("pool_start") - pl.col("submit")).alias("validation_wait"))
+    return _with_jct(pl.concat([main.drop("first_submit", "pool_wait", "jct", "slowdown", "bounded_slowdown"),
+                                stopped], how="diagonal_relaxed"))
+
+
+def build_results(
+    prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float,
+    power: PowerModel | None = None, caught: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """The jobs table, the timeline, the placements and the summary (with ``energy`` under a power model; with
+    ``caught``, the jobs early validation stopped, shown among the others)."""
+    runs = _split(prep, rec, events)
+    replayed = "outcome" in prep.jobs.columns  # failures replayed
+    ran = _with_jct(_jobs_table(prep, rec, runs)).with_columns(
+        pl.col("outcome").alias("status") if replayed else pl.lit("completed").alias("status"))
     t0 = _int(ran["submit"].min()) if ran.height else 0
+    # the jobs as their users see them (stats, table); ``ran`` stays the main cluster's (timeline, energy)
+    shown = _as_users_see_it(ran, caught) if caught is not None else ran
     busy = {r.name: float(np.dot(r.seg["end"] - r.seg["start"], r.seg["gpus"])) for r in runs}
     cpus = prep.spec.cpus
     busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], np.asarray(r.node_cpus)))
@@ -276,19 +303,19 @@ def build_results(
     for name, sizes in prep.spec.vcs.items():
         r, gpus = by_name.get(name), sum(sizes)
         if r is not None:
-            part = ran.filter(pl.col("group") == name)
+            part = shown.filter(pl.col("group") == name)
             vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
                          # one clock drives every VC: timings exist for the whole run only
                          "gpus": gpus, "events": r.events, "wall_seconds": None, "events_per_second": None}
         elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
-            vcs[name] = {**_stats(ran.clear(), 0.0, gpus, uns_by_vc[name]),
+            vcs[name] = {**_stats(shown.clear(), 0.0, gpus, uns_by_vc[name]),
                          "gpus": gpus, "events": 0, "wall_seconds": None, "events_per_second": None}
         if cpus is not None and name in vcs:
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     n_events = sum(r.events for r in runs)
     capacity = sum(sum(r.sizes) for r in runs)
-    overall = _stats(ran, sum(busy.values()), capacity, uns.height)
+    overall = _stats(shown, sum(busy.values()), capacity, uns.height)
     overall.update(gpus=capacity, events=n_events, wall_seconds=wall,
                    events_per_second=n_events / wall if wall > 0 else None)
     if cpus is not None:
@@ -298,9 +325,12 @@ def build_results(
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
                "unschedulable_jobs": uns.select("job_id", "vc", "reason").to_dicts()}
     missing = uns.select("job_id", "vc", "gpu_num", pl.lit("unschedulable").alias("status"))
-    table = pl.concat([ran, missing], how="diagonal_relaxed").select(
-        pl.col(c).cast(t) if c in ran.columns or c in missing.columns else pl.lit(None, t).alias(c)
-        for c, t in JOBS_SCHEMA.items()
+    schema = JOBS_SCHEMA if not replayed else {
+        **JOBS_SCHEMA, "status": pl.Enum([*STATUSES, "unschedulable"]), "attempts": pl.Int32,
+        **({"validation_wait": pl.Int64} if caught is not None else {})}
+    table = pl.concat([shown, missing], how="diagonal_relaxed").select(
+        pl.col(c).cast(t) if c in shown.columns or c in missing.columns else pl.lit(None, t).alias(c)
+        for c, t in schema.items()
     )
     states = NodeStates(rec.node_states, list(prep.spec.vcs)) if rec.node_states else None
     timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states) for r in runs],

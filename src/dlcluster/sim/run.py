@@ -19,13 +19,14 @@ from dlcluster.sim.compat import COMPAT_MODES, ArtifactProfile
 from dlcluster.sim.cpu_fit import exclude_cpu_misfits
 from dlcluster.sim.cycle import Cycle, SpeedModel
 from dlcluster.sim.engine import Engine
+from dlcluster.sim.failures import FailureModel, after_validation, attempt_plan, failure_summary, validation_pool
 from dlcluster.sim.framework import Policy
 from dlcluster.sim.jobs import Jobs, Record
 from dlcluster.sim.observers import Observer
 from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
-from dlcluster.sim.prepare import prepare
+from dlcluster.sim.prepare import Prepared, prepare
 from dlcluster.sim.results import NODE_STATES_SCHEMA, build_results, node_state_table
 from dlcluster.sim.simulation import Progress, Simulation
 
@@ -82,6 +83,8 @@ def simulate(
     observers: Sequence[Observer] = (),
     speed: SpeedModel | None = None,
     power: PowerModel | None = None,
+    failures: FailureModel | None = None,
+    attempts: pl.DataFrame | None = None,
 ) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (canonical table) over ``cluster``, each VC on its own unless ``pooled``.
 
@@ -95,6 +98,8 @@ def simulate(
     (an estimator may supply the estimates of ``needs_estimates`` policies at submission);
     ``speed`` makes a job's progress rate depend on its placement (default: full speed always).
     ``power`` adds an ``energy`` object to the summary (a power manager among ``observers`` switches nodes off).
+    ``failures`` replays each job's outcome (the table's ``status``) with retries and early validation, using the
+    Philly ``attempts`` table where given (see :mod:`dlcluster.sim.failures`).
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
@@ -103,10 +108,16 @@ def simulate(
     policy_cls = get_policy(policy) if isinstance(policy, str) else policy
     if profile is not None:
         profile.check(policy_cls.name)
+        if failures is not None:
+            raise ConfigError(f"{compat} compatibility mode replays no failures: drop --failures, --retries and "
+                              "the validation options")
     placer = get_placement(placement, compat=is_compat, seed=seed)  # checks the name before any work
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
-                   timezone=timezone, load=load, source=source)
+                   timezone=timezone, load=load, source=source, keep_status=failures is not None)
     prep = exclude_cpu_misfits(prep, placer)
+    caught = None
+    if failures is not None:
+        prep, caught = _with_failures(prep, attempts, failures, source)
     spec = prep.spec
     names = list(spec.vcs)
     index = {name: i for i, name in enumerate(names)}
@@ -119,8 +130,30 @@ def simulate(
                              speed, progress)
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
             "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power)
+    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power, caught)
+    if failures is not None:
+        done = table.filter(pl.col("status") == "completed")
+        summary["failures"] = {**failure_summary(df, caught, failures), "completed_jobs": done.height,
+                               "completed_mean_jct": done["jct"].mean(),
+                               "completed_mean_queue_delay": done["queue_delay"].mean(),
+                               "completed_p99_queue_delay": done["queue_delay"].quantile(0.99, "linear")}
     return SimResult(table, timeline, placements, summary, node_state_table(rec, names))
+
+
+def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: FailureModel, source: str,
+                   ) -> tuple[Prepared, pl.DataFrame | None]:
+    """Each job's attempts and outcome (columns ``work``, ``outcome``); with validation, the pool run first: the jobs
+    it lets through are submitted when their validation ends, and those it caught are returned apart."""
+    df = prep.jobs
+    plan = attempt_plan(df, attempts, model)
+    df = df.with_columns(pl.Series("work", plan.work, pl.List(pl.Int64)), pl.Series("outcome", plan.outcome, pl.String))
+    caught = None
+    if model.validates:
+        pool = validation_pool(df, model)
+        ran = simulate(pool.drop("caught"), ClusterSpec({"validation": (1,) * model.validation_gpus}), "fifo",
+                       source=source).jobs
+        df, caught = after_validation(df, pool, ran, model)
+    return replace(prep, jobs=df), caught
 
 
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],
@@ -141,10 +174,12 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         estimate = _estimates(df, estimates, policy_cls.name)
     else:
         estimate = [math.nan] * df.height if from_observers else None
+    replayed = "work" in df.columns  # failures replayed: the first attempt's work now, the others on retry
     sim_jobs = Jobs(
         gpu=df["gpu_num"].to_list(),
         submit=df["submit"].to_list(),
-        duration=(df["duration"] + extra).to_list() if extra else df["duration"].to_list(),
+        duration=df["work"].list.first().to_list() if replayed
+        else (df["duration"] + extra).to_list() if extra else df["duration"].to_list(),
         estimate=estimate,
         cpu=df["cpu_num"].to_list() if cpus is not None else None,
         group=df["group"].replace_strict(index, return_dtype=pl.Int64).to_list(),
@@ -153,6 +188,9 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     if speed is not None:
         sim_jobs.track_rates()
     engine, rec = Engine(df.height), Record.empty(df.height, len(names))
+    if replayed:
+        sim_jobs.retry = [w[:0:-1] for w in df["work"].to_list()]  # the attempts after the first, next one last
+        rec.attempts = [1] * df.height
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
     cycles = [
@@ -164,6 +202,8 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     ]
     t_all = time.perf_counter()
     sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress)
+    if replayed:
+        sim.outcome = df["outcome"].to_list()
     engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
     wall = time.perf_counter() - t_all
     if sim.left:

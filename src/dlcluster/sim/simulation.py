@@ -20,6 +20,7 @@ class Simulation:
                  observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
         self.jobs, self.names, self.cycles, self.engine = jobs, names, cycles, engine
         self.arrivals = arrivals  # job numbers in arrival order: the engine's i-th arrival is job arrivals[i]
+        self.outcome: list[str] | None = None  # with failures replayed: each job's final outcome, for on_finish
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
         self.observers = list(observers)
         self.tickers: list[Observer] = []
@@ -74,15 +75,18 @@ class Simulation:
             if g not in dirty:
                 dirty.append(g)
         if ended:
+            done = 0
             for j in ended:
                 g = group[j]
-                cycles[g].finish(j, now)
                 if g not in dirty:
                     dirty.append(g)
+                if not cycles[g].finish(j, now):  # an attempt failed; the job waits for its next one
+                    continue
+                done += 1
                 if observers:
                     for o in observers:
-                        o.on_finish(j, now, "completed")
-            self.left -= len(ended)
+                        o.on_finish(j, now, self.outcome[j] if self.outcome is not None else "completed")
+            self.left -= done
             if self.left <= self._report_at:
                 self._report()
         for j in self.arrivals[first:last]:
@@ -138,10 +142,10 @@ class Simulation:
         self.now = now
         g = self.jobs.group[job]
         cycle = self.cycles[g]
-        cycle.finish(job, now)
-        self.left -= 1
-        if self.left <= self._report_at:
-            self._report()
+        if cycle.finish(job, now):
+            self.left -= 1
+            if self.left <= self._report_at:
+                self._report()
         cycle.run_pass(now)
         if self.waiters:
             self._after_one(g, now)

@@ -1,0 +1,154 @@
+"""Failures replayed in the simulator: outcomes, retries, the no-retry rule, early validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sim_helpers import by_id, cli, jobs, scenarios, spec, write_trace
+
+from dlcluster.errors import ConfigError, InputError
+from dlcluster.sim import simulate
+from dlcluster.sim.failures import FailureModel, attempt_plan
+
+# ok: 8 GPUs, 1000 s; bad: 8 GPUs, fails after 120 s; late: 4 GPUs, fails after 3000 s; c: cancelled after 50 s
+TRACE = jobs(("ok", "v", 8, 0, 1000), ("bad", "v", 8, 10, 120), ("late", "v", 4, 20, 3000),
+             ("c", "v", 1, 30, 50)).with_columns(pl.Series("status", ["completed", "failed", "failed", "cancelled"]))
+CLUSTER = spec(v=(8, 8))
+
+
+def _rows(result) -> dict[str, tuple]:
+    return {r["job_id"]: (r["start"], r["end"], r["queue_delay"], r["status"], r["attempts"])
+            for r in result.jobs.iter_rows(named=True)}
+
+
+def test_outcomes_replayed_without_retries_change_no_time() -> None:
+    plain = simulate(TRACE, CLUSTER, "fifo")
+    replayed = simulate(TRACE, CLUSTER, "fifo", failures=FailureModel())
+    assert plain.jobs.select("job_id", "start", "end").equals(replayed.jobs.select("job_id", "start", "end"))
+    assert dict(replayed.jobs.select("job_id", "status").iter_rows()) == {
+        "ok": "completed", "bad": "failed", "late": "failed", "c": "cancelled"}
+    f = replayed.summary["failures"]
+    assert f["failed_gpu_hours"] == pytest.approx((8 * 120 + 4 * 3000) / 3600)
+    assert f["failed_gpu_hours_early"] == pytest.approx(8 * 120 / 3600) and f["retries"] == 0
+
+
+def test_retry_counts_and_lost_gpu_time_add_up() -> None:
+    r = simulate(TRACE, CLUSTER, "fifo", failures=FailureModel(retries=2))
+    # bad fails three times on node 1 (10-130-250-370; a retry keeps its place in FIFO); late waits for it (FIFO),
+    # then fails three times (370 + 3 x 3000); c runs beside late
+    assert _rows(r) == {"ok": (0, 1000, 0, "completed", 1), "bad": (10, 370, 0, "failed", 3),
+                        "late": (370, 9370, 350, "failed", 3), "c": (370, 420, 340, "cancelled", 1)}
+    f = r.summary["failures"]
+    assert f["retries"] == 4 and f["failed_jobs"] == 2
+    assert f["failed_gpu_hours"] == pytest.approx((3 * 8 * 120 + 3 * 4 * 3000) / 3600)
+    # every attempt is a run segment on the cluster
+    assert r.placements.filter(pl.col("job_id") == "bad").height == 3
+
+
+def test_no_retry_after_an_early_failure() -> None:
+    r = simulate(TRACE, CLUSTER, "fifo", failures=FailureModel(retries=2, no_retry_within=300))
+    rows = _rows(r)
+    assert rows["bad"] == (10, 130, 0, "failed", 1)  # failed after 2 minutes: not retried
+    assert rows["late"][4] == 3  # failed after 50 minutes: retried
+    assert r.summary["failures"]["retries"] == 2
+
+
+def test_a_job_failing_at_minute_two_never_occupies_the_main_cluster() -> None:
+    model = FailureModel(retries=2, validation_seconds=300, validation_gpus=2)
+    r = simulate(TRACE, CLUSTER, "fifo", failures=model)
+    rows = _rows(r)
+    assert "bad" not in set(r.placements["job_id"])
+    assert rows["bad"] == (10, 130, 0, "failed", 1)  # it failed on the pool, 2 minutes after it started there
+    # ok validated 0-300, then runs at once; late waits for a pool GPU until 130, validates until 430
+    assert rows["ok"][:2] == (300, 1300) and rows["late"][:3] == (430, 430 + 3 * 3000, 110)
+    f = r.summary["failures"]
+    assert f["validation_caught"] == 1
+    assert f["validation_gpu_hours_saved"] == pytest.approx(3 * 8 * 120 / 3600)  # three attempts on 8 GPUs
+    assert f["validation_pool_gpu_hours"] == pytest.approx((300 + 120 + 300 + 50) / 3600)
+    assert dict(r.jobs.select("job_id", "validation_wait").iter_rows()) == {"ok": 0, "bad": 0, "late": 110, "c": 270}
+
+
+def test_validation_can_keep_progress() -> None:
+    model = FailureModel(validation_seconds=300, validation_gpus=4, keep_progress=True)
+    rows = _rows(simulate(TRACE, CLUSTER, "fifo", failures=model))
+    assert rows["ok"][:2] == (300, 1000)  # 300 s done on the pool, 700 s left
+
+
+def test_recorded_attempts_are_replayed_and_capped() -> None:
+    t = jobs(("a", "v", 2, 0, 600), ("b", "v", 1, 0, 40)).with_columns(pl.Series("status", ["completed", "failed"]))
+    attempts = pl.DataFrame({"job_id": ["a", "a", "a"], "attempt": [0, 1, 2], "start_time": [0, 100, 300],
+                             "end_time": [60, 200, 700], "gpus": [2, 2, 2]})
+    plan = attempt_plan(t.rename({"submit_time": "submit"}), attempts, FailureModel(retries=1))
+    assert plan.work == [[60, 100], [40, 40]] and plan.outcome == ["failed", "failed"]
+    plan = attempt_plan(t.rename({"submit_time": "submit"}), attempts, FailureModel(retries=5))
+    assert plan.work == [[60, 100, 400], [40] * 6] and plan.outcome == ["completed", "failed"]
+    r = _rows(simulate(t, spec(v=(2,)), "fifo", failures=FailureModel(retries=5), attempts=attempts))
+    assert r["a"] == (0, 560, 0, "completed", 3)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.data(), st.integers(0, 3), st.sampled_from(["fifo", "sjf", "srtf", "las:100", "fifo-easy"]))
+def test_invariants_hold_with_retries_and_validation(scenario, data: st.DataObject, retries: int, policy: str) -> None:
+    table, cluster = scenario
+    status = data.draw(st.lists(st.sampled_from(["completed", "failed", "cancelled", "node_fail"]),
+                                min_size=table.height, max_size=table.height))
+    table = table.with_columns(pl.Series("status", status))
+    validate = data.draw(st.booleans())
+    model = FailureModel(retries=retries, validation_seconds=20 if validate else None,
+                         validation_gpus=data.draw(st.integers(1, 3)) if validate else 0)
+    estimates = table.select("job_id", pl.col("duration").cast(pl.Float64).alias("estimate"))
+    result = simulate(table, cluster, policy, failures=model, unknown_vc="unschedulable",
+                      estimates=estimates if policy == "fifo-easy" else None)
+    out = result.jobs
+    sizes = {vc: sum(n) for vc, n in cluster.vcs.items()}
+    big = {r["job_id"] for r in table.iter_rows(named=True) if r["gpu_num"] > sizes[r["vc"]]}
+    ran = out.filter(pl.col("status") != "unschedulable")
+    assert set(out.filter(pl.col("status") == "unschedulable")["job_id"]) == big
+    assert ran["job_id"].n_unique() == ran.height == table.height - len(big)  # each job ends exactly once
+    assert (ran["start"] >= ran["submit"]).all() and (ran["end"] >= ran["start"]).all()
+    assert (ran["attempts"] >= 1).all() and (ran["attempts"] <= retries + 1).all()
+    p = result.placements
+    # gangs whole, every attempt (attempts of 0 s may share their second: they hold nothing)
+    seg = p.filter(pl.col("end") > pl.col("start")).group_by("job_id", "start").agg(pl.col("gpus").sum()) \
+        .join(ran.select("job_id", "gpu_num"), on="job_id")
+    assert (seg["gpus"] == seg["gpu_num"]).all()
+    for (vc, node), part in p.group_by("vc", "node"):  # no GPU given twice
+        times = np.concatenate([part["start"].to_numpy(), part["end"].to_numpy()])
+        delta = np.concatenate([part["gpus"].to_numpy(), -part["gpus"].to_numpy()])
+        order = np.lexsort((delta, times))
+        assert np.cumsum(delta[order]).max() <= cluster.vcs[vc][node]
+    # a job's run segments on the cluster: as many as its attempts, unless preemption split them (attempts of
+    # 0 seconds share their second: only jobs with work are counted)
+    runs = p.group_by("job_id").agg(pl.col("start").n_unique().alias("n")).join(
+        ran.filter(pl.col("duration") > 0).select("job_id", "attempts", "preemptions"), on="job_id")
+    assert (runs["n"] == runs["attempts"] + runs["preemptions"]).all()
+
+
+def test_failures_none_changes_nothing_and_errors_are_one_line(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.parquet", TRACE.drop("status"), CLUSTER)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli("simulate", str(trace), "-o", str(a)).returncode == 0
+    assert cli("simulate", str(trace), "-o", str(b), "--failures", "none").returncode == 0
+    for f in ("jobs.parquet", "timeline.parquet", "placements.parquet"):
+        assert (a / f).read_bytes() == (b / f).read_bytes()
+    for args, message in ((("--retries", "2"), "--retries need --failures replay"),
+                          (("--failures", "replay", "--validation-minutes", "5"), "needs both --validation-minutes"),
+                          (("--failures", "sometimes"), "choose none or replay")):
+        run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
+        assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_bad_models_and_missing_status() -> None:
+    with pytest.raises(ConfigError):
+        FailureModel(retries=-1)
+    with pytest.raises(ConfigError):
+        FailureModel(validation_seconds=60)
+    with pytest.raises(InputError, match="no status column"):
+        simulate(TRACE.drop("status"), CLUSTER, "fifo", failures=FailureModel())
+    with pytest.raises(ConfigError, match="replays no failures"):
+        simulate(TRACE, CLUSTER, "fifo", compat="helios-artifact", failures=FailureModel())
