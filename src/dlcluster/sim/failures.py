@@ -17,7 +17,7 @@ that much of their work).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -132,6 +132,8 @@ def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: Fail
             validation_gpu_hours_saved=float(caught.select((pl.col("gpu_num") * pl.col("work").list.sum()).sum()
                                                            / 3600).item() or 0.0),
             validation_pool_gpu_hours=pool_hours,
+            validation_mean_wait=float(cast(float, pl.concat([jobs["pool_wait"], caught["pool_start"]
+                                                               - caught["submit"]]).mean() or 0.0)),
             # the caught jobs' failures happened on the pool, on one GPU each
             failed_gpu_hours=out["failed_gpu_hours"] + caught_pool,
             failed_gpu_hours_early=out["failed_gpu_hours_early"] + caught_early,
