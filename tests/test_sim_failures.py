@@ -83,10 +83,14 @@ def test_recorded_attempts_are_replayed_and_capped() -> None:
     t = jobs(("a", "v", 2, 0, 600), ("b", "v", 1, 0, 40)).with_columns(pl.Series("status", ["completed", "failed"]))
     attempts = pl.DataFrame({"job_id": ["a", "a", "a"], "attempt": [0, 1, 2], "start_time": [0, 100, 300],
                              "end_time": [60, 200, 700], "gpus": [2, 2, 2]})
-    plan = attempt_plan(t.rename({"submit_time": "submit"}), attempts, FailureModel(retries=1))
-    assert plan.work == [[60, 100], [40, 40]] and plan.outcome == ["failed", "failed"]
-    plan = attempt_plan(t.rename({"submit_time": "submit"}), attempts, FailureModel(retries=5))
-    assert plan.work == [[60, 100, 400], [40] * 6] and plan.outcome == ["completed", "failed"]
+    plan, recorded = attempt_plan(t, attempts, FailureModel(retries=1))
+    assert recorded == {"a": [60, 100]}
+    assert plan.select("first", "tries", "outcome", "failed_early", "work_total").rows() == [
+        (60, 2, "failed", 160, 160), (40, 2, "failed", 80, 80)]
+    plan, recorded = attempt_plan(t, attempts, FailureModel(retries=5))
+    assert recorded == {"a": [60, 100, 400]}
+    assert plan.select("tries", "outcome", "failed_early", "work_total").rows() == [
+        (3, "completed", 160, 560), (6, "failed", 240, 240)]
     r = _rows(simulate(t, spec(v=(2,)), "fifo", failures=FailureModel(retries=5), attempts=attempts))
     assert r["a"] == (0, 560, 0, "completed", 3)
 

@@ -289,9 +289,9 @@ class Cycle:
         jobs.started_at[j] = -1
         if self.speed is not None:
             self._leave(j, alloc, now)
-        retry = jobs.retry
-        if retry is not None and retry[j]:
-            jobs.remaining[j] = retry[j].pop()
+        more = jobs.retry.get(j) if jobs.retry is not None else None
+        if more:
+            jobs.remaining[j] = more.pop()
             jobs.held[j] += now - started  # service attained, as after a preemption
             rec.attempts[j] += 1
             self.waiting_since[j] = now

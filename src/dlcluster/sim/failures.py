@@ -54,100 +54,104 @@ class FailureModel:
         return self.validation_seconds is not None
 
 
-@dataclass
-class Plan:
-    """Per job (in the order of the table given): the work of each attempt it will run, and its final outcome."""
-
-    work: list[list[int]]
-    outcome: list[str]
-
-    def failed_work(self, job: int) -> int:
-        """Seconds of work in ``job``'s attempts that fail."""
-        work = self.work[job]
-        return sum(work) - (0 if self.outcome[job] in FAILED else work[-1])
+PLAN_COLUMNS = ("first", "tries", "outcome", "failed_early", "failed_late", "work_total")
 
 
-def attempt_plan(jobs: pl.DataFrame, attempts: pl.DataFrame | None, model: FailureModel) -> Plan:
-    """The attempts of each job of ``jobs`` (``job_id, duration, status``): the recorded ones where ``attempts`` has
-    them (every one but the last failed), else one, or ``retries + 1`` for a failed job; at most ``retries + 1``,
-    and none after one that failed within ``no_retry_within``."""
-    ids, duration = jobs["job_id"].to_list(), jobs["duration"].to_list()
-    status = jobs["status"].cast(pl.String).fill_null("other").to_list()
+def attempt_plan(jobs: pl.DataFrame, attempts: pl.DataFrame | None, model: FailureModel,
+                 ) -> tuple[pl.DataFrame, dict[str, list[int]]]:
+    """The attempts of each job of ``jobs`` (``job_id, duration, status``): ``jobs`` with the columns ``first`` (work
+    of the first attempt), ``tries``, ``outcome`` (of the last), ``failed_early`` and ``failed_late`` (seconds of
+    work in attempts that fail, within ``early_seconds`` or later) and ``work_total``; and the work of every attempt
+    of the jobs whose attempts differ (those ``attempts`` records), by job id.
+
+    A recorded job runs its recorded attempts (every one but the last failed); another runs once, or ``retries + 1``
+    times if it failed, each time for its duration. At most ``retries + 1`` attempts, and none after one that
+    failed within ``no_retry_within``."""
+    cap, within, early = model.retries + 1, model.no_retry_within, model.early_seconds
+    d, failed = pl.col("duration"), pl.col("status").cast(pl.String).is_in(FAILED)
+    once = (d <= within) if within is not None else pl.lit(False)
+    tries = pl.when(failed & ~once).then(cap).otherwise(1).cast(pl.Int32)
+    plan = jobs.with_columns(
+        d.alias("first"), tries.alias("tries"), pl.col("status").cast(pl.String).fill_null("other").alias("outcome"),
+        (d * tries * failed.cast(pl.Int64) * (d <= early).cast(pl.Int64)).alias("failed_early"),
+        (d * tries * failed.cast(pl.Int64) * (d > early).cast(pl.Int64)).alias("failed_late"),
+        (d * tries).alias("work_total"))
+    if attempts is None or attempts.height == 0:
+        return plan, {}
+    ran = attempts.filter(pl.col("end_time").is_not_null() & pl.col("job_id").is_in(jobs["job_id"].implode()))
     recorded: dict[str, list[int]] = {}
-    if attempts is not None and attempts.height:
-        ran = attempts.filter(pl.col("end_time").is_not_null() & pl.col("job_id").is_in(jobs["job_id"].implode()))
-        for job_id, work in ran.sort("job_id", "attempt").group_by("job_id", maintain_order=True).agg(
-                (pl.col("end_time") - pl.col("start_time")).clip(0)).iter_rows():
-            recorded[job_id] = work
-    work = [[d] for d in duration]
-    outcome = list(status)
-    cap, within = model.retries + 1, model.no_retry_within
-    # only jobs that failed, or whose attempts are recorded, can have more than one attempt
-    for j in [j for j, (i, s) in enumerate(zip(ids, status, strict=True)) if s in FAILED or i in recorded]:
-        tries = recorded.get(ids[j]) or [duration[j]] * cap
-        final = status[j]
-        if len(tries) > cap:
-            tries, final = tries[:cap], "failed"
-        if within is not None:
-            for k, w in enumerate(tries):
-                if w <= within and (k < len(tries) - 1 or final in FAILED):  # attempt k failed early: the last
-                    tries, final = tries[: k + 1], "failed"
-                    break
-        work[j], outcome[j] = tries, final
-    return Plan(work, outcome)
+    fixes = []
+    status = dict(zip(jobs["job_id"].to_list(), jobs["status"].cast(pl.String).to_list(), strict=True))
+    for job_id, tries_ in ran.sort("job_id", "attempt").group_by("job_id", maintain_order=True).agg(
+            (pl.col("end_time") - pl.col("start_time")).clip(0)).iter_rows():
+        work, final = list(tries_[:cap]), status[job_id] if len(tries_) <= cap else "failed"
+        for k, w in enumerate(work):
+            if within is not None and w <= within and (k < len(work) - 1 or final in FAILED):
+                work, final = work[: k + 1], "failed"  # failed early: no retry after it
+                break
+        lost = work if final in FAILED else work[:-1]
+        recorded[job_id] = work
+        fixes.append((job_id, work[0], len(work), final, sum(w for w in lost if w <= early),
+                      sum(w for w in lost if w > early), sum(work)))
+    if fixes:
+        fixed = pl.DataFrame(fixes, schema={"job_id": pl.String, **{c: plan.schema[c] for c in PLAN_COLUMNS}},
+                             orient="row")
+        plan = plan.update(fixed, on="job_id")
+    return plan, recorded
 
 
-def first_attempt_fails(work: pl.Expr, outcome: pl.Expr) -> pl.Expr:
+def first_attempt_fails() -> pl.Expr:
     """Whether a job's first attempt fails: it is not its last, or the job's outcome is a failure."""
-    return (work.list.len() > 1) | outcome.is_in(FAILED)
+    return (pl.col("tries") > 1) | pl.col("outcome").is_in(FAILED)
+
+
+def retry_lists(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> dict[int, list[int]]:
+    """By row of ``plan``, the work of the attempts after the first, the next one last (for popping); only rows that
+    have any."""
+    more = plan.with_row_index("i").filter(pl.col("tries") > 1).select("i", "job_id", "first", "tries")
+    return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (tries - 1))
+            for i, job_id, first, tries in more.iter_rows()}
 
 
 def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:
     """The ``failures`` object of a summary: GPU time lost to failed attempts (early and late), retries, and what
-    validation caught. ``jobs`` are the main cluster's (``work``, ``outcome``, ``gpu_num``; ``pool_run`` with
-    validation), ``caught`` those that failed on the validation pool."""
-    failed = first_attempt_fails(pl.col("work"), pl.col("outcome"))
-    # every attempt but the last failed; the last one failed if the outcome says so
-    per_attempt = jobs.select("gpu_num", "outcome", pl.col("work")).with_row_index("j").explode("work").with_columns(
-        (pl.int_range(pl.len()).over("j") == pl.len().over("j") - 1).alias("last"))
-    lost = per_attempt.filter(~pl.col("last") | pl.col("outcome").is_in(FAILED))
-    gpu_hours = (pl.col("gpu_num") * pl.col("work")).sum() / 3600
-    early = pl.col("work") <= model.early_seconds
+    validation caught. ``jobs`` are the main cluster's (plan columns, ``gpu_num``; ``pool_run`` with validation),
+    ``caught`` those that failed on the validation pool."""
+    def hours(frame: pl.DataFrame, column: str) -> float:
+        return float(frame.select((pl.col("gpu_num") * pl.col(column)).sum()).item() or 0) / 3600
+
+    early, late = hours(jobs, "failed_early"), hours(jobs, "failed_late")
     out: dict[str, Any] = {
         "failed_jobs": int(jobs.filter(pl.col("outcome").is_in(FAILED)).height),
-        "retries": int((jobs["work"].list.len() - 1).sum()),
-        "failed_gpu_hours": float(lost.select(gpu_hours).item() or 0.0),
-        "failed_gpu_hours_early": float(lost.filter(early).select(gpu_hours).item() or 0.0),
-        "failed_gpu_hours_late": float(lost.filter(~early).select(gpu_hours).item() or 0.0),
+        "retries": int((jobs["tries"] - 1).sum()),
+        "failed_gpu_hours": early + late, "failed_gpu_hours_early": early, "failed_gpu_hours_late": late,
         "early_seconds": model.early_seconds,
-        "first_attempt_failed_jobs": int(jobs.filter(failed).height),
+        "first_attempt_failed_jobs": int(jobs.filter(first_attempt_fails()).height),
     }
     if caught is not None:
+        # the caught jobs' failures happened on the pool, on one GPU each
         caught_pool = float(caught["pool_run"].sum()) / 3600
         caught_early = float(caught.filter(pl.col("pool_run") <= model.early_seconds)["pool_run"].sum()) / 3600
-        pool_hours = float(jobs["pool_run"].sum()) / 3600 + caught_pool
         out.update(
             validation_caught=caught.height,
             # what the caught jobs would have held on the main cluster: every attempt on its whole gang
-            validation_gpu_hours_saved=float(caught.select((pl.col("gpu_num") * pl.col("work").list.sum()).sum()
-                                                           / 3600).item() or 0.0),
-            validation_pool_gpu_hours=pool_hours,
+            validation_gpu_hours_saved=hours(caught, "work_total"),
+            validation_pool_gpu_hours=float(jobs["pool_run"].sum()) / 3600 + caught_pool,
             validation_mean_wait=float(cast(float, pl.concat([jobs["pool_wait"], caught["pool_start"]
                                                                - caught["submit"]]).mean() or 0.0)),
-            # the caught jobs' failures happened on the pool, on one GPU each
             failed_gpu_hours=out["failed_gpu_hours"] + caught_pool,
-            failed_gpu_hours_early=out["failed_gpu_hours_early"] + caught_early,
-            failed_gpu_hours_late=out["failed_gpu_hours_late"] + caught_pool - caught_early,
+            failed_gpu_hours_early=early + caught_early,
+            failed_gpu_hours_late=late + caught_pool - caught_early,
         )
     return out
 
 
 def validation_pool(jobs: pl.DataFrame, model: FailureModel) -> pl.DataFrame:
-    """The validation pool's jobs (``job_id, vc, gpu_num, submit_time, duration``): each job on one GPU for up to
-    ``validation_seconds``, or until its first attempt fails within them. ``jobs`` has ``submit, work, outcome``."""
+    """The validation pool's jobs (``job_id, vc, gpu_num, submit_time, duration``, and ``caught``): each job on one
+    GPU for up to ``validation_seconds``, or until its first attempt fails within them."""
     assert model.validation_seconds is not None
-    first = pl.col("work").list.first()
-    caught = first_attempt_fails(pl.col("work"), pl.col("outcome")) & (first <= model.validation_seconds)
+    first = pl.col("first")
+    caught = first_attempt_fails() & (first <= model.validation_seconds)
     return jobs.select(
         "job_id", pl.lit("validation").alias("vc"), pl.lit(1, pl.Int32).alias("gpu_num"),
         pl.col("submit").alias("submit_time"),
@@ -165,6 +169,5 @@ def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, 
         pl.col("submit").alias("first_submit"), (pl.col("pool_start") - pl.col("submit")).alias("pool_wait"),
         pl.col("pool_end").alias("submit"))
     if model.keep_progress:  # the first attempt goes on from where validation left it
-        main = main.with_columns(pl.concat_list(
-            (pl.col("work").list.first() - pl.col("pool_run")).clip(0), pl.col("work").list.slice(1)).alias("work"))
+        main = main.with_columns((pl.col("first") - pl.col("pool_run")).clip(0).alias("first"))
     return main.sort("submit", maintain_order=True), joined.filter(pl.col("caught"))

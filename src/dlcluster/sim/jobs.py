@@ -48,8 +48,8 @@ class Jobs:
         self.progress_at = self.started_at
         self.end_at: list[int] = []  # end of the current run segment (kept under a speed model only)
         self.held = [0] * n  # seconds on GPUs in finished run segments (checkpoints included)
-        # with failures replayed: per job, the work of the attempts still to come, the next one last
-        self.retry: list[list[int]] | None = None
+        # with failures replayed: by job, the work of the attempts still to come, the next one last
+        self.retry: dict[int, list[int]] | None = None
         self._labels = labels  # column name -> values, read only when a policy or observer asks
         self._label_cache: dict[str, list[str | None]] = {}
 

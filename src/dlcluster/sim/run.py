@@ -19,7 +19,14 @@ from dlcluster.sim.compat import COMPAT_MODES, ArtifactProfile
 from dlcluster.sim.cpu_fit import exclude_cpu_misfits
 from dlcluster.sim.cycle import Cycle, SpeedModel
 from dlcluster.sim.engine import Engine
-from dlcluster.sim.failures import FailureModel, after_validation, attempt_plan, failure_summary, validation_pool
+from dlcluster.sim.failures import (
+    FailureModel,
+    after_validation,
+    attempt_plan,
+    failure_summary,
+    retry_lists,
+    validation_pool,
+)
 from dlcluster.sim.framework import Policy
 from dlcluster.sim.jobs import Jobs, Record
 from dlcluster.sim.observers import Observer
@@ -115,9 +122,9 @@ def simulate(
     prep = prepare(jobs, cluster, compat=is_compat, pooled=pooled, unknown_vc=unknown_vc, window=window,
                    timezone=timezone, load=load, source=source, keep_status=failures is not None)
     prep = exclude_cpu_misfits(prep, placer)
-    caught = None
+    caught, recorded = None, dict[str, list[int]]()
     if failures is not None:
-        prep, caught = _with_failures(prep, attempts, failures, source)
+        prep, caught, recorded = _with_failures(prep, attempts, failures, source)
     spec = prep.spec
     names = list(spec.vcs)
     index = {name: i for i, name in enumerate(names)}
@@ -127,7 +134,7 @@ def simulate(
     prep = replace(prep, jobs=df)
     arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
     rec, events, wall = _run(df, arrivals, names, spec, policy_cls, placement, profile, estimates, seed, observers,
-                             speed, progress)
+                             speed, progress, recorded)
     meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
             "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
     table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power, caught)
@@ -141,24 +148,24 @@ def simulate(
 
 
 def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: FailureModel, source: str,
-                   ) -> tuple[Prepared, pl.DataFrame | None]:
-    """Each job's attempts and outcome (columns ``work``, ``outcome``); with validation, the pool run first: the jobs
-    it lets through are submitted when their validation ends, and those it caught are returned apart."""
-    df = prep.jobs
-    plan = attempt_plan(df, attempts, model)
-    df = df.with_columns(pl.Series("work", plan.work, pl.List(pl.Int64)), pl.Series("outcome", plan.outcome, pl.String))
+                   ) -> tuple[Prepared, pl.DataFrame | None, dict[str, list[int]]]:
+    """Each job's attempts and outcome (the plan's columns, and the recorded attempts by job id); with validation,
+    the pool run first: the jobs it lets through are submitted when their validation ends, and those it caught are
+    returned apart."""
+    df, recorded = attempt_plan(prep.jobs, attempts, model)
     caught = None
     if model.validates:
         pool = validation_pool(df, model)
         ran = simulate(pool.drop("caught"), ClusterSpec({"validation": (1,) * model.validation_gpus}), "fifo",
                        source=source).jobs
         df, caught = after_validation(df, pool, ran, model)
-    return replace(prep, jobs=df), caught
+    return replace(prep, jobs=df), caught, recorded
 
 
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],
          placement: str, profile: ArtifactProfile | None, estimates: pl.DataFrame | None, seed: int,
          observers: Sequence[Observer], speed: SpeedModel | None, progress: Progress | None,
+         recorded: dict[str, list[int]],
          ) -> tuple[Record, list[int], float]:
     """The event loop over the prepared jobs (numbered VC by VC); returns the record, passes per VC, wall seconds.
 
@@ -174,11 +181,11 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         estimate = _estimates(df, estimates, policy_cls.name)
     else:
         estimate = [math.nan] * df.height if from_observers else None
-    replayed = "work" in df.columns  # failures replayed: the first attempt's work now, the others on retry
+    replayed = "outcome" in df.columns  # failures replayed: the first attempt's work now, the others on retry
     sim_jobs = Jobs(
         gpu=df["gpu_num"].to_list(),
         submit=df["submit"].to_list(),
-        duration=df["work"].list.first().to_list() if replayed
+        duration=df["first"].to_list() if replayed
         else (df["duration"] + extra).to_list() if extra else df["duration"].to_list(),
         estimate=estimate,
         cpu=df["cpu_num"].to_list() if cpus is not None else None,
@@ -189,7 +196,7 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         sim_jobs.track_rates()
     engine, rec = Engine(df.height), Record.empty(df.height, len(names))
     if replayed:
-        sim_jobs.retry = [w[:0:-1] for w in df["work"].to_list()]  # the attempts after the first, next one last
+        sim_jobs.retry = retry_lists(df, recorded)
         rec.attempts = [1] * df.height
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
