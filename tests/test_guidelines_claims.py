@@ -1,0 +1,39 @@
+"""The failure and validation figures README.md and docs/guidelines.md quote, regenerated (no ../shared needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"examples/{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_early_validation_table(tmp_path: Path) -> None:
+    example = _example("early_validation")
+    rows = example.rows(tmp_path, 30)
+    text = example.table(rows)
+    readme, guide = (ROOT / "README.md").read_text(), (ROOT / "docs/guidelines.md").read_text()
+    assert text in readme and text in guide
+    by = {r["run"]: r for r in rows}
+    blind, none, rule = by["2 retries"], by["no retries"], by["2 retries, none after an early failure"]
+    validated = by["2 retries, validation 5 min on 16 GPUs"]
+    assert round(blind["failed_gpu_hours"] / none["failed_gpu_hours"], 1) == 3.0  # "triple"
+    assert blind["completed_mean_queue_delay"] > 2 * none["completed_mean_queue_delay"]  # "double"
+    drop = 1 - validated["completed_mean_queue_delay"] / blind["completed_mean_queue_delay"]
+    assert round(100 * drop, 1) == 1.8
+    assert round(validated["validation_pool_gpu_hours"] / validated["validation_gpu_hours_saved"], 1) == 2.0
+    assert round(blind["failed_gpu_hours"] - rule["failed_gpu_hours"]) == 3139
+    trace = pl.read_parquet(tmp_path / "helios-saturn-30d.parquet")
+    failed = trace.filter(pl.col("status") == "failed")
+    assert round(100 * (failed["duration"] <= 600).mean()) == 78  # "78% of failed jobs fail within 10 minutes"
