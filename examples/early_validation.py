@@ -9,8 +9,8 @@ simulate -p fifo --load 0.5 --failures replay`` with: no retries; two retries pe
 behind a validation pool (every job first runs up to V minutes on one GPU of a pool of K).
 It prints GPU-hours lost to failed attempts (early: within 10 minutes; late), retries, the
 jobs validation caught, the main-cluster GPU-hours that saved and the pool's own GPU-hours,
-and the mean queueing delay and JCT of the jobs that completed. Everything goes through the
-command line; outputs stay in DIR.
+and the mean queueing delay and JCT of the jobs that completed, and plots them
+(``DIR/failures.svg`` and ``.png``). Everything goes through the command line; outputs stay in DIR.
 """
 
 from __future__ import annotations
@@ -73,13 +73,42 @@ def table(result: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def figure(result: list[dict], path: Path) -> None:
+    """GPU-hours lost to failed attempts (early and late), beside the completed jobs' queueing."""
+    from matplotlib.figure import Figure
+
+    from dlcluster.predict.evaluate import save_figure
+
+    fig = Figure(figsize=(10, 3.8), layout="constrained")
+    lost, queue = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    labels = [r["run"].replace("2 retries, ", "").replace("validation ", "valid. ") for r in result]
+    y = range(len(result))
+    early = [r["failed_gpu_hours_early"] / 1000 for r in result]
+    late = [r["failed_gpu_hours_late"] / 1000 for r in result]
+    lost.barh(y, late, color="tab:red", label="failed late")
+    lost.barh(y, early, left=late, color="tab:orange", label="failed within 10 min")
+    lost.set_yticks(list(y), labels, fontsize=8)
+    lost.invert_yaxis()
+    lost.set_xlabel("thousand GPU-hours lost to failed attempts")
+    lost.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
+    queue.barh(y, [r["completed_mean_queue_delay"] / 3600 for r in result], color="tab:blue")
+    queue.set_yticks(list(y), [""] * len(result))
+    queue.invert_yaxis()
+    queue.set_xlabel("completed jobs' mean queueing delay (h)")
+    fig.suptitle("Failures on a 30-day Saturn look-alike (FIFO, load 0.5): GPU time lost, and queueing", fontsize=10)
+    save_figure(fig, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/validation")
     parser.add_argument("--days", type=int, default=30)
     args = parser.parse_args()
     args.output.mkdir(parents=True, exist_ok=True)
-    print(table(rows(args.output, args.days)))
+    result = rows(args.output, args.days)
+    figure(result, args.output / "failures")
+    print(f"figure: {args.output / 'failures.svg'}")
+    print(table(result))
 
 
 if __name__ == "__main__":

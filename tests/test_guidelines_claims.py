@@ -25,6 +25,8 @@ def test_early_validation_table(tmp_path: Path) -> None:
     text = example.table(rows)
     readme, guide = (ROOT / "README.md").read_text(), (ROOT / "docs/guidelines.md").read_text()
     assert text in readme and text in guide
+    example.figure(rows, tmp_path / "failures")
+    assert (tmp_path / "failures.png").stat().st_size > 10_000
     by = {r["run"]: r for r in rows}
     blind, none, rule = by["2 retries"], by["no retries"], by["2 retries, none after an early failure"]
     validated = by["2 retries, validation 5 min on 16 GPUs"]
