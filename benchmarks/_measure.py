@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -137,6 +137,24 @@ def ensure(path: Path, make: list[str]) -> Path:
         subprocess.run(make, check=True, stdout=subprocess.DEVNULL)
     return path
 
+
+
+def run_cases(cases: dict[str, Callable[[], None]], names: Sequence[str] | None) -> None:
+    """Run the named cases of a benchmark module (default: all), its inputs' folder made first."""
+    WORK.mkdir(exist_ok=True)
+    for name in names or list(cases):
+        if name not in cases:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(cases)}")
+        cases[name]()
+
+
+def philly_window_args() -> list[str] | None:
+    """``simulate`` arguments of the Philly window (Oct–Nov 2017, the artifact's VCs), or None without ../shared."""
+    philly = SHARED / "data/philly"
+    if not (philly / "jobs_processed.csv").exists():
+        return None
+    return [str(philly / "jobs_processed.csv"), "--cluster", str(philly / "vc_nodes.csv"), "--start",
+            "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00", "--skip-unknown-vcs"]
 
 
 def saturn_parquet(days: int = 183) -> Path:

@@ -17,8 +17,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._measure import FIGURES, WORK, Table, command_measured, dlcluster, figures, saturn_parquet
-from benchmarks.bench_sim import PHILLY, WINDOW
+from benchmarks._measure import (
+    FIGURES,
+    WORK,
+    Table,
+    command_measured,
+    dlcluster,
+    figures,
+    philly_window_args,
+    run_cases,
+    saturn_parquet,
+)
+from benchmarks.bench_sim import PHILLY
 
 SERIES = PHILLY / "node_sequence_minutely.csv"
 POWER = {"none": ["--power", "none"], "on": ["--power", "on"], "ces helios": ["--power", "ces"],
@@ -48,13 +58,10 @@ def _simulate(args: list[str]) -> tuple[object, dict]:
 
 def closed_loop() -> None:
     """FIFO with and without power management, whole process, on the Philly window and the Saturn look-alike."""
-    cases = []
-    if (PHILLY / "jobs_processed.csv").exists():
-        cases.append(("philly", [str(PHILLY / "jobs_processed.csv"), "--cluster", str(PHILLY / "vc_nodes.csv"),
-                                 *WINDOW, "--skip-unknown-vcs"]))
-    else:
+    philly = philly_window_args()
+    if philly is None:
         print("closed-loop: ../shared/data/philly is not available: the Philly case is skipped")
-    cases.append(("saturn 180d", [str(saturn_parquet(180))]))
+    cases = [*([("philly", philly)] if philly else []), ("saturn 180d", [str(saturn_parquet(180))])]
     print("closed-loop: simulate -p fifo, power management off and on (ratio: CPU s over --power none)")
     t = Table(("trace", 12), ("power", 13), *FIGURES, ("ratio", 7, ".2f"), ("saved %", 8, ".1f"),
               ("mean queue s", 13, ".1f"))
@@ -73,11 +80,7 @@ CASES = {"open-loop": open_loop, "closed-loop": closed_loop}
 
 def main(cases: list[str] | None = None) -> None:
     """Run the named cases (default: all)."""
-    WORK.mkdir(exist_ok=True)
-    for name in cases or list(CASES):
-        if name not in CASES:
-            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
-        CASES[name]()
+    run_cases(CASES, cases)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._measure import FIGURES, WORK, Table, command_measured, dlcluster, figures, saturn_parquet
+from benchmarks._measure import (
+    FIGURES,
+    WORK,
+    Table,
+    command_measured,
+    dlcluster,
+    figures,
+    run_cases,
+    saturn_parquet,
+)
 from benchmarks.bench_sim import PHILLY, WINDOW
 
 ESTIMATOR_FIGURES = (("retrains", 9, ",d"), ("train s", 9, ".1f"), ("predict s", 10, ".1f"), ("µs/job", 8, ".1f"))
@@ -57,11 +66,7 @@ CASES = {"eval": evaluate, "qssf-philly": qssf_philly}
 
 def main(cases: list[str] | None = None) -> None:
     """Run the named cases (default: all)."""
-    WORK.mkdir(exist_ok=True)
-    for name in cases or list(CASES):
-        if name not in CASES:
-            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
-        CASES[name]()
+    run_cases(CASES, cases)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""The Philly guidelines' features: the speed model, failures with retries, early validation, against the plain run.
+
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_guidelines``. Every figure is one fresh
+process (CPU seconds = user + sys, ``os.wait4``) of ``dlcluster simulate -p fifo`` on the Philly window (its
+table records no outcomes: failures change nothing there, the cost of replaying them shows) and on the 180-day
+Saturn look-alike (Helios' failure mix); the ratio is over the same run with none of them (target < 1.5× with
+the speed model, failures and retries on).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from benchmarks._measure import (
+    FIGURES,
+    WORK,
+    Table,
+    command_measured,
+    dlcluster,
+    figures,
+    philly_window_args,
+    saturn_parquet,
+)
+
+RUNS = {
+    "plain": [],
+    "speed model": ["--speed-model", "philly"],
+    "failures, 2 retries": ["--failures", "replay", "--retries", "2"],
+    "speed + failures + retries": ["--speed-model", "philly", "--failures", "replay", "--retries", "2"],
+    "... + validation": ["--speed-model", "philly", "--failures", "replay", "--retries", "2",
+                         "--validation-minutes", "5", "--validation-gpus", "32"],
+}
+
+
+def main() -> None:
+    """Each run on each trace, whole process."""
+    WORK.mkdir(exist_ok=True)
+    philly = philly_window_args()
+    if philly is None:
+        print("../shared/data/philly is not available: the Philly case is skipped")
+    cases = [*([("philly", philly)] if philly else []), ("saturn 180d", [str(saturn_parquet(180))])]
+    print("guidelines: simulate -p fifo with the speed model, failures and retries (ratio: CPU s over plain)")
+    t = Table(("trace", 12), ("run", 28), *FIGURES, ("ratio", 7, ".2f"), ("retries", 9, ",d"))
+    for name, args in cases:
+        base = None
+        for label, extra in RUNS.items():
+            with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+                m = command_measured(dlcluster("simulate", *args, "-p", "fifo", *extra, "-o", tmp))
+                summary = json.loads((Path(tmp) / "summary.json").read_text())
+            base = base or m.cpu
+            t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base,
+                  (summary.get("failures") or {}).get("retries"))
+
+
+if __name__ == "__main__":
+    main()
