@@ -236,7 +236,10 @@ class Cycle:
         self.estimates_required = estimates_required  # estimates come from observers: check each at arrival
         self.reviews = type(policy).next_review is not Policy.next_review
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
-        self.relax_after: int | None = getattr(placement, "relax_after", None)
+        # (after a wait of 0 s the answer never changes: no wake-ups, and a blocked head stays blocked until GPUs free)
+        self.relax_after: int | None = getattr(placement, "relax_after", None) or None
+        if getattr(placement, "isolates", False):
+            state.track_multi()
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
         # the heap's head that a sized placement could not place, and the VC's ``gains`` then: until GPUs are given
