@@ -31,7 +31,11 @@ if TYPE_CHECKING:  # the placement package imports the policies, which import th
 
 
 class SpeedModel(Protocol):
-    """How fast a running job makes progress: 1.0 is full speed (work seconds per second)."""
+    """How fast a running job makes progress: 1.0 is full speed (work seconds per second).
+
+    A model whose rate depends on ``neighbours`` only through whether it is 0 may set ``any_neighbour = True``:
+    the cycle then does not ask again for jobs that had neighbours before a change and still have them.
+    """
 
     def rate(self, jobs: Jobs, job: int, alloc: Allocation, sizes: tuple[int, ...], neighbours: int) -> float:
         """Rate of ``job`` placed on ``alloc`` (nodes of ``sizes`` GPUs) next to ``neighbours`` other jobs."""
@@ -219,6 +223,8 @@ class Cycle:
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
         self.speed = speed
+        # a model whose rates see only whether a job has neighbours (see SpeedModel) lets _respeed skip crowded nodes
+        self.any_neighbour: bool = getattr(speed, "any_neighbour", False)
         self.node_jobs: list[set[int]] = [set() for _ in state.sizes] if speed is not None else []
         self.running: dict[int, Allocation] = {}  # insertion order = start order
         policy.running = self.running
@@ -275,7 +281,7 @@ class Cycle:
             jobs.progress_at[j] = now
             for node, _ in alloc:
                 self.node_jobs[node].add(j)
-            self._respeed(alloc, now)
+            self._respeed(alloc, now, j)
         if self.observers:
             for o in self.observers:
                 o.on_start(j, now)
@@ -320,25 +326,42 @@ class Cycle:
         jobs.rate[j] = 1
         self._respeed(alloc, now)
 
-    def _respeed(self, alloc: Allocation, now: int) -> None:
-        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed."""
+    def _respeed(self, alloc: Allocation, now: int, joined: int = -1) -> None:
+        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed.
+
+        ``joined``: the job that just started on ``alloc`` (-1: a job just left it).
+        """
         assert self.speed is not None
-        jobs, node_jobs, sizes = self.jobs, self.node_jobs, self.state.sizes
-        affected = sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
+        jobs, node_jobs, sizes, running = self.jobs, self.node_jobs, self.state.sizes, self.running
+        speed, end_at, started_at, rates = self.speed.rate, jobs.end_at, jobs.started_at, jobs.rate
+        remaining, progress_at, scheduled = jobs.remaining, jobs.progress_at, self.engine.scheduled
+        if self.any_neighbour:
+            # only whether a job has neighbours matters: a job on a node that holds, besides it (and the job that
+            # came), another job had neighbours before the change and still has them after
+            crowded = 3 if joined >= 0 else 2
+            near_jobs = {k for n, _ in alloc if len(node_jobs[n]) < crowded for k in node_jobs[n]}
+            if joined >= 0:
+                near_jobs.add(joined)
+            affected = sorted(near_jobs)
+        else:
+            # (this runs at every start and end: a job on one node, the common case, needs no union of sets)
+            affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
+                sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
         for k in affected:
-            if jobs.end_at[k] == now and jobs.started_at[k] < now:
+            if end_at[k] == now and started_at[k] < now:
                 continue  # it ends this very second: its end is already being handled
-            held = self.running[k]
-            near = set().union(*(node_jobs[n] for n, _ in held))
-            rate = self.speed.rate(jobs, k, held, sizes, len(near) - 1)
+            held = running[k]
+            near = len(node_jobs[held[0][0]]) if len(held) == 1 else \
+                len(set().union(*(node_jobs[n] for n, _ in held)))
+            rate = speed(jobs, k, held, sizes, near - 1)
             if not rate > 0:
                 raise ValueError(f"speed model gave job {k} a rate of {rate}; rates must be positive")
-            if rate != jobs.rate[k] or not self.engine.scheduled(k):
-                jobs.remaining[k] = jobs.remaining_at(k, now)
-                jobs.progress_at[k] = now
-                jobs.rate[k] = rate
-                left = jobs.remaining[k]
-                jobs.end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
+            if rate != rates[k] or not scheduled(k):
+                # the work left now (Jobs.remaining_at of a running job, inline)
+                remaining[k] = left = remaining[k] - (now - progress_at[k]) * rates[k]
+                progress_at[k] = now
+                rates[k] = rate
+                end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
                 self.engine.finish_at(k, end)
 
     def set_node_state(self, node: int, state: str, now: int) -> None:
