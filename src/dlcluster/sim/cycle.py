@@ -324,6 +324,7 @@ class Cycle:
         for node, _ in alloc:
             self.node_jobs[node].discard(j)
         jobs.rate[j] = 1
+        jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
         self._respeed(alloc, now)
 
     def _respeed(self, alloc: Allocation, now: int, joined: int = -1) -> None:
@@ -333,7 +334,7 @@ class Cycle:
         """
         assert self.speed is not None
         jobs, node_jobs, sizes, running = self.jobs, self.node_jobs, self.state.sizes, self.running
-        speed, end_at, started_at, rates = self.speed.rate, jobs.end_at, jobs.started_at, jobs.rate
+        speed, end_at, rates = self.speed.rate, jobs.end_at, jobs.rate
         remaining, progress_at, scheduled = jobs.remaining, jobs.progress_at, self.engine.scheduled
         if self.any_neighbour:
             # only whether a job has neighbours matters: a job on a node that holds, besides it (and the job that
@@ -348,8 +349,11 @@ class Cycle:
             affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
                 sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
         for k in affected:
-            if end_at[k] == now and started_at[k] < now:
-                continue  # it ends this very second: its end is already being handled
+            # it ends this very second, with no work left at any rate: its end is already scheduled or being
+            # handled (a second end pushed now would end it twice; end_at is reset when a segment stops, so it is
+            # this segment's even for a job that started this second)
+            if end_at[k] == now:
+                continue
             held = running[k]
             near = len(node_jobs[held[0][0]]) if len(held) == 1 else \
                 len(set().union(*(node_jobs[n] for n, _ in held)))
