@@ -94,6 +94,13 @@ def test_a_job_speeds_up_from_the_second_its_neighbour_leaves() -> None:
     assert r["A"]["end"] == b_end + math.ceil(1000 - b_end * PHILLY_COLOCATED) == 1052
 
 
+def test_jobs_without_work_that_share_a_node_end_once() -> None:
+    # the second start re-rates the first, which ends in that very second; its end must not be pushed twice
+    t = jobs(("A", "v", 1, 0, 0), ("B", "v", 1, 0, 0), ("C", "v", 1, 0, 5))
+    r = by_id(simulate(t, spec(v=(2,)), "fifo", speed=PlacementSpeed(colocated=0.5)).jobs)
+    assert [(r[j]["start"], r[j]["end"]) for j in "ABC"] == [(0, 0), (0, 0), (0, 5)]
+
+
 def test_a_preempted_job_owes_its_checkpoint_not_slowness() -> None:
     # SRTF: L (1 GPU) is preempted by the shorter S on a 1-GPU node; both alone on their node: full speed
     t = jobs(("L", "v", 1, 0, 100), ("S", "v", 1, 10, 20))
@@ -291,3 +298,29 @@ def test_api_refuses_a_speed_model_in_compatibility_mode() -> None:
 def test_policies_lists_dedicated() -> None:
     res = cli("policies")
     assert res.returncode == 0 and "dedicated" in res.stdout
+
+
+# ---- the locality sweep the docs quote ----------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared/data/philly/jobs_processed.csv").exists(),
+                    reason="../shared/data/philly absent")
+def test_locality_sweep_table_in_docs(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec_ = importlib.util.spec_from_file_location("locality_sweep", ROOT / "examples/locality_sweep.py")
+    assert spec_ is not None and spec_.loader is not None
+    example = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(example)
+    rows = example.sweep(tmp_path)
+    assert example.table(rows) in (ROOT / "docs/simulator.md").read_text()
+    example.figure(rows, tmp_path / "locality")
+    assert (tmp_path / "locality.png").stat().st_size > 10_000
+    # what the docs conclude: consolidation cuts the loss; dedicated leaves multi-GPU jobs none, at a queueing cost
+    for load in example.LOADS:
+        part = {r["placement"]: r for r in rows if r["load"] == load}
+        assert part["consolidate"]["slowdown_gpu_h"] < part["relax:0"]["slowdown_gpu_h"]
+        assert part["dedicated"]["multi_gpu_h"] == 0 and part["dedicated"]["spread_jobs"] == 0
+        assert part["dedicated"]["mean_queue_h"] > part["consolidate"]["mean_queue_h"]
