@@ -73,7 +73,7 @@ def test_unknown_or_malformed_placements() -> None:
         simulate(t, spec(v=(1,)), "fifo", placement="scatter")
     with pytest.raises(ConfigError, match="placement 'random' takes no parameter"):
         simulate(t, spec(v=(1,)), "fifo", placement="random:3")
-    with pytest.raises(ConfigError, match=r"placement 'relax:-1' \(relax_after\): expected at least 1 s"):
+    with pytest.raises(ConfigError, match=r"placement 'relax:-1' \(relax_after\): expected at least 0 s"):
         simulate(t, spec(v=(1,)), "fifo", placement="relax:-1")
     with pytest.raises(ConfigError, match="unknown placement 'random' in compatibility mode"):
         simulate(t, spec(v=(1,)), "fifo", placement="random", compat="helios-artifact")

@@ -58,7 +58,8 @@ def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
     for name in summaries:
         table.add_column(name, justify="right")
     cpu = ("cpu_utilization",) if any("cpu_utilization" in s["overall"] for s in summaries.values()) else ()
-    for key in (*SUMMARY_KEYS, *cpu, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions"):
+    slow = ("slowdown_gpu_hours",) if any("slowdown_gpu_hours" in s["overall"] for s in summaries.values()) else ()
+    for key in (*SUMMARY_KEYS, *cpu, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions", *slow):
         table.add_row(key, *(_fmt(s["overall"].get(key)) for s in summaries.values()))
     if any("energy" in s for s in summaries.values()):
         for key in ("energy_kwh", "always_on_kwh", "saved_pct", "utilization_powered", "wakeups", "boot_delayed_jobs"):
@@ -130,6 +131,9 @@ def simulate(
     validation_gpus: int = typer.Option(0, "--validation-gpus", min=0, help="replay: GPUs of the validation pool."),
     keep_progress: bool = typer.Option(False, "--validation-keeps-progress", help="replay: a validated job goes on "
                                        "from where validation left it (default: it starts over)."),
+    speed_model: str = typer.Option("none", "--speed-model", help="Job speed by placement: none (full speed "
+                                    "always), philly (slower when spread over more servers than needed or sharing "
+                                    "one; factors from the Philly study) or a TOML file of factors (docs/simulator.md)."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
 ) -> None:
@@ -144,6 +148,12 @@ def simulate(
     classes = {name: get_policy(name) for name in names}  # every name checked before the first run
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
+    if compat is not None and speed_model != "none":
+        raise ConfigError(f"--speed-model {speed_model}: compatibility mode (--compat {compat}) runs every job at "
+                          "full speed")
+    from dlcluster.sim.speed import speed_model as make_speed_model
+
+    speed = make_speed_model(speed_model)  # a file is read and checked before any run
     if relax_after is not None:
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
@@ -189,7 +199,7 @@ def simulate(
             result = run(trace.jobs, spec, name, placement=placement, compat=compat, estimates=est, pooled=pooled,
                          unknown_vc="unschedulable" if skip_unknown else "error", window=window,
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
-                         observers=observers, power=model, failures=failure_model,
+                         observers=observers, power=model, speed=speed, failures=failure_model,
                          attempts=trace.attempts if failure_model is not None else None,
                          progress=lambda what, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name}: {what} done"))

@@ -35,6 +35,9 @@ class VCState:
     # times GPUs were given back (a release, a node turning on): a gang that did not fit can fit only after it moves
     gains: int = field(init=False, default=0)
     unusable: int = field(init=False, default=0)  # nodes not ``on``
+    # per node, how many jobs of more than one GPU hold GPUs there; kept only once track_multi() was called (for a
+    # placement that isolates such jobs), else empty, so other runs pay one truth test per allocation
+    multi: list[int] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.total = self.free_total = sum(self.sizes)
@@ -46,6 +49,12 @@ class VCState:
         for f in self.free:
             self.by_free[f] += 1
         self.free_bytes = bytearray(self.free) if self.largest < 256 else bytearray()
+
+    def track_multi(self) -> None:
+        """Count, from now on, the multi-GPU jobs on every node (``multi``); the VC must hold no job yet."""
+        if any(f != size for f, size, st in zip(self.free, self.sizes, self.states, strict=True) if st == ON):
+            raise ValueError("multi-GPU jobs can only be counted from an empty VC")
+        self.multi = [0] * len(self.sizes)
 
     def usable(self, gpus: int, cpus: int) -> list[int] | None:
         """Per node, the GPUs a job of ``gpus`` GPUs and ``cpus`` CPUs could take now; None if too few in all."""
@@ -92,6 +101,10 @@ class VCState:
             if fb:
                 fb[node] = f - g
         self.free_total -= gpus
+        if gpus > 1 and self.multi:
+            multi = self.multi
+            for node, _ in alloc:
+                multi[node] += 1
         if cpus:
             self._move_cpus(alloc, gpus, cpus, -1)
 
@@ -107,6 +120,10 @@ class VCState:
                 fb[node] = f + g
         self.free_total += gpus
         self.gains += 1
+        if gpus > 1 and self.multi:
+            multi = self.multi
+            for node, _ in alloc:
+                multi[node] -= 1
         if cpus:
             self._move_cpus(alloc, gpus, cpus, 1)
 

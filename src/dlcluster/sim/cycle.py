@@ -31,7 +31,11 @@ if TYPE_CHECKING:  # the placement package imports the policies, which import th
 
 
 class SpeedModel(Protocol):
-    """How fast a running job makes progress: 1.0 is full speed (work seconds per second)."""
+    """How fast a running job makes progress: 1.0 is full speed (work seconds per second).
+
+    A model whose rate depends on ``neighbours`` only through whether it is 0 may set ``any_neighbour = True``:
+    the cycle then does not ask again for jobs that had neighbours before a change and still have them.
+    """
 
     def rate(self, jobs: Jobs, job: int, alloc: Allocation, sizes: tuple[int, ...], neighbours: int) -> float:
         """Rate of ``job`` placed on ``alloc`` (nodes of ``sizes`` GPUs) next to ``neighbours`` other jobs."""
@@ -219,6 +223,8 @@ class Cycle:
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
         self.speed = speed
+        # a model whose rates see only whether a job has neighbours (see SpeedModel) lets _respeed skip crowded nodes
+        self.any_neighbour: bool = getattr(speed, "any_neighbour", False)
         self.node_jobs: list[set[int]] = [set() for _ in state.sizes] if speed is not None else []
         self.running: dict[int, Allocation] = {}  # insertion order = start order
         policy.running = self.running
@@ -236,7 +242,10 @@ class Cycle:
         self.estimates_required = estimates_required  # estimates come from observers: check each at arrival
         self.reviews = type(policy).next_review is not Policy.next_review
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
-        self.relax_after: int | None = getattr(placement, "relax_after", None)
+        # (after a wait of 0 s the answer never changes: no wake-ups, and a blocked head stays blocked until GPUs free)
+        self.relax_after: int | None = getattr(placement, "relax_after", None) or None
+        if getattr(placement, "isolates", False):
+            state.track_multi()
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
         # the heap's head that a sized placement could not place, and the VC's ``gains`` then: until GPUs are given
@@ -272,7 +281,7 @@ class Cycle:
             jobs.progress_at[j] = now
             for node, _ in alloc:
                 self.node_jobs[node].add(j)
-            self._respeed(alloc, now)
+            self._respeed(alloc, now, j)
         if self.observers:
             for o in self.observers:
                 o.on_start(j, now)
@@ -326,27 +335,48 @@ class Cycle:
         for node, _ in alloc:
             self.node_jobs[node].discard(j)
         jobs.rate[j] = 1
+        jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
         self._respeed(alloc, now)
 
-    def _respeed(self, alloc: Allocation, now: int) -> None:
-        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed."""
+    def _respeed(self, alloc: Allocation, now: int, joined: int = -1) -> None:
+        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed.
+
+        ``joined``: the job that just started on ``alloc`` (-1: a job just left it).
+        """
         assert self.speed is not None
-        jobs, node_jobs, sizes = self.jobs, self.node_jobs, self.state.sizes
-        affected = sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
+        jobs, node_jobs, sizes, running = self.jobs, self.node_jobs, self.state.sizes, self.running
+        speed, end_at, rates = self.speed.rate, jobs.end_at, jobs.rate
+        remaining, progress_at, scheduled = jobs.remaining, jobs.progress_at, self.engine.scheduled
+        if self.any_neighbour:
+            # only whether a job has neighbours matters: a job on a node that holds, besides it (and the job that
+            # came), another job had neighbours before the change and still has them after
+            crowded = 3 if joined >= 0 else 2
+            near_jobs = {k for n, _ in alloc if len(node_jobs[n]) < crowded for k in node_jobs[n]}
+            if joined >= 0:
+                near_jobs.add(joined)
+            affected = sorted(near_jobs)
+        else:
+            # (this runs at every start and end: a job on one node, the common case, needs no union of sets)
+            affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
+                sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
         for k in affected:
-            if jobs.end_at[k] == now and jobs.started_at[k] < now:
-                continue  # it ends this very second: its end is already being handled
-            held = self.running[k]
-            near = set().union(*(node_jobs[n] for n, _ in held))
-            rate = self.speed.rate(jobs, k, held, sizes, len(near) - 1)
+            # it ends this very second, with no work left at any rate: its end is already scheduled or being
+            # handled (a second end pushed now would end it twice; end_at is reset when a segment stops, so it is
+            # this segment's even for a job that started this second)
+            if end_at[k] == now:
+                continue
+            held = running[k]
+            near = len(node_jobs[held[0][0]]) if len(held) == 1 else \
+                len(set().union(*(node_jobs[n] for n, _ in held)))
+            rate = speed(jobs, k, held, sizes, near - 1)
             if not rate > 0:
                 raise ValueError(f"speed model gave job {k} a rate of {rate}; rates must be positive")
-            if rate != jobs.rate[k] or not self.engine.scheduled(k):
-                jobs.remaining[k] = jobs.remaining_at(k, now)
-                jobs.progress_at[k] = now
-                jobs.rate[k] = rate
-                left = jobs.remaining[k]
-                jobs.end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
+            if rate != rates[k] or not scheduled(k):
+                # the work left now (Jobs.remaining_at of a running job, inline)
+                remaining[k] = left = remaining[k] - (now - progress_at[k]) * rates[k]
+                progress_at[k] = now
+                rates[k] = rate
+                end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
                 self.engine.finish_at(k, end)
 
     def set_node_state(self, node: int, state: str, now: int) -> None:

@@ -169,5 +169,6 @@ def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, 
         pl.col("submit").alias("first_submit"), (pl.col("pool_start") - pl.col("submit")).alias("pool_wait"),
         pl.col("pool_end").alias("submit"))
     if model.keep_progress:  # the first attempt goes on from where validation left it
-        main = main.with_columns((pl.col("first") - pl.col("pool_run")).clip(0).alias("first"))
+        done = pl.min_horizontal(pl.col("first"), pl.col("pool_run"))
+        main = main.with_columns(pl.col("first") - done, pl.col("work_total") - done)
     return main.sort("submit", maintain_order=True), joined.filter(pl.col("caught"))

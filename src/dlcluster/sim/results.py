@@ -12,7 +12,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
-from dlcluster.sim.jobs import Record, Segments
+from dlcluster.sim.jobs import Record, Segments, checkpoint_overhead
 from dlcluster.sim.power import PowerModel, energy
 from dlcluster.sim.prepare import Prepared
 from dlcluster.schema import STATUSES
@@ -202,8 +202,9 @@ STATS_KEYS = (
 
 def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: int) -> dict[str, Any]:
     out: dict[str, Any] = {"jobs": jobs.height, "unschedulable": unschedulable}
-    if jobs.height == 0:
-        return {**out, **dict.fromkeys(STATS_KEYS)}  # every key always present: null when nothing ran
+    if jobs.height == 0:  # every key always present: null when nothing ran
+        speed = {"slowdown_gpu_hours": None} if SLOWDOWN in jobs.columns else {}
+        return {**out, **dict.fromkeys(STATS_KEYS), **speed}
     for name in ("jct", "queue_delay"):
         s = jobs[name]
         out[f"mean_{name}"] = _float(s.mean())
@@ -218,7 +219,34 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     per_user = jobs.drop_nulls("user").group_by("user").agg(pl.col("slowdown").mean())["slowdown"]
     out["fairness"] = _jain(per_user)
     out["preemptions"] = int(jobs["preemptions"].sum())
+    if SLOWDOWN in jobs.columns:
+        out["slowdown_gpu_hours"] = _float(jobs[SLOWDOWN].sum()) / 3600
     return out
+
+
+SLOWDOWN = "_slowdown_gpu_seconds"  # per job under a speed model: GPUs × (time running - work); summed, not output
+
+
+def _speed_columns(prep: Prepared, rec: Record, runs: list[GroupRun]) -> list[pl.Series]:
+    """Per job (prep.jobs order) under a speed model: ``mean_speed`` and the GPU-seconds lost to slowness.
+
+    Work is the duration plus one checkpoint overhead per preemption (what the job had to run at full speed), so
+    a run at full speed throughout has speed 1.0 and loses nothing; a job that never held a GPU has no speed.
+    """
+    n = prep.jobs.height
+    running = np.zeros(n, dtype=np.int64)
+    for r in runs:
+        seg = r.seg
+        running += np.bincount(seg["job"], seg["end"] - seg["start"], minlength=n).astype(np.int64)
+    gpus = prep.jobs["gpu_num"].to_numpy().astype(np.int64)
+    overhead = np.array([checkpoint_overhead(g) for g in range(int(gpus.max(initial=0)) + 1)], dtype=np.int64)
+    # with failures replayed, the work of every attempt the job ran
+    work = prep.jobs["work_total" if "work_total" in prep.jobs.columns else "duration"].to_numpy().astype(np.int64)
+    work += np.asarray(rec.preemptions, dtype=np.int64) * overhead[gpus]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speed = np.where(running > 0, work / np.maximum(running, 1), np.nan)
+    return [pl.Series("mean_speed", speed, pl.Float64).fill_nan(None),
+            pl.Series(SLOWDOWN, gpus * (running - work), pl.Int64)]
 
 
 JOBS_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -281,13 +309,23 @@ def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
 
 def build_results(
     prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float,
-    power: PowerModel | None = None, caught: pl.DataFrame | None = None,
+    power: PowerModel | None = None, caught: pl.DataFrame | None = None, speed: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """The jobs table, the timeline, the placements and the summary (with ``energy`` under a power model; with
-    ``caught``, the jobs early validation stopped, shown among the others)."""
+    ``caught``, the jobs early validation stopped, shown among the others).
+
+    ``speed`` (a speed model was on) adds ``mean_speed`` to the jobs and ``slowdown_gpu_hours`` to the summaries.
+    """
     runs = _split(prep, rec, events)
     replayed = "outcome" in prep.jobs.columns  # failures replayed
-    ran = _with_jct(_jobs_table(prep, rec, runs)).with_columns(
+    ran = _jobs_table(prep, rec, runs)
+    schema = JOBS_SCHEMA
+    if speed:
+        ran = ran.with_columns(_speed_columns(prep, rec, runs))
+        at = list(JOBS_SCHEMA).index("nodes_spanned") + 1
+        items = list(JOBS_SCHEMA.items())
+        schema = dict([*items[:at], ("mean_speed", pl.Float64), *items[at:]])
+    ran = _with_jct(ran).with_columns(
         pl.col("outcome").alias("status") if replayed else pl.lit("completed").alias("status"))
     t0 = _int(ran["submit"].min()) if ran.height else 0
     # the jobs as their users see them (stats, table); ``ran`` stays the main cluster's (timeline, energy)
@@ -325,9 +363,9 @@ def build_results(
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
                "unschedulable_jobs": uns.select("job_id", "vc", "reason").to_dicts()}
     missing = uns.select("job_id", "vc", "gpu_num", pl.lit("unschedulable").alias("status"))
-    schema = JOBS_SCHEMA if not replayed else {
-        **JOBS_SCHEMA, "status": pl.Enum([*STATUSES, "unschedulable"]), "attempts": pl.Int32,
-        **({"validation_wait": pl.Int64} if caught is not None else {})}
+    if replayed:
+        schema = {**schema, "status": pl.Enum([*STATUSES, "unschedulable"]), "attempts": pl.Int32,
+                  **({"validation_wait": pl.Int64} if caught is not None else {})}
     table = pl.concat([shown, missing], how="diagonal_relaxed").select(
         pl.col(c).cast(t) if c in shown.columns or c in missing.columns else pl.lit(None, t).alias(c)
         for c, t in schema.items()

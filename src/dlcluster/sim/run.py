@@ -112,6 +112,8 @@ def simulate(
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
     profile = COMPAT_MODES[compat] if compat is not None else None
     is_compat = profile is not None
+    if is_compat and speed is not None:
+        raise ConfigError(f"compatibility mode {compat!r} runs every job at full speed: it takes no speed model")
     policy_cls = get_policy(policy) if isinstance(policy, str) else policy
     if profile is not None:
         profile.check(policy_cls.name)
@@ -135,9 +137,13 @@ def simulate(
     arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
     rec, events, wall = _run(df, arrivals, names, spec, policy_cls, placement, profile, estimates, seed, observers,
                              speed, progress, recorded)
-    meta = {"policy": policy_cls.name, "placement": placer.name, "compat": compat, "pooled": pooled,
-            "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
-    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power, caught)
+    meta: dict[str, Any] = {"policy": policy_cls.name, "placement": placer.name, "compat": compat,
+                            "pooled": pooled, "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
+    if speed is not None:
+        describe = getattr(speed, "describe", None)
+        meta["speed_model"] = describe() if callable(describe) else {"name": type(speed).__name__}
+    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power, caught,
+                                                         speed is not None)
     if failures is not None:
         done = table.filter(pl.col("status") == "completed")
         summary["failures"] = {**failure_summary(df, caught, failures), "completed_jobs": done.height,

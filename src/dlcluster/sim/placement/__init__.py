@@ -11,7 +11,9 @@ the empty VC: jobs that could never fit are excluded before the run. A placement
 answer changes once a job has waited ``relax_after`` seconds sets that attribute, and the
 cycle runs a pass at every such moment. A placement whose answer depends only on the free
 GPUs per node and the job's GPU count sets ``sized = True``: a scheduling pass then tries
-each size that failed only once.
+each size that failed only once. A placement that needs to know which nodes hold multi-GPU
+jobs sets ``isolates = True``: the VC then keeps ``VCState.multi`` (jobs of more than one
+GPU per node) for it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Protocol
 from dlcluster.errors import ConfigError
 from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.placement.consolidate import ArtifactConsolidate, Consolidate
+from dlcluster.sim.placement.dedicated import Dedicated
 from dlcluster.sim.placement.relax import Relax
 from dlcluster.sim.placement.spread import FirstFit, RandomFit
 from dlcluster.sim.policies import load_plugins, positive_seconds
@@ -38,7 +41,8 @@ class Placement(Protocol):
 
 
 PLACEMENTS: dict[str, type] = {"consolidate": Consolidate, "first-fit": FirstFit, "spread": FirstFit,
-                               "random": RandomFit, "relax": Relax}
+                               "random": RandomFit, "relax": Relax,
+                               "dedicated": Dedicated}
 COMPAT_PLACEMENTS: dict[str, type] = {"consolidate": ArtifactConsolidate}
 
 
@@ -67,7 +71,8 @@ def get_placement(name: str, *, compat: bool = False, seed: int = 0, group: str 
     if sep and cls is not Relax:
         raise ConfigError(f"placement {base!r} takes no parameter (got {name!r})")
     if cls is Relax:
-        return Relax(positive_seconds(arg, f"placement {name!r} (relax_after)")) if sep else Relax()
+        # relax:0 splits at once when consolidation fails (and never needs a wake-up)
+        return Relax(positive_seconds(arg, f"placement {name!r} (relax_after)", minimum=0)) if sep else Relax()
     if cls is RandomFit:
         return RandomFit(f"{seed}:{group}")
     placement: Placement = cls()

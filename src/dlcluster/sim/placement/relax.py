@@ -20,6 +20,8 @@ class Relax:
         # the scheduling cycle reads this to wake up at submit + relax_after
         self.relax_after = relax_after
         self.name = f"relax:{relax_after}"
+        # relax:0 is consolidate-else-first-fit, whatever the wait: its answer depends only on free GPUs and size
+        self.sized = relax_after == 0
         self._tight, self._loose = Consolidate().place, FirstFit().place
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
