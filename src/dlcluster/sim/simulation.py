@@ -121,7 +121,8 @@ class Simulation:
     def _tell_waiting(self, g: int, now: int) -> None:
         """``on_waiting`` if group ``g``'s pass left jobs waiting while some of its nodes are not on."""
         cycle = self.cycles[g]
-        if cycle.state.unusable and cycle.queued():
+        # (cycle.queued(), without its sum: this runs after every pass of a group with nodes off)
+        if cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
             for o in self.waiters:
                 o.on_waiting(self.names[g], now)
 

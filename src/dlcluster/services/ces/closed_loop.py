@@ -47,6 +47,7 @@ class PowerManager(Observer):
         self.control = control
         self.groups = control.groups
         self.index = {name: g for g, name in enumerate(self.groups)}
+        self.every = range(len(self.groups))
         self.states: list[VCState] = [control.state(g) for g in self.groups]
         # one size per VC lets busy nodes be read off the free-GPU histogram (else nodes are counted one by one)
         self.uniform = [len(set(s.sizes)) == 1 for s in self.states]
@@ -76,9 +77,6 @@ class PowerManager(Observer):
         if self.uniform[g]:
             return state.by_free[state.largest] if state.largest else 0
         return sum(1 for f, s, st in zip(state.free, state.sizes, state.states, strict=True) if f == s and st == ON)
-
-    def _on(self, g: int) -> int:
-        return self.nodes[g] - len(self.off[g]) - self.booting[g]
 
     # ---- acting ------------------------------------------------------------------------------------------------
 
@@ -122,7 +120,8 @@ class PowerManager(Observer):
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
         self._settle(now)
-        used = sum(self._on(g) - self._idle(g) for g in range(len(self.groups)))
+        idle = self._idle
+        used = self.total - sum(len(o) for o in self.off) - sum(self.booting) - sum(idle(g) for g in self.every)
         fc = self.forecaster
         fc.extend((used,))
         if now >= self.next_fit:
