@@ -279,9 +279,21 @@ class Cycle:
             self.engine.finish_at(j, now + jobs.remaining[j])
         else:
             jobs.progress_at[j] = now
+            node_jobs = self.node_jobs
+            alone = True
             for node, _ in alloc:
-                self.node_jobs[node].add(j)
-            self._respeed(alloc, now, j)
+                on = node_jobs[node]
+                on.add(j)
+                alone = alone and len(on) == 1
+            if alone:  # nobody else to re-rate: only this job's own rate and end (what _respeed would do for it)
+                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, 0)
+                if not rate > 0:
+                    raise ValueError(f"speed model gave job {j} a rate of {rate}; rates must be positive")
+                jobs.rate[j] = rate
+                jobs.end_at[j] = end = now + max(0, math.ceil(jobs.remaining[j] / rate - 1e-9))
+                self.engine.finish_at(j, end)
+            else:
+                self._respeed(alloc, now, j)
         if self.observers:
             for o in self.observers:
                 o.on_start(j, now)
@@ -331,12 +343,16 @@ class Cycle:
             o.on_preempt(j, now)
 
     def _leave(self, j: int, alloc: Allocation, now: int) -> None:
-        jobs = self.jobs
+        jobs, node_jobs = self.jobs, self.node_jobs
+        neighbours = False
         for node, _ in alloc:
-            self.node_jobs[node].discard(j)
+            on = node_jobs[node]
+            on.discard(j)
+            neighbours = neighbours or bool(on)
         jobs.rate[j] = 1
         jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
-        self._respeed(alloc, now)
+        if neighbours:  # jobs left on these nodes may speed up
+            self._respeed(alloc, now)
 
     def _respeed(self, alloc: Allocation, now: int, joined: int = -1) -> None:
         """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed.
