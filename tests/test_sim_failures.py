@@ -14,6 +14,7 @@ from test_sim_helpers import by_id, cli, jobs, scenarios, spec, write_trace
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.failures import FailureModel, attempt_plan
+from dlcluster.sim.speed import speed_model
 
 # ok: 8 GPUs, 1000 s; bad: 8 GPUs, fails after 120 s; late: 4 GPUs, fails after 3000 s; c: cancelled after 50 s
 TRACE = jobs(("ok", "v", 8, 0, 1000), ("bad", "v", 8, 10, 120), ("late", "v", 4, 20, 3000),
@@ -97,7 +98,7 @@ def test_recorded_attempts_are_replayed_and_capped() -> None:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.data(), st.integers(0, 3), st.sampled_from(["fifo", "sjf", "srtf", "las:100", "fifo-easy"]))
-def test_invariants_hold_with_retries_and_validation(scenario, data: st.DataObject, retries: int, policy: str) -> None:
+def test_invariants_hold_with_retries_validation_and_the_speed_model(scenario, data: st.DataObject, retries: int, policy: str) -> None:
     table, cluster = scenario
     status = data.draw(st.lists(st.sampled_from(["completed", "failed", "cancelled", "node_fail"]),
                                 min_size=table.height, max_size=table.height))
@@ -107,7 +108,8 @@ def test_invariants_hold_with_retries_and_validation(scenario, data: st.DataObje
                          validation_gpus=data.draw(st.integers(1, 3)) if validate else 0)
     estimates = table.select("job_id", pl.col("duration").cast(pl.Float64).alias("estimate"))
     result = simulate(table, cluster, policy, failures=model, unknown_vc="unschedulable",
-                      estimates=estimates if policy == "fifo-easy" else None)
+                      estimates=estimates if policy == "fifo-easy" else None,
+                      speed=speed_model("philly") if data.draw(st.booleans()) else None)
     out = result.jobs
     sizes = {vc: sum(n) for vc, n in cluster.vcs.items()}
     big = {r["job_id"] for r in table.iter_rows(named=True) if r["gpu_num"] > sizes[r["vc"]]}
