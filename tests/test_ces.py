@@ -235,6 +235,9 @@ class Scripted:
     def initial(self, used: float, total: int) -> int:
         return total
 
+    def describe(self) -> dict[str, object]:
+        return {"rule": "scripted"}
+
     def step(self, i: int, used: Sequence[float], powered: int, total: int, forecast: object) -> int:
         return self.answers[min(i, len(self.answers) - 1)]
 

@@ -61,13 +61,9 @@ class PowerManager(Observer):
 
     def describe(self) -> dict[str, object]:
         """The controller and its settings, for the run's summary."""
-        c = self.controller
-        settings = {k: v for k, v in vars(c).items() if k not in ("targets", "stable_until", "quantile")}
-        if "params" in settings:
-            settings = {f: getattr(c.params, f) for f in c.params.__dataclass_fields__}  # type: ignore[attr-defined]
-        return {"rule": "helios" if "params" in vars(c) else "quantile", **settings, "step": self.step,
-                "retrain_every": self.retrain_every, "retrains": self.retrains,
-                "holidays": self.calendar.country, "events": [str(e) for e in self.calendar.events]}
+        return {**self.controller.describe(), "step": self.step, "retrain_every": self.retrain_every,
+                "retrains": self.retrains, "holidays": self.calendar.country,
+                "events": [str(e) for e in self.calendar.events]}
 
     # ---- reading the cluster -------------------------------------------------------------------------------------
 
@@ -121,7 +117,8 @@ class PowerManager(Observer):
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
         self._settle(now)
         idle = self._idle
-        used = self.total - sum(len(o) for o in self.off) - sum(self.booting) - sum(idle(g) for g in self.every)
+        powered = self.total - sum(len(o) for o in self.off)  # on or booting
+        used = powered - sum(self.booting) - sum(idle(g) for g in self.every)
         fc = self.forecaster
         fc.extend((used,))
         if now >= self.next_fit:
@@ -130,7 +127,6 @@ class PowerManager(Observer):
             self.next_fit = now + self.retrain_every
         fitted = fc.models_ is not None
         i = len(fc.y) - 1
-        powered = self.total - sum(len(o) for o in self.off)
         target = self.controller.step(i, fc.y, powered, self.total,
                                       fc.forecast if fitted else lambda: [float(used)] * len(self.controller.targets))
         if target == powered:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from dlcluster.errors import ConfigError
@@ -35,6 +35,10 @@ class Controller(Protocol):
 
     def initial(self, used: float, total: int) -> int:
         """Nodes to power when control starts with demand ``used``."""
+        ...
+
+    def describe(self) -> dict[str, object]:
+        """The rule's name and settings (for a run's summary)."""
         ...
 
     def step(self, i: int, used: Sequence[float], powered: int, total: int, forecast: Forecast) -> int:
@@ -59,6 +63,10 @@ class HeliosRule:
     def initial(self, used: float, total: int) -> int:
         """Demand plus the buffer (as the artifact's first steps)."""
         return min(total, math.ceil(used) + self.params.buffer)
+
+    def describe(self) -> dict[str, object]:
+        """``helios`` and its hyperparameters."""
+        return {"rule": "helios", **asdict(self.params)}
 
     def step(self, i: int, used: Sequence[float], powered: int, total: int, forecast: Forecast) -> int:
         """One step of the rule (see the module docstring)."""
@@ -111,6 +119,11 @@ class QuantileRule:
         """Demand plus the margin."""
         return min(total, math.ceil(used) + self.margin)
 
+    def describe(self) -> dict[str, object]:
+        """``quantile`` and its settings."""
+        return {"rule": "quantile", **{k: getattr(self, k) for k in (
+            "risk", "lookahead", "margin", "de_threshold", "keep", "headroom")}}
+
     def step(self, i: int, used: Sequence[float], powered: int, total: int, forecast: Forecast) -> int:
         """One step of the rule (see the class docstring)."""
         u = math.ceil(used[i])
@@ -129,11 +142,13 @@ def make_controller(name: str, preset: str | None = None, *, buffer: int | None 
     """``helios`` (the study's rule with ``preset``'s hyperparameters, ``buffer`` overriding its buffer) or
     ``quantile`` (dlcluster's rule, shortage risk ``risk``)."""
     if name == "helios":
+        if (preset or "philly") not in PRESETS:
+            raise ConfigError(f"unknown cluster preset {preset!r}; choose one of: {', '.join(PRESETS)}")
         params = PRESETS[preset or "philly"]
         if buffer is not None:
             if buffer < 0:
                 raise ConfigError(f"--buffer must be at least 0, got {buffer}")
-            params = RuleParams(**{**{f: getattr(params, f) for f in params.__dataclass_fields__}, "buffer": buffer})
+            params = RuleParams(**{**asdict(params), "buffer": buffer})
         return HeliosRule(params)
     if name == "quantile":
         return QuantileRule() if risk is None else QuantileRule(risk=risk)
