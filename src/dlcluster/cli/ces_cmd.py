@@ -14,8 +14,9 @@ from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import FormatOpt, LenientOpt, load
 from dlcluster.errors import ConfigError
+from dlcluster.services.ces.params import PRESETS
 
-PRESET_NAMES = ("philly", "venus", "earth", "saturn", "uranus")  # the keys of services.ces.params.PRESETS
+PRESET_NAMES = tuple(PRESETS)
 COMPAT = ("helios-artifact",)
 FIGURES = (("changes_per_day", "changes per day"), ("wakeups_per_day", "wake-ups per day"),
            ("mean_wakeup_size", "mean wake-up (nodes)"), ("mean_abs_change", "mean |change| (nodes)"),
