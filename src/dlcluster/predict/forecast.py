@@ -26,6 +26,7 @@ import numpy as np
 from dlcluster.errors import ConfigError
 
 DAY = 86_400
+MIN_TRAIN_DAYS = 2  # the least history a demand model is trained on
 _EPOCH = datetime.date(1970, 1, 1)
 
 

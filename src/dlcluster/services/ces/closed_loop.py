@@ -18,13 +18,11 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from dlcluster.predict.forecast import DAY, Calendar, DemandForecaster
+from dlcluster.predict.forecast import DAY, MIN_TRAIN_DAYS, Calendar, DemandForecaster
 from dlcluster.sim.cluster import ON, VCState
 from dlcluster.sim.observers import Control, Observer
 from dlcluster.sim.power import BOOTING, OFF
 from dlcluster.services.ces.rules import Controller
-
-MIN_TRAIN_DAYS = 2  # no model before two simulated days: the forecast is the current demand until then
 
 
 @dataclass(eq=False)
@@ -57,6 +55,7 @@ class PowerManager(Observer):
         self.booting: list[int] = [0] * len(self.groups)
         self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
                                            quantile=self.controller.quantile)
+        # until the first model, two simulated days in, the forecast is the current demand
         self.next_fit = control.now + MIN_TRAIN_DAYS * DAY
 
     def describe(self) -> dict[str, object]:

@@ -15,12 +15,20 @@ import numpy as np
 import polars as pl
 
 from dlcluster.errors import ConfigError
-from dlcluster.predict.forecast import BASELINES, DAY, Calendar, DemandForecaster, baseline, horizon, truth
+from dlcluster.predict.forecast import (
+    BASELINES,
+    DAY,
+    MIN_TRAIN_DAYS,
+    Calendar,
+    DemandForecaster,
+    baseline,
+    horizon,
+    truth,
+)
 from dlcluster.services.ces.rules import Controller
 from dlcluster.services.ces.stats import controller_stats, forecast_errors
 
 REPORTED_HORIZONS = (1, 6, 18, 36)  # steps ahead whose forecast errors are reported (10 min, 1 h, 3 h, 6 h)
-MIN_TRAIN_DAYS = 2
 
 
 @dataclass
