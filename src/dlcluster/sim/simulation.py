@@ -148,7 +148,7 @@ class Simulation:
             if self.left <= self._report_at:
                 self._report()
         cycle.run_pass(now)
-        if self.waiters:
+        if self.waiters and cycle.state.unusable:
             self._after_one(g, now)
 
     def one_arrival(self, now: int, arrival: int) -> None:
@@ -159,15 +159,15 @@ class Simulation:
         cycle = self.cycles[g]
         cycle.arrivals.append(job)
         cycle.run_pass(now)
-        if self.waiters:
+        if self.waiters and cycle.state.unusable:
             self._after_one(g, now)
 
     def _after_one(self, g: int, now: int) -> None:
-        """After a shortcut's pass: tell waiting observers, and run the passes their node changes call for."""
-        if self.cycles[g].state.unusable:
-            self._tell_waiting(g, now)
-            if self._dirty:
-                self._passes(now)
+        """After a shortcut's pass in a group with nodes not on: tell waiting observers, and run the passes their
+        node changes call for."""
+        self._tell_waiting(g, now)
+        if self._dirty:
+            self._passes(now)
 
     def _report(self) -> None:
         assert self.progress is not None
