@@ -411,3 +411,21 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(tmp_path: Path) -> None:
+    # one job a day for 6 days, each 1 h on 8 GPUs, then one job that runs 60 days: its tail is no workload
+    rows = [(f"d{i}", "v", 8, i * DAY, 3600) for i in range(6)] + [("long", "v", 8, 6 * DAY, 60 * DAY)]
+    t = jobs(*rows).with_columns(start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    trace = write_trace(tmp_path / "t.parquet", t, spec(v=(8, 8)))
+    run = cli("ces", str(trace), "--test-days", "1", "--json")
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    # the replayed day is the one before the last submission (one job that hour), not the 60-day tail where the
+    # long job alone keeps one node busy: a constant the command would flag
+    assert "notes" not in got and 0 < got["utilization_total"] < 50
+    flat = tmp_path / "flat.csv"
+    pl.DataFrame({"time": [i * 600 for i in range(4 * 144)], "used": [3] * (4 * 144), "total": [9] * (4 * 144)}) \
+        .write_csv(flat)
+    run = cli("ces", str(flat), "--test-days", "1")
+    assert run.returncode == 0 and "note: the demand is constant (3 busy nodes)" in run.stderr

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -93,7 +94,10 @@ def ces(
             spec = trace.cluster
         else:
             raise ConfigError(f"{source} carries no cluster spec; pass --cluster FILE")
-        minutes = from_trace(trace.jobs, spec)
+        # after the last submission the demand only drains (a long job can run for months): not a workload to
+        # replay, so the series stops there
+        last_submit = trace.jobs["submit_time"].max()
+        minutes = from_trace(trace.jobs, spec).filter(pl.col("time") <= last_submit)
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     if compat is not None:
         if rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600:
@@ -115,6 +119,9 @@ def ces(
         summary.update(rule=rule, step=step, holidays=holidays, events=[str(e) for e in calendar.events],
                        horizons=horizons.to_dicts())
     summary = {**summary, "days": days, **stats}
+    if steps["used"].n_unique() <= 1:
+        summary["notes"] = [f"the demand is constant ({steps['used'][0]} busy nodes) over the replayed days: every "
+                            "figure is degenerate"]
     with deferring_interrupts():
         if output is not None:
             from dlcluster.services.ces.report import write_open_loop
@@ -125,6 +132,8 @@ def ces(
         typer.echo(json.dumps(summary))
         return
     console = Console()
+    for note in summary.get("notes", []):
+        Console(stderr=True).print(f"note: {note}")
     table = Table(title=f"CES open loop over {days:g} days ({summary['rule']} rule)", show_header=False)
     for key, name in FIGURES:
         table.add_row(name, _fmt(stats.get(key)))
