@@ -358,6 +358,7 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--power", "solar"), "--power 'solar': choose none, on or ces"),
              (("--power", "on", "--risk", "0.1"), "--risk need --power ces"),
              (("--boot-seconds", "10",), "--boot-seconds need --power on or ces"),
+             (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
              (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"))
     for args, message in cases:
         run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)

@@ -182,6 +182,9 @@ def simulate(
         window = (lo, hi)
     failure_model = _failure_model(failures, retries, no_retry_within, validation_minutes, validation_gpus,
                                    keep_progress)
+    if compat is not None and power == "ces":
+        raise ConfigError(f"--power ces: compatibility mode (--compat {compat}) keeps every node on, as the artifact "
+                          "does; use --power on for its energy")
     make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
