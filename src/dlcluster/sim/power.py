@@ -8,13 +8,13 @@ state's power, plus every busy GPU-second times the extra power of a busy GPU.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dlcluster.config_file import read_toml
 from dlcluster.errors import ConfigError, InputError
 
 OFF, BOOTING = "off", "booting"
@@ -51,17 +51,7 @@ class PowerModel:
 
 def read_power_model(path: str | Path, boot_seconds: int | None = None) -> PowerModel:
     """A power model from a TOML file of :class:`PowerModel` fields (missing ones keep their defaults)."""
-    path = Path(path)
-    try:
-        data: dict[str, Any] = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a TOML file: {exc}", path=path) from None
-    known = {f.name for f in fields(PowerModel)}
-    for key in data:
-        if key not in known:
-            raise InputError(f"unknown setting (known: {', '.join(sorted(known))})", path=path, field=key)
+    data = read_toml(path, (f.name for f in fields(PowerModel)))
     if boot_seconds is not None:
         data["boot_seconds"] = boot_seconds
     try:

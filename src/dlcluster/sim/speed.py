@@ -14,11 +14,11 @@ them. A job on one server alone runs at 1.0.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dlcluster.config_file import read_toml
 from dlcluster.errors import InputError
 from dlcluster.sim.cluster import Allocation
 from dlcluster.sim.jobs import Jobs
@@ -96,15 +96,7 @@ def read_speed_model(path: str | Path) -> PlacementSpeed:
     Keys left out keep the Philly defaults; a ``spread`` table replaces the whole default curve.
     """
     path = Path(path)
-    try:
-        data: dict[str, Any] = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a TOML file: {exc}", path=path) from None
-    for key in data:
-        if key not in KEYS:
-            raise InputError(f"unknown setting (known: {', '.join(KEYS)})", path=path, field=key)
+    data = read_toml(path, KEYS)
     spread = None
     if "spread" in data:
         table = data["spread"]

@@ -16,6 +16,21 @@ def _best_fit(free: list[int], gpus: int, largest: int, by_free: list[int] | Non
     return -1
 
 
+def place_rest(alloc: Allocation, rest: list[int], need: int, largest: int) -> Allocation | None:
+    """``alloc`` plus ``need`` GPUs from the nodes' free GPUs ``rest``: on the best-fitting single node, else spread
+    over the emptiest nodes; None if they do not hold that many."""
+    node = _best_fit(rest, need, largest)
+    if node >= 0:
+        return [*alloc, (node, need)]
+    for node in sorted(range(len(rest)), key=lambda n: -rest[n]):
+        if need == 0 or rest[node] == 0:
+            break
+        take = min(need, rest[node])
+        alloc.append((node, take))
+        need -= take
+    return alloc if need == 0 else None
+
+
 class Consolidate:
     """Best fit on one node when the job fits the largest node; else whole free nodes plus a best-fit remainder."""
 
@@ -53,17 +68,7 @@ class Consolidate:
             return alloc
         used = {n for n, _ in alloc}
         rest = [f if n not in used else 0 for n, f in enumerate(free)]
-        node = _best_fit(rest, need, largest)
-        if node >= 0:
-            return [*alloc, (node, need)]
-        # no single node holds the remainder: spread it over the emptiest nodes
-        for node in sorted(range(len(rest)), key=lambda n: -rest[n]):
-            if need == 0 or rest[node] == 0:
-                break
-            take = min(need, rest[node])
-            alloc.append((node, take))
-            need -= take
-        return alloc if need == 0 else None
+        return place_rest(alloc, rest, need, largest)
 
 
 class ArtifactConsolidate:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dlcluster.sim.cluster import Allocation, VCState
-from dlcluster.sim.placement.consolidate import _best_fit
+from dlcluster.sim.placement.consolidate import _best_fit, place_rest
 
 
 class Dedicated:
@@ -61,14 +61,4 @@ class Dedicated:
                 rest[node] = 0
         if need == 0:
             return alloc
-        node = _best_fit(rest, need, largest)
-        if node >= 0:
-            return [*alloc, (node, need)]
-        # no single empty server holds the remainder: spread it over the emptiest empty servers
-        for node in sorted(range(len(rest)), key=lambda n: -rest[n]):
-            if need == 0 or rest[node] == 0:
-                break
-            take = min(need, rest[node])
-            alloc.append((node, take))
-            need -= take
-        return alloc if need == 0 else None
+        return place_rest(alloc, rest, need, largest)  # on the empty servers only
