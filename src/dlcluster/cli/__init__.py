@@ -18,7 +18,7 @@ from dlcluster.errors import DlclusterError
 
 app = typer.Typer(
     name="dlcluster",
-    help="Job traces of multi-tenant GPU clusters: read, characterise, predict, simulate.",
+    help="Job traces of multi-tenant GPU clusters: read, characterise, predict, simulate, save energy.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
