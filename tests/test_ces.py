@@ -430,3 +430,12 @@ def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(t
         .write_csv(flat)
     run = cli("ces", str(flat), "--test-days", "1")
     assert run.returncode == 0 and "note: the demand is constant (3 busy nodes)" in run.stderr
+
+
+def test_a_job_that_fits_only_a_big_node_gets_one_booted() -> None:
+    # every node off at 0; j1 (2 GPUs) fits only the 2-GPU node: booting the 1-GPU node first would strand it
+    t = jobs(("j0", "a", 1, 0, 0), ("j1", "b", 2, 1, 5))
+    result = simulate(t, spec(a=(1,), b=(1, 2)), "fifo", observers=[_manager([0], boot=0, step=7)],
+                      power=PowerModel())
+    assert by_id(result.jobs)["j1"]["start"] == 1
+    assert result.node_states.filter(pl.col("state") == "booting").select("vc", "node").rows() == [("b", 1)]

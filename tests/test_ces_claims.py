@@ -48,6 +48,15 @@ def test_closed_loop_table_in_readme(runs: Path) -> None:
             if r["policy"] == policy and r["run"] != "always on":
                 assert r["saved_pct"] >= 10
                 assert r["mean_queue_s"] - base["mean_queue_s"] <= max(0.02 * base["mean_queue_s"], 30)
+    # what docs/ces.md reads off the table
+    by = {(r["policy"], r["run"]): r for r in rows}
+    added = [by[p, run]["mean_queue_s"] - by[p, "always on"]["mean_queue_s"] for p in ("fifo", "qssf")
+             for run in ("ces helios", "ces quantile")]
+    assert (round(min(added)), round(max(added))) == (14, 22)
+    more = [by[p, "ces quantile"]["saved_pct"] - by[p, "ces helios"]["saved_pct"] for p in ("fifo", "qssf")]
+    assert (round(min(more)), round(max(more))) == (4, 7)
+    assert round(by["fifo", "ces quantile"]["p99_queue_s"]) == round(by["fifo", "always on"]["p99_queue_s"]) == 363
+    assert round(by["fifo", "ces helios"]["p99_queue_s"] - by["fifo", "always on"]["p99_queue_s"]) == 103
 
 
 def test_tradeoff_table_in_docs(runs: Path) -> None:

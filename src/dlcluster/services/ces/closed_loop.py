@@ -87,9 +87,8 @@ class PowerManager(Observer):
                 done += 1
         return done
 
-    def _boot(self, g: int, count: int, now: int) -> int:
-        """Boot up to ``count`` nodes of group ``g`` that are off, lowest-numbered first; how many boot."""
-        chosen = sorted(self.off[g])[:count]
+    def _boot(self, g: int, chosen: list[int], now: int) -> int:
+        """Boot the ``chosen`` nodes of group ``g`` (all off); how many boot."""
         name = self.groups[g]
         for node in chosen:
             self.off[g].discard(node)
@@ -99,18 +98,32 @@ class PowerManager(Observer):
         return len(chosen)
 
     def on_waiting(self, group: str, now: int) -> None:
-        """Boot nodes for the jobs waiting in ``group`` if it has nodes off (each waiting job counted on its own
-        nodes: over-booting costs minutes of idle power, under-booting a second boot delay)."""
+        """Boot nodes for the jobs waiting in ``group`` if it has nodes off: each waiting job counted on its own nodes
+        (over-booting costs minutes of idle power, under-booting a second boot delay), the largest nodes first, and
+        one big enough for the largest job if no node that is on or booting is."""
         g = self.index[group]
-        if not self.off[g]:
+        off = self.off[g]
+        if not off:
             return
         state = self.states[g]
+        sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
         gpus = self.control.jobs.gpu
-        largest = state.largest or 1
-        need = sum(-(-gpus[j] // largest) for j in self.control.waiting(group))
-        short = need - self._idle(g) - self.booting[g]
-        if short > 0:
-            self._boot(g, short, now)
+        wanted = [gpus[j] for j in self.control.waiting(group)]
+        if not wanted:
+            return
+        need = sum(-(-w // largest) for w in wanted)
+        lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
+        have = sum(1 for n in lit if states[n] == BOOTING or free[n] == sizes[n])
+        boot = []
+        big = max(wanted)
+        if big <= largest and all(sizes[n] < big for n in lit):
+            boot.append(min((n for n in off if sizes[n] >= big), key=lambda n: (sizes[n], n)))
+        for node in sorted(off - set(boot), key=lambda n: (-sizes[n], n)):
+            if have + len(boot) >= need:
+                break
+            boot.append(node)
+        if boot:
+            self._boot(g, boot, now)
 
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
@@ -162,6 +175,6 @@ class PowerManager(Observer):
         heapq.heapify(deficit)
         while count > 0 and deficit:
             level, g = heapq.heappop(deficit)
-            count -= self._boot(g, 1, now)
+            count -= self._boot(g, [min(self.off[g])], now)  # the lowest-numbered node that is off
             if self.off[g]:
                 heapq.heappush(deficit, (level + 1, g))
