@@ -390,3 +390,21 @@ def test_the_docs_observer_example_runs() -> None:
     exec(compile(code, "docs/simulator.md", "exec"), scope)  # noqa: S102
     r = by_id(scope["result"].jobs)
     assert (r["F"]["start"], r["E"]["start"]) == (100, 150)
+
+
+def test_a_node_turned_on_by_an_observer_serves_its_group_in_the_same_second() -> None:
+    """An observer that only hears starts may switch a node on mid-second; the node's group gets a pass at once,
+    also on the simulator's single-event shortcut."""
+    class OnWhenWStarts(Observer):
+        def attach(self, control: Control) -> None:
+            self.control = control
+            control.set_node_state("v", 1, "off")
+
+        def on_start(self, job: int, now: int) -> None:
+            if self.control.group_of(job) == "w":
+                self.control.set_node_state("v", 1, "on")
+
+    # X fills v's node 0 until 100; B waits for node 1, which comes on when A starts alone on w at second 7
+    t = jobs(("X", "v", 4, 0, 100), ("B", "v", 4, 0, 10), ("A", "w", 1, 7, 5))
+    r = by_id(simulate(t, spec(v=(4, 4), w=(1,)), "fifo", observers=[OnWhenWStarts()]).jobs)
+    assert r["B"]["start"] == 7

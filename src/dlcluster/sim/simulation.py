@@ -149,7 +149,9 @@ class Simulation:
                 self._report()
         cycle.run_pass(now)
         if self.waiters and cycle.state.unusable:
-            self._after_one(g, now)
+            self._tell_waiting(g, now)
+        if self._dirty:  # observers changed node states during the pass: their groups need a pass now
+            self._passes(now)
 
     def one_arrival(self, now: int, arrival: int) -> None:
         """The ``arrival``-th arrival is the only event of second ``now``."""
@@ -160,13 +162,8 @@ class Simulation:
         cycle.arrivals.append(job)
         cycle.run_pass(now)
         if self.waiters and cycle.state.unusable:
-            self._after_one(g, now)
-
-    def _after_one(self, g: int, now: int) -> None:
-        """After a shortcut's pass in a group with nodes not on: tell waiting observers, and run the passes their
-        node changes call for."""
-        self._tell_waiting(g, now)
-        if self._dirty:
+            self._tell_waiting(g, now)
+        if self._dirty:  # observers changed node states during the pass: their groups need a pass now
             self._passes(now)
 
     def _report(self) -> None:
