@@ -439,3 +439,11 @@ def test_a_job_that_fits_only_a_big_node_gets_one_booted() -> None:
                       power=PowerModel())
     assert by_id(result.jobs)["j1"]["start"] == 1
     assert result.node_states.filter(pl.col("state") == "booting").select("vc", "node").rows() == [("b", 1)]
+
+
+def test_a_gang_as_large_as_a_mixed_vc_gets_enough_gpus_booted() -> None:
+    # every node off at 0; j1 needs all 4 GPUs of nodes (1, 1, 2): counting nodes alone would boot 2 of 3 and wait
+    t = jobs(("j0", "a", 1, 0, 0), ("j1", "b", 4, 1, 5))
+    result = simulate(t, spec(a=(1,), b=(1, 1, 2)), "fifo", observers=[_manager([0], boot=0, step=7)],
+                      power=PowerModel())
+    assert by_id(result.jobs)["j1"]["start"] == 1

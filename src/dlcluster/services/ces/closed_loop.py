@@ -53,6 +53,7 @@ class PowerManager(Observer):
         self.total = sum(self.nodes)
         self.off: list[set[int]] = [set() for _ in self.groups]
         self.booting: list[int] = [0] * len(self.groups)
+        self._settled: list[tuple[int, ...] | None] = [None] * len(self.groups)  # see on_waiting
         self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
                                            quantile=self.controller.quantile)
         # until the first model, two simulated days in, the forecast is the current demand
@@ -106,24 +107,35 @@ class PowerManager(Observer):
         if not off:
             return
         state = self.states[g]
+        # nothing changed since a call that booted nothing (no GPU given back or taken, no node on, no job more or
+        # less waiting): the answer is the same
+        seen = (state.gains, state.free_total, state.unusable, len(off), self.control.queued(group))
+        if self._settled[g] == seen:
+            return
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
         gpus = self.control.jobs.gpu
         wanted = [gpus[j] for j in self.control.waiting(group)]
         if not wanted:
             return
-        need = sum(-(-w // largest) for w in wanted)
+        need, need_gpus = sum(-(-w // largest) for w in wanted), sum(wanted)
         lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
-        have = sum(1 for n in lit if states[n] == BOOTING or free[n] == sizes[n])
+        ready = [n for n in lit if states[n] == BOOTING or free[n] == sizes[n]]  # idle, or soon to be
+        have, have_gpus = len(ready), sum(sizes[n] for n in ready)
         boot = []
         big = max(wanted)
         if big <= largest and all(sizes[n] < big for n in lit):
-            boot.append(min((n for n in off if sizes[n] >= big), key=lambda n: (sizes[n], n)))
+            node = min((n for n in off if sizes[n] >= big), key=lambda n: (sizes[n], n))
+            boot.append(node)
+            have, have_gpus = have + 1, have_gpus + sizes[node]
+        # enough nodes for the jobs counted apart, and enough GPUs (nodes may differ in size)
         for node in sorted(off - set(boot), key=lambda n: (-sizes[n], n)):
-            if have + len(boot) >= need:
+            if have >= need and have_gpus >= need_gpus:
                 break
             boot.append(node)
+            have, have_gpus = have + 1, have_gpus + sizes[node]
         if boot:
             self._boot(g, boot, now)
+        self._settled[g] = None if boot else seen
 
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
