@@ -17,14 +17,14 @@ from test_sim_helpers import by_id, check_invariants, cli, jobs, scenarios, spec
 
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.predict.demand import from_trace, read_series, resample
-from dlcluster.predict.forecast import BASELINES, Calendar, DemandForecaster, Target, baseline, horizon, truth
+from dlcluster.predict.forecast import BASELINES, Calendar, DemandForecaster, Target, baselines, horizon, outcomes
 from dlcluster.services.ces.artifact import artifact_controller
 from dlcluster.services.ces.closed_loop import PowerManager
 from dlcluster.services.ces.open_loop import open_loop
 from dlcluster.services.ces.params import PRESETS, RuleParams
 from dlcluster.services.ces.rules import HeliosRule, QuantileRule, make_controller
 from dlcluster.sim import simulate
-from dlcluster.sim.power import PowerModel, energy, read_power_model
+from dlcluster.sim.power import NODE_STATES_SCHEMA, PowerModel, energy, node_spans, read_power_model
 
 STEP = 600
 DAY = 86_400
@@ -109,11 +109,12 @@ def test_open_loop_decisions_before_t_ignore_the_series_after_t() -> None:
 
 def test_truth_and_baselines() -> None:
     y = [float(v) for v in range(300)]
-    assert truth(y, 10, Target(0, 3)) == 11.0 and truth(y, 10, Target(1, 4, "max")) == 13.0
-    assert math.isnan(truth(y, 298, horizon(2)))  # past the end
-    assert baseline("last", y, STEP, 200, horizon(6)) == 200.0
-    assert baseline("yesterday", y, STEP, 200, horizon(6)) == 62.0  # 200 + 6 - 144
-    assert math.isnan(baseline("last_week", y, STEP, 200, horizon(6)))
+    assert outcomes(y, Target(0, 3))[10] == 11.0 and outcomes(y, Target(1, 4, "max"))[10] == 13.0
+    assert math.isnan(outcomes(y, horizon(2))[298])  # past the end
+    naive = baselines(y, STEP, horizon(6))
+    assert naive["last"][200] == 200.0
+    assert naive["yesterday"][200] == 62.0  # 200 + 6 - 144
+    assert math.isnan(naive["last_week"][200])
 
 
 def test_the_quantile_model_covers_about_its_quantile() -> None:
@@ -122,7 +123,8 @@ def test_the_quantile_model_covers_about_its_quantile() -> None:
     f.extend(y)
     f.fit(until=16 * 144)
     origins = range(16 * 144, 20 * 144 - 7)
-    covered = np.mean([f.forecast_all([o])[0, 0] >= truth(y, o, Target(1, 7, "max")) for o in origins[::7]])
+    peaks = outcomes(y, Target(1, 7, "max"))
+    covered = np.mean([f.forecast_all([o])[0, 0] >= peaks[o] for o in origins[::7]])
     assert 0.8 <= covered <= 0.99
 
 
@@ -283,9 +285,10 @@ def test_a_node_that_is_not_on_never_hosts_a_job(scenario, answers: list[int], b
 def test_energy_adds_up_over_states_on_a_hand_made_case() -> None:
     model = PowerModel(node_watts=100, gpu_idle_watts=10, gpu_busy_watts=60, off_watts=5, boot_watts=200,
                        boot_seconds=30)
-    # two groups: (2 GPUs, 4 GPUs) and (2 GPUs); node (0, 1) goes off at 100, boots at 400, is on at 430
-    log = [(100, 0, 1, "off"), (400, 0, 1, "booting"), (430, 0, 1, "on")]
-    out = energy(model, [(2, 4), (2,)], log, busy_gpu_seconds=500, start=0, end=1000)
+    # two VCs: (2 GPUs, 4 GPUs) and (2 GPUs); node 1 of a goes off at 100, boots at 400, is on at 430
+    log = pl.DataFrame([(100, "a", 1, "off"), (400, "a", 1, "booting"), (430, "a", 1, "on")],
+                       schema=NODE_STATES_SCHEMA, orient="row")
+    out = energy(model, spec(a=(2, 4), b=(2,)), node_spans(log), busy_gpu_seconds=500, start=0, end=1000)
     idle2, idle4 = 100 + 2 * 10, 100 + 4 * 10
     joules = (500 * 50  # busy GPU-seconds at 60 - 10 W extra
               + idle2 * 1000 * 2  # the two 2-GPU nodes, always on

@@ -102,29 +102,32 @@ def parse_events(text: str | None, option: str = "--events") -> tuple[datetime.d
 # purpose: with less than a year of history they index time rather than season, and a tree cannot extrapolate them
 FEATURES = ("now", "delta_1", "delta_6", "mean_6", "max_6", "std_6", "mean_36", "max_36", "mean_day",
             "yesterday", "last_week", "hour", "weekday", "holiday", "event", "origin_hour")
-_SHARED = 9  # the first features do not depend on the target
-
-
-def _stat(values: Sequence[float], stat: str) -> float:
-    return (sum(values) / len(values) if stat == "mean" else max(values)) if values else math.nan
-
-
-def truth(y: Sequence[float], origin: int, target: Target) -> float:
-    """The actual value of ``target`` at ``origin`` (NaN while the series has not reached its end)."""
-    if origin + target.stop > len(y) or origin + target.start < 0:
-        return math.nan
-    return _stat(y[origin + target.start: origin + target.stop], target.stat)
+def outcomes(y: Sequence[float] | np.ndarray, target: Target) -> np.ndarray:
+    """Per origin i of ``y``, the actual value of ``target`` (NaN where the series ends before its window does)."""
+    y = np.asarray(y, dtype=np.float64)
+    out = np.full(len(y), np.nan)
+    full = len(y) - target.stop + 1  # origins whose whole window is in the series
+    if full > 0:
+        windows = np.lib.stride_tricks.sliding_window_view(y[target.start:], target.stop - target.start)[:full]
+        out[:full] = windows.mean(axis=1) if target.stat == "mean" else windows.max(axis=1)
+    return out
 
 
 BASELINES = ("last", "yesterday", "last_week")
 
 
-def baseline(name: str, y: Sequence[float], step: int, origin: int, target: Target) -> float:
-    """A naive forecast: ``last`` (the origin's value), ``yesterday`` or ``last_week`` (the same window then)."""
-    if name == "last":
-        return float(y[origin])
-    lag = {"yesterday": DAY // step, "last_week": 7 * DAY // step}[name]
-    return truth(y[: origin + 1], origin - lag, target) if origin - lag >= 0 else math.nan
+def baselines(y: Sequence[float] | np.ndarray, step: int, target: Target) -> dict[str, np.ndarray]:
+    """Per origin, each naive forecast of ``target``: ``last`` (the origin's value), ``yesterday`` and ``last_week``
+    (the same window then; NaN where that window is not over by the origin, or starts before the series)."""
+    y = np.asarray(y, dtype=np.float64)
+    actual = outcomes(y, target)
+    out = {"last": y.copy()}
+    for name, lag in (("yesterday", DAY // step), ("last_week", 7 * DAY // step)):
+        then = np.full(len(y), np.nan)
+        if target.stop - 1 <= lag:
+            then[lag:] = actual[: max(0, len(y) - lag)]
+        out[name] = then
+    return out
 
 
 @dataclass
@@ -224,8 +227,7 @@ class DemandForecaster:
             if last < 0:
                 raise ValueError(f"{known} steps are too few to train a forecast of {target.label}")
             first = max(0, last + 1 - self.history_steps)
-            windows = np.lib.stride_tricks.sliding_window_view(y[first + target.start:], target.stop - target.start)
-            outcome = (windows.mean(axis=1) if target.stat == "mean" else windows.max(axis=1))[: last + 1 - first]
+            outcome = outcomes(y, target)[first: last + 1]
             data = lgb.Dataset(self._rows[k][first: last + 1], outcome - y[first: last + 1],
                                feature_name=list(FEATURES), params={"max_bin": 63, "verbosity": -1})
             model = lgb.train(params, data, num_boost_round=self.trees)

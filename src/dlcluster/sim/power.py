@@ -12,10 +12,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import polars as pl
 
+from dlcluster.cluster import ClusterSpec
 from dlcluster.config_file import read_toml
 from dlcluster.errors import ConfigError, InputError
+from dlcluster.sim.cluster import ON
 
 OFF, BOOTING = "off", "booting"
 JOULES_PER_KWH = 3.6e6
@@ -60,47 +62,51 @@ def read_power_model(path: str | Path, boot_seconds: int | None = None) -> Power
         raise InputError(str(exc).removeprefix("power model: "), path=path) from None
 
 
-def energy(model: PowerModel, sizes: list[tuple[int, ...]], log: list[tuple[int, int, int, str]],
-           busy_gpu_seconds: float, start: int, end: int) -> dict[str, Any]:
-    """Energy of a run over [start, end): the nodes ``sizes`` (per group, GPUs per node), their state ``log`` and
-    the GPU-seconds jobs held; beside it the same run with every node always on."""
+NEVER, EVER = -(2**62), 2**62  # before a node's first change, and after its last
+NODE_STATES_SCHEMA = {"time": pl.Int64, "vc": pl.String, "node": pl.Int32, "state": pl.String}
+
+
+def node_spans(log: pl.DataFrame) -> pl.DataFrame:
+    """Each state of each node that changed state (``log``: ``time, vc, node, state`` in the order the changes
+    happened), held from ``time`` until the node's next change (``until``; EVER after its last). Before its first
+    change a node was on: a span from NEVER."""
+    # a stable sort keeps the changes of one second in order, so the last of them holds
+    held = log.sort("vc", "node", maintain_order=True).with_columns(
+        pl.col("time").shift(-1).over("vc", "node").fill_null(EVER).alias("until"))
+    first = held.group_by("vc", "node", maintain_order=True).agg(pl.col("time").min().alias("until")).with_columns(
+        pl.lit(NEVER).alias("time"), pl.lit(ON).alias("state"))
+    return pl.concat([held, first.select(held.columns)])
+
+
+def energy(model: PowerModel, cluster: ClusterSpec, spans: pl.DataFrame, busy_gpu_seconds: float, start: int,
+           end: int) -> dict[str, Any]:
+    """Energy of a run over [start, end): the nodes of ``cluster``, the state ``spans`` of those that changed state
+    (:func:`node_spans`) and the GPU-seconds jobs held; beside it the same run with every node always on."""
     window = max(0, end - start)
-    busy = busy_gpu_seconds * (model.gpu_busy_watts - model.gpu_idle_watts)
-    idle = [[model.idle_watts(gpus) for gpus in nodes] for nodes in sizes]
-    always_on = busy + window * sum(sum(w) for w in idle)
-    seconds = {"on": float(window * sum(len(n) for n in sizes)), OFF: 0.0, BOOTING: 0.0}
-    joules = always_on
-    if log:
-        # per node, each state lasts from its change to the node's next change (or the end); before its first
-        # change the node was on. Joules = always on, minus the idle power of every non-on span, plus its own.
-        times = np.clip(np.array([e[0] for e in log], dtype=np.int64), start, end)
-        group = np.array([e[1] for e in log], dtype=np.int64)
-        node = np.array([e[2] for e in log], dtype=np.int64)
-        state = np.array([e[3] for e in log], dtype=object)
-        order = np.lexsort((np.arange(len(log)), node, group))  # by node, in the order the changes happened
-        times, group, node, state = times[order], group[order], node[order], state[order]
-        same = np.append((group[1:] == group[:-1]) & (node[1:] == node[:-1]), False)
-        until = np.where(same, np.append(times[1:], end), end)
-        span = until - times
-        seconds["on"] = float(window * sum(len(n) for n in sizes) - span.sum())  # the spans' own "on" comes below
-        node_idle = np.array([idle[g][n] for g, n in zip(group.tolist(), node.tolist(), strict=True)])
-        for name in np.unique(state).tolist():
-            mine = state == name
-            seconds[name] = seconds.get(name, 0.0) + float(span[mine].sum())
-            if name in (OFF, BOOTING):  # any other state draws idle power, as counted in ``always_on``
-                watts = model.off_watts if name == OFF else model.boot_watts
-                joules += float((span[mine] * (watts - node_idle[mine])).sum())
-    wakeups = sum(1 for entry in log if entry[3] == BOOTING)
+    nodes = cluster.to_frame().select("vc", "node", (model.node_watts + pl.col("gpus") * model.gpu_idle_watts)
+                                      .alias("idle_watts"))
+    always_on = busy_gpu_seconds * (model.gpu_busy_watts - model.gpu_idle_watts) + window * float(
+        nodes["idle_watts"].sum())
+    # each span's seconds within the window; joules = always on, minus the idle power of every off or booting
+    # span, plus its own (any other state draws idle power, as ``always_on`` counts it)
+    held = spans.with_columns((pl.min_horizontal("until", end) - pl.max_horizontal("time", start)).clip(0)
+                              .alias("seconds")).join(nodes, on=["vc", "node"], how="left")
+    watts = pl.when(pl.col("state") == OFF).then(model.off_watts).when(pl.col("state") == BOOTING) \
+        .then(model.boot_watts).otherwise(pl.col("idle_watts"))
+    extra = float(held.select(((watts - pl.col("idle_watts")) * pl.col("seconds")).sum()).item() or 0.0)
+    joules = always_on + extra
+    seconds = dict(held.group_by("state").agg(pl.col("seconds").sum()).iter_rows())
+    changed = held.select("vc", "node").n_unique() if held.height else 0
+    seconds[ON] = seconds.get(ON, 0) + window * (nodes.height - changed)  # nodes that never changed state
     return {
         "energy_kwh": joules / JOULES_PER_KWH,
         "always_on_kwh": always_on / JOULES_PER_KWH,
         "saved_pct": 100.0 * (1 - joules / always_on) if always_on > 0 else None,
-        "node_hours_on": seconds["on"] / 3600,
-        "node_hours_off": seconds[OFF] / 3600,
-        "node_hours_booting": seconds[BOOTING] / 3600,
-        "wakeups": wakeups,
-        "mean_powered_nodes": (seconds["on"] + seconds[BOOTING]) / window if window else None,
+        "node_hours_on": seconds[ON] / 3600,
+        "node_hours_off": seconds.get(OFF, 0) / 3600,
+        "node_hours_booting": seconds.get(BOOTING, 0) / 3600,
+        "wakeups": spans.filter(pl.col("state") == BOOTING).height,
+        "mean_powered_nodes": (seconds[ON] + seconds.get(BOOTING, 0)) / window if window else None,
         "model": {f.name: getattr(model, f.name) for f in fields(model)},
         "window_seconds": window,
     }
-

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from dlcluster.sim.jobs import Record, Segments, checkpoint_overhead
-from dlcluster.sim.power import PowerModel, energy
+from dlcluster.sim.power import NEVER, NODE_STATES_SCHEMA, PowerModel, energy, node_spans
 from dlcluster.sim.prepare import Prepared
 from dlcluster.schema import STATUSES
 
@@ -310,9 +310,9 @@ def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
 def build_results(
     prep: Prepared, rec: Record, events: list[int], meta: dict[str, Any], wall: float,
     power: PowerModel | None = None, caught: pl.DataFrame | None = None, speed: bool = False,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """The jobs table, the timeline, the placements and the summary (with ``energy`` under a power model; with
-    ``caught``, the jobs early validation stopped, shown among the others).
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, Any], pl.DataFrame]:
+    """The jobs table, the timeline, the placements, the summary (with ``energy`` under a power model; with
+    ``caught``, the jobs early validation stopped, shown among the others) and the node-state changes.
 
     ``speed`` (a speed model was on) adds ``mean_speed`` to the jobs and ``slowdown_gpu_hours`` to the summaries.
     """
@@ -370,26 +370,27 @@ def build_results(
         pl.col(c).cast(t) if c in shown.columns or c in missing.columns else pl.lit(None, t).alias(c)
         for c, t in schema.items()
     )
-    states = NodeStates(rec.node_states, list(prep.spec.vcs)) if rec.node_states else None
+    log = node_state_table(rec, list(prep.spec.vcs))
+    spans = node_spans(log)
+    states = NodeStates(spans) if log.height else None
     timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states) for r in runs],
                        TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
-        summary["energy"] = _energy(power, prep, rec, ran, timeline, placements, sum(busy.values()))
-    return table, timeline, placements, summary
+        summary["energy"] = _energy(power, prep, spans, ran, timeline, placements, sum(busy.values()))
+    return table, timeline, placements, summary, log
 
 
-def _energy(power: PowerModel, prep: Prepared, rec: Record, ran: pl.DataFrame, timeline: pl.DataFrame,
+def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, timeline: pl.DataFrame,
             placements: pl.DataFrame, busy_gpu_seconds: float) -> dict[str, Any]:
     """The summary's ``energy`` object: energy by state, and what waiting for booting nodes cost the jobs."""
     start = _int(ran["submit"].min()) if ran.height else 0
     end = _int(ran["end"].max()) if ran.height else 0
-    out = energy(power, list(prep.spec.vcs.values()), rec.node_states, busy_gpu_seconds, start, end)
+    out = energy(power, prep.spec, spans, busy_gpu_seconds, start, end)
     out["utilization_powered"] = _powered_utilization(timeline, prep)
     # a job waited for a boot if it started on a node in the very second that node came on
-    names = list(prep.spec.vcs)
-    ons = pl.DataFrame([(t, names[g], n) for t, g, n, st in rec.node_states if st == "on"],
-                       schema={"start": pl.Int64, "vc": pl.String, "node": pl.Int32}, orient="row")
+    ons = spans.filter((pl.col("state") == "on") & (pl.col("time") != NEVER)).select(
+        pl.col("time").alias("start"), "vc", "node")
     near = placements.filter(pl.col("start").is_in(ons["start"].unique().implode()))  # most rows go here, cheaply
     delayed = near.join(ons, on=["start", "vc", "node"]).select("job_id", "vc").unique() \
         .join(ran.select("job_id", "vc", "queue_delay"), on=["job_id", "vc"]).filter(pl.col("queue_delay") > 0)
@@ -414,9 +415,6 @@ def _powered_utilization(timeline: pl.DataFrame, prep: Prepared) -> float | None
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
 
-NODE_STATES_SCHEMA = {"time": pl.Int64, "vc": pl.String, "node": pl.Int32, "state": pl.String}
-
-
 def node_state_table(rec: Record, names: list[str]) -> pl.DataFrame:
     """Every node-state change of the run: ``time, vc, node, state`` in the order they happened."""
     return pl.DataFrame([(t, names[g], n, st) for t, g, n, st in rec.node_states], schema=NODE_STATES_SCHEMA,
@@ -424,23 +422,12 @@ def node_state_table(rec: Record, names: list[str]) -> pl.DataFrame:
 
 
 class NodeStates:
-    """The run's node-state changes as spans, for ``nodes_<state>`` timeline columns: per sample, a VC's nodes in
-    each state any node entered during the run."""
+    """The run's node-state spans (:func:`~dlcluster.sim.power.node_spans`) as ``nodes_<state>`` timeline columns:
+    per sample, a VC's nodes in each state any node entered during the run."""
 
-    def __init__(self, log: list[tuple[int, int, int, str]], names: list[str]) -> None:
-        frame = pl.DataFrame(log, schema={"t": pl.Int64, "g": pl.Int64, "node": pl.Int64, "state": pl.String},
-                             orient="row")
-        self.states = sorted({"on", *frame["state"].unique().to_list()})
-        # each change holds until the node's next one; before its first change a node was on (the sort is stable,
-        # so changes of one second keep their order and the last one holds)
-        held = frame.sort("g", "node", maintain_order=True).with_columns(
-            pl.col("t").shift(-1).over("g", "node").fill_null(self.EVER).alias("until"))
-        first = held.group_by("g", "node").agg(pl.col("t").min().alias("until")).with_columns(
-            pl.lit(self.NEVER).alias("t"), pl.lit("on").alias("state"))
-        spans = pl.concat([held, first.select(held.columns)])
-        self.by_vc = {names[g]: part for (g,), part in spans.partition_by("g", as_dict=True).items()}
-
-    NEVER, EVER = -(2**62), 2**62
+    def __init__(self, spans: pl.DataFrame) -> None:
+        self.states = sorted(spans["state"].unique().to_list())
+        self.by_vc = {vc: part for (vc,), part in spans.partition_by("vc", as_dict=True).items()}
 
     def counts(self, vc: str, nodes: int, t0: int, n: int) -> dict[str, np.ndarray]:
         """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + SAMPLE·k, k < n."""
@@ -449,7 +436,7 @@ class NodeStates:
         changed = 0
         if mine is not None:
             for (st,), part in mine.partition_by("state", as_dict=True).items():
-                out[f"nodes_{st}"] = _covering(part["t"].to_numpy(), part["until"].to_numpy(), t0, n)
-            changed = mine.filter(pl.col("t") == self.NEVER).height
+                out[f"nodes_{st}"] = _covering(part["time"].to_numpy(), part["until"].to_numpy(), t0, n)
+            changed = mine.filter(pl.col("time") == NEVER).height
         out["nodes_on"] += nodes - changed  # nodes that never changed state are on throughout
         return out

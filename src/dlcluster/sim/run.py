@@ -34,7 +34,8 @@ from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import Prepared, prepare
-from dlcluster.sim.results import NODE_STATES_SCHEMA, build_results, node_state_table
+from dlcluster.sim.power import NODE_STATES_SCHEMA
+from dlcluster.sim.results import build_results
 from dlcluster.sim.simulation import Progress, Simulation
 
 
@@ -142,15 +143,15 @@ def simulate(
     if speed is not None:
         describe = getattr(speed, "describe", None)
         meta["speed_model"] = describe() if callable(describe) else {"name": type(speed).__name__}
-    table, timeline, placements, summary = build_results(prep, rec, events, meta, wall, power, caught,
-                                                         speed is not None)
+    table, timeline, placements, summary, node_states = build_results(prep, rec, events, meta, wall, power, caught,
+                                                                      speed is not None)
     if failures is not None:
         done = table.filter(pl.col("status") == "completed")
         summary["failures"] = {**failure_summary(df, caught, failures), "completed_jobs": done.height,
                                "completed_mean_jct": done["jct"].mean(),
                                "completed_mean_queue_delay": done["queue_delay"].mean(),
                                "completed_p99_queue_delay": done["queue_delay"].quantile(0.99, "linear")}
-    return SimResult(table, timeline, placements, summary, node_state_table(rec, names))
+    return SimResult(table, timeline, placements, summary, node_states)
 
 
 def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: FailureModel, source: str,

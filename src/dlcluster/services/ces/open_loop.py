@@ -15,16 +15,7 @@ import numpy as np
 import polars as pl
 
 from dlcluster.errors import ConfigError
-from dlcluster.predict.forecast import (
-    BASELINES,
-    DAY,
-    MIN_TRAIN_DAYS,
-    Calendar,
-    DemandForecaster,
-    baseline,
-    horizon,
-    truth,
-)
+from dlcluster.predict.forecast import DAY, MIN_TRAIN_DAYS, Calendar, DemandForecaster, baselines, horizon, outcomes
 from dlcluster.services.ces.rules import Controller
 from dlcluster.services.ces.stats import controller_stats, forecast_errors
 
@@ -51,14 +42,14 @@ def _errors(actual: np.ndarray, forecast: np.ndarray) -> tuple[float | None, flo
 def horizon_errors(forecaster: DemandForecaster, y: list[float], origins: range) -> pl.DataFrame:
     """RMSE and sMAPE of each of ``forecaster``'s targets and of the naive baselines, over ``origins``."""
     predicted = forecaster.forecast_all(origins)
+    at = slice(origins.start, origins.stop)
     rows = []
     for k, target in enumerate(forecaster.targets):
-        actual = np.array([truth(y, o, target) for o in origins])
+        actual = outcomes(y, target)[at]
         row: dict[str, Any] = {"target": target.label, "steps_ahead": target.stop - 1}
         row["rmse"], row["smape"] = _errors(actual, predicted[:, k])
-        for name in BASELINES:
-            guess = np.array([baseline(name, y, forecaster.step, o, target) for o in origins])
-            row[f"rmse_{name}"], row[f"smape_{name}"] = _errors(actual, guess)
+        for name, guess in baselines(y, forecaster.step, target).items():
+            row[f"rmse_{name}"], row[f"smape_{name}"] = _errors(actual, guess[at])
         rows.append(row)
     return pl.DataFrame(rows)
 
