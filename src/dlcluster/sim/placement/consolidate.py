@@ -16,9 +16,25 @@ def _best_fit(free: list[int], gpus: int, largest: int, by_free: list[int] | Non
     return -1
 
 
-def place_rest(alloc: Allocation, rest: list[int], need: int, largest: int) -> Allocation | None:
-    """``alloc`` plus ``need`` GPUs from the nodes' free GPUs ``rest``: on the best-fitting single node, else spread
-    over the emptiest nodes; None if they do not hold that many."""
+def consolidate_on(free: list[int], sizes: tuple[int, ...], gpus: int, largest: int) -> Allocation | None:
+    """The consolidate rule on nodes with ``free`` GPUs (of ``sizes``): best fit on one node when the job fits the
+    largest; else whole free nodes (largest first) and the remainder on the best-fitting node, or spread over the
+    emptiest nodes if none holds it."""
+    if gpus <= largest:
+        node = _best_fit(free, gpus, largest)
+        return None if node < 0 else [(node, gpus)]
+    if sum(free) < gpus:
+        return None
+    rest = list(free)
+    alloc: Allocation = []
+    need = gpus
+    for node in sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n]):
+        if sizes[node] <= need:
+            alloc.append((node, sizes[node]))
+            need -= sizes[node]
+            rest[node] = 0
+    if need == 0:
+        return alloc
     node = _best_fit(rest, need, largest)
     if node >= 0:
         return [*alloc, (node, need)]
@@ -52,23 +68,7 @@ class Consolidate:
                     return [(counts.index(f), gpus)]
             return None
         free = state.usable(gpus, cpus)
-        if free is None:
-            return None
-        if gpus <= largest:
-            node = _best_fit(free, gpus, largest)
-            return None if node < 0 else [(node, gpus)]
-        whole = sorted((n for n, f in enumerate(free) if f == sizes[n] and f > 0), key=lambda n: -sizes[n])
-        alloc: Allocation = []
-        need = gpus
-        for node in whole:
-            if sizes[node] <= need:
-                alloc.append((node, sizes[node]))
-                need -= sizes[node]
-        if need == 0:
-            return alloc
-        used = {n for n, _ in alloc}
-        rest = [f if n not in used else 0 for n, f in enumerate(free)]
-        return place_rest(alloc, rest, need, largest)
+        return None if free is None else consolidate_on(free, sizes, gpus, largest)
 
 
 class ArtifactConsolidate:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dlcluster.sim.cluster import Allocation, VCState
-from dlcluster.sim.placement.consolidate import _best_fit, place_rest
+from dlcluster.sim.placement.consolidate import consolidate_on
 
 
 class Dedicated:
@@ -45,20 +45,4 @@ class Dedicated:
             return None if node < 0 else [(node, 1)]
         # only empty servers (an unusable node shows no free GPUs, so it is never "empty")
         rest = [u if free[n] == sizes[n] else 0 for n, u in enumerate(usable)]
-        largest = state.largest
-        if gpus <= largest:
-            node = _best_fit(rest, gpus, largest)
-            return None if node < 0 else [(node, gpus)]
-        if sum(rest) < gpus:
-            return None
-        whole = sorted((n for n, u in enumerate(rest) if u == sizes[n] and u > 0), key=lambda n: -sizes[n])
-        alloc: Allocation = []
-        need = gpus
-        for node in whole:
-            if sizes[node] <= need:
-                alloc.append((node, sizes[node]))
-                need -= sizes[node]
-                rest[node] = 0
-        if need == 0:
-            return alloc
-        return place_rest(alloc, rest, need, largest)  # on the empty servers only
+        return consolidate_on(rest, sizes, gpus, state.largest)
