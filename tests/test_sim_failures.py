@@ -144,7 +144,8 @@ def test_failures_none_changes_nothing_and_errors_are_one_line(tmp_path: Path) -
         assert (a / f).read_bytes() == (b / f).read_bytes()
     for args, message in ((("--retries", "2"), "--retries need --failures replay"),
                           (("--failures", "replay", "--validation-minutes", "5"), "needs both --validation-minutes"),
-                          (("--failures", "sometimes"), "choose none or replay")):
+                          (("--failures", "sometimes"), "choose none or replay"),
+                          (("--failures", "replay", "--compat", "helios-artifact"), "replays no failures")):
         run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
 

@@ -148,12 +148,20 @@ def simulate(
     classes = {name: get_policy(name) for name in names}  # every name checked before the first run
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
-    if compat is not None and speed_model != "none":
-        raise ConfigError(f"--speed-model {speed_model}: compatibility mode (--compat {compat}) runs every job at "
-                          "full speed")
+    if compat is not None:  # checked before the trace is read (the library refuses them too, later)
+        for given, refused, why in (
+                (f"--speed-model {speed_model}", speed_model != "none", "runs every job at full speed"),
+                (f"--failures {failures}", failures != "none", "replays no failures"),
+                ("--power ces", power == "ces", "keeps every node on, as the artifact does; use --power on for its "
+                 "energy")):
+            if refused:
+                raise ConfigError(f"{given}: compatibility mode (--compat {compat}) {why}")
     from dlcluster.sim.speed import speed_model as make_speed_model
 
     speed = make_speed_model(speed_model)  # a file is read and checked before any run
+    failure_model = _failure_model(failures, retries, no_retry_within, validation_minutes, validation_gpus,
+                                   keep_progress)
+    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
     if relax_after is not None:
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
@@ -180,12 +188,6 @@ def simulate(
         lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
         hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
         window = (lo, hi)
-    failure_model = _failure_model(failures, retries, no_retry_within, validation_minutes, validation_gpus,
-                                   keep_progress)
-    if compat is not None and power == "ces":
-        raise ConfigError(f"--power ces: compatibility mode (--compat {compat}) keeps every node on, as the artifact "
-                          "does; use --power on for its energy")
-    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None

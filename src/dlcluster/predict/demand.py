@@ -99,9 +99,10 @@ def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE) -
     n = (int(ran["end_time"].max()) - t0) // sample + 1  # type: ignore[arg-type]
     used = np.zeros(n, dtype=np.int64)
     used_gpus = np.zeros(n, dtype=np.int64)
+    parts = {vc: part for (vc,), part in ran.partition_by("vc", as_dict=True).items()}
     for vc, sizes in cluster.vcs.items():
-        part = ran.filter(pl.col("vc") == vc)
-        if part.height == 0 or not sizes:
+        part = parts.get(vc)
+        if part is None or not sizes:
             continue
         gpus = _busy(part, t0, n, sample)
         used_gpus += gpus
@@ -118,8 +119,8 @@ def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE) -
 
 def _busy(part: pl.DataFrame, t0: int, n: int, sample: int) -> np.ndarray:
     """GPUs busy at each sample t0 + sample·k, from intervals [start, end)."""
-    first = lambda t: np.clip(-((t0 - t) // sample), 0, n)  # noqa: E731 - ceil((t - t0) / sample)
-    starts, ends = first(part["start_time"].to_numpy()), first(part["end_time"].to_numpy())
+    # each time's first sample at or after it: ceil((t - t0) / sample), within [0, n]
+    starts, ends = (np.clip(-((t0 - part[c].to_numpy()) // sample), 0, n) for c in ("start_time", "end_time"))
     weights = part["gpu_num"].to_numpy().astype(np.float64)
     diff = np.bincount(starts, weights, minlength=n + 1) - np.bincount(ends, weights, minlength=n + 1)
     return np.rint(np.cumsum(diff)[:n]).astype(np.int64)

@@ -215,9 +215,8 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         for i, name in enumerate(names)
     ]
     t_all = time.perf_counter()
-    sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress)
-    if replayed:
-        sim.outcome = df["outcome"].to_list()
+    sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress,
+                     df["outcome"].to_list() if replayed else None)
     engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
     wall = time.perf_counter() - t_all
     if sim.left:

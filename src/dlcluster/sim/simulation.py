@@ -17,10 +17,11 @@ class Simulation:
     """The engine's handler: the fixed order of work within a second (see :mod:`dlcluster.sim.observers`)."""
 
     def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, arrivals: list[int],
-                 observers: Sequence[Observer] = (), progress: Progress | None = None) -> None:
+                 observers: Sequence[Observer] = (), progress: Progress | None = None,
+                 outcome: list[str] | None = None) -> None:
         self.jobs, self.names, self.cycles, self.engine = jobs, names, cycles, engine
         self.arrivals = arrivals  # job numbers in arrival order: the engine's i-th arrival is job arrivals[i]
-        self.outcome: list[str] | None = None  # with failures replayed: each job's final outcome, for on_finish
+        self.outcome = outcome  # with failures replayed: each job's final outcome, for on_finish
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
         self.observers = list(observers)
         self.tickers: list[Observer] = []
