@@ -128,6 +128,17 @@ def test_the_quantile_model_covers_about_its_quantile() -> None:
     assert 0.8 <= covered <= 0.99
 
 
+def test_the_same_input_gives_the_same_forecasts_byte_for_byte() -> None:
+    y = _daily(8, seed=5)["used"].to_list()
+    runs = []
+    for _ in range(2):
+        f = DemandForecaster(STEP, 0, (horizon(6), Target(0, 30)), quantile=None)
+        f.extend(y)
+        f.fit(until=6 * 144)
+        runs.append(f.forecast_all(range(6 * 144, 8 * 144)).tobytes())
+    assert runs[0] == runs[1]
+
+
 def test_single_step_and_batch_forecasts_agree() -> None:
     y = _daily(6)["used"].to_list()
     f = DemandForecaster(STEP, 0, (horizon(6), Target(0, 30)))
@@ -374,6 +385,9 @@ def test_read_power_model(tmp_path: Path) -> None:
     f.write_text("node_watts = 300\nboot_seconds = 90\n")
     assert read_power_model(f) == PowerModel(node_watts=300, boot_seconds=90)
     assert read_power_model(f, boot_seconds=10).boot_seconds == 10
+    # the defaults docs/ces.md derives: an idle 8-GPU node draws 900 W, a fully busy one 2,900 W
+    m = PowerModel()
+    assert m.idle_watts(8) == 900 and m.idle_watts(8) + 8 * (m.gpu_busy_watts - m.gpu_idle_watts) == 2900
     f.write_text("off_watts = -1\n")
     with pytest.raises(InputError, match="off_watts must be a number >= 0"):
         read_power_model(f)

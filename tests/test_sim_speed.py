@@ -323,4 +323,16 @@ def test_locality_sweep_table_in_docs(tmp_path: Path) -> None:
         part = {r["placement"]: r for r in rows if r["load"] == load}
         assert part["consolidate"]["slowdown_gpu_h"] < part["relax:0"]["slowdown_gpu_h"]
         assert part["dedicated"]["multi_gpu_h"] == 0 and part["dedicated"]["spread_jobs"] == 0
-        assert part["dedicated"]["mean_queue_h"] > part["consolidate"]["mean_queue_h"]
+        assert part["dedicated"]["mean_queue_h"] > 2 * part["consolidate"]["mean_queue_h"]  # "more than doubles"
+        # "mean queueing delay and JCT move by at most 0.4 h between T = 0 and consolidate"
+        waits = [p for p in part if p.startswith("relax:") or p == "consolidate"]
+        for key in ("mean_queue_h", "mean_jct_h"):
+            values = [part[p][key] for p in waits]
+            assert max(values) - min(values) <= 0.4
+        assert round(part["dedicated"]["mean_jct_h"] / part["consolidate"]["mean_jct_h"]) == 2  # "about doubles"
+    cut = {load: 1 - next(r["slowdown_gpu_h"] for r in rows if r["load"] == load and r["placement"] == "consolidate")
+           / next(r["slowdown_gpu_h"] for r in rows if r["load"] == load and r["placement"] == "relax:0")
+           for load in example.LOADS}
+    assert round(100 * cut[2]) == 7 and round(3 * cut[3]) == 1  # "by 7% at load 2 and by a third at load 3"
+    at2 = {r["placement"]: r for r in rows if r["load"] == 2}
+    assert round(at2["dedicated"]["slowdown_gpu_h"] / at2["consolidate"]["slowdown_gpu_h"], 1) == 0.5  # "halves"
