@@ -35,7 +35,7 @@ def timed(owner, name, phase):
     setattr(owner, name, wrapper)
 
 timed(cmd, "load", "read trace")
-timed(cmd, "estimates_from", "read estimates")
+timed(cmd, "read_estimates", "read estimates")
 timed(run, "prepare", "prepare")
 timed(engine.Engine, "run", "event loop")
 timed(run, "build_results", "result tables")

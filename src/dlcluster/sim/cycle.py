@@ -281,12 +281,16 @@ class Cycle:
             jobs.progress_at[j] = now
             node_jobs = self.node_jobs
             alone = True
+            crowded = self.any_neighbour
             for node, _ in alloc:
                 on = node_jobs[node]
                 on.add(j)
                 alone = alone and len(on) == 1
-            if alone:  # nobody else to re-rate: only this job's own rate and end (what _respeed would do for it)
-                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, 0)
+                crowded = crowded and len(on) > 2
+            # nobody else to re-rate: alone, or (when only having neighbours matters) every node already held two
+            # jobs, which had neighbours before and still have them; only this job's own rate and end change
+            if alone or crowded:
+                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, 0 if alone else 1)
                 if not rate > 0:
                     raise ValueError(f"speed model gave job {j} a rate of {rate}; rates must be positive")
                 jobs.rate[j] = rate
@@ -345,10 +349,12 @@ class Cycle:
     def _leave(self, j: int, alloc: Allocation, now: int) -> None:
         jobs, node_jobs = self.jobs, self.node_jobs
         neighbours = False
+        any_neighbour = self.any_neighbour
         for node, _ in alloc:
             on = node_jobs[node]
             on.discard(j)
-            neighbours = neighbours or bool(on)
+            # when only having neighbours matters, a job left with others on the node keeps its rate
+            neighbours = neighbours or (len(on) == 1 if any_neighbour else bool(on))
         jobs.rate[j] = 1
         jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
         if neighbours:  # jobs left on these nodes may speed up
