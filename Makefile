@@ -28,8 +28,8 @@ demo: $(STAMP)
 # the type check runs first; the tests run even when it fails, and either failing fails the target
 test: $(STAMP)
 	@status=0; \
-	echo "$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services"; \
-	$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services || status=1; \
+	echo "$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep"; \
+	$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep || status=1; \
 	echo "$(BIN)/python -m pytest"; \
 	$(BIN)/python -m pytest || status=1; \
 	exit $$status

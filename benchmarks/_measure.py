@@ -7,6 +7,7 @@ that of any process it started and waited for.
 
 from __future__ import annotations
 
+import compileall
 import os
 import resource
 import signal
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 WORK = ROOT / "bench-out"
 os.environ.setdefault("POLARS_MAX_THREADS", "2")  # the 2-core machine the targets are set for
+# Byte-compile dlcluster's sources once, as installing a package does: with PYTHONDONTWRITEBYTECODE set (as on
+# the development machine) an editable install would otherwise recompile every module in every measured process.
+compileall.compile_dir(ROOT / "src", quiet=1)
 
 
 class Measured(NamedTuple):

@@ -13,6 +13,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dlcluster.errors import DlclusterError
 
@@ -35,7 +36,8 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 def _register() -> None:
     # --help lists them in this order
-    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "ces_cmd", "characterize_cmd"):
+    for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "ces_cmd", "characterize_cmd",
+                   "sweep_cmd"):
         importlib.import_module(f"dlcluster.cli.{module}")
 
 
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     except DlclusterError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)  # a message is text, not markup
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; no partial output was left behind")

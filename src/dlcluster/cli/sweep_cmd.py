@@ -1,0 +1,43 @@
+"""``dlcluster sweep``: run every cell of an experiment file, resuming where an earlier run stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from dlcluster.cli import app, err_console
+
+
+@app.command()
+def sweep(
+    experiment: Path = typer.Argument(..., help="Experiment file (TOML): traces, fixed options, grid, cases."),
+    output: Path = typer.Option(..., "--output", "-o", help="Results folder (created; re-running resumes)."),
+    executor: str = typer.Option("local", "--executor", help="local (a process pool) or ray (RAY_ADDRESS, else a "
+                                 "local Ray instance)."),
+    workers: int = typer.Option(None, "--workers", help="Parallel cells (default: the machine's cores)."),
+) -> None:
+    """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them."""
+    from dlcluster.sweep.executors import make_executor
+    from dlcluster.sweep.experiment import read_experiment
+    from dlcluster.sweep.run import run_sweep
+    from dlcluster.sweep.simulate_options import checks
+
+    exp = read_experiment(experiment, checks())
+    runner = make_executor(executor, workers)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=err_console, transient=True, disable=not err_console.is_terminal)
+    with bar:
+        task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
+
+        def progress(done: int, failed: int, total: int) -> None:
+            bar.update(task, completed=done, failed=failed)
+
+        report = run_sweep(exp, output, runner, progress)
+    err_console.print(f"sweep {exp.name}: {report.total} cells, {report.skipped} already done, {report.ran} run now, "
+                      f"{report.failed} failed -> {report.results}", soft_wrap=True)
+    if report.failed:
+        err_console.print(f"[yellow]failed cells are listed in {output / 'failed'}; re-running the sweep "
+                          "tries them again[/]", soft_wrap=True)

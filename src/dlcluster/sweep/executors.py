@@ -1,0 +1,104 @@
+"""Where a sweep's cells run: a local process pool (default) or Ray tasks (a local instance, or ``RAY_ADDRESS``).
+
+An executor takes cell tasks and yields their outcomes as they finish, in any order (the results table is
+put in cell order afterwards). Each worker is one process that runs many cells, each single-threaded
+(Polars gets one thread per worker, so N workers use N cores).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Protocol
+
+from dlcluster.errors import ConfigError
+from dlcluster.sweep.cells import CellOutcome, CellTask, run_cell
+
+EXECUTORS = ("local", "ray")
+WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
+
+
+class Executor(Protocol):
+    """Runs cell tasks; yields each outcome when it is ready."""
+
+    def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
+        """Outcomes of ``tasks``, as they finish."""
+        ...
+
+
+def _init_worker() -> None:
+    os.environ.update(WORKER_ENV)  # before the worker first imports Polars
+
+
+class LocalExecutor:
+    """A pool of ``workers`` fresh processes (spawned: no state forked from the driver's threads)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
+        """Outcomes of ``tasks`` from the pool, as they finish; on an interrupt, queued cells are cancelled."""
+        if not tasks:
+            return
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)), mp_context=ctx,
+                                   initializer=_init_worker)
+        try:
+            pending: set[Future[CellOutcome]] = {pool.submit(run_cell, t) for t in tasks}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: f.result().index):
+                    yield future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Ray tasks: on the cluster at ``RAY_ADDRESS`` if set, else on a local instance of ``workers`` CPUs bound to
+    the loopback interface. Workers read the traces and files by path: on a multi-machine cluster the results
+    folder's traces and the experiment's files must be on a shared file system."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
+        """Outcomes of ``tasks`` from Ray, as they finish; the local instance is shut down at the end."""
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("--executor ray needs Ray: pip install 'dlcluster[ray]'") from None
+        if not tasks:
+            return
+        address = os.environ.get("RAY_ADDRESS")
+        started = not ray.is_initialized()
+        if started:
+            options: dict[str, Any] = {"runtime_env": {"env_vars": WORKER_ENV}, "configure_logging": False,
+                                       "log_to_driver": False, "include_dashboard": False}
+            if address:
+                ray.init(address=address, **options)
+            else:
+                ray.init(num_cpus=self.workers, _node_ip_address="127.0.0.1", **options)
+        try:
+            remote = ray.remote(num_cpus=1, max_retries=0)(run_cell)
+            pending = [remote.remote(t) for t in tasks]
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    yield ray.get(ref)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def make_executor(name: str, workers: int | None) -> Executor:
+    """The executor called ``name`` with ``workers`` workers (default: the machine's cores)."""
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers {workers}: expected at least 1")
+    count = workers or os.cpu_count() or 1
+    if name == "local":
+        return LocalExecutor(count)
+    if name == "ray":
+        return RayExecutor(count)
+    raise ConfigError(f"--executor {name!r}: choose one of {', '.join(EXECUTORS)}")

@@ -1,0 +1,173 @@
+"""Run a sweep: make its traces, skip the cells already done, run the rest on an executor, collect the results.
+
+Layout of a results folder::
+
+    experiment.toml        the experiment file, as run
+    traces/NAME.parquet    generated traces (one per preset and seed)
+    cells/CELL_ID/         each finished cell: what ``simulate -o`` writes, and cell.json (its parameters)
+    failed/CELL_ID.json    each failed cell: its parameters and error (tried again on the next run)
+    results.parquet        one row per cell, written when every cell has run
+    sweep.json             the parameter and metric column names, the experiment's name, the cell count
+
+A cell's folder name is the hash of its inputs (trace bytes, arguments, files they name, dlcluster's version),
+so re-running the same file skips what is done, and a changed input runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlcluster.atomic import write_atomic, write_text_atomic
+from dlcluster.errors import ConfigError
+from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest
+from dlcluster.sweep.executors import Executor
+from dlcluster.sweep.experiment import Cell, Experiment, TraceSource
+from dlcluster.sweep.results import metric_columns, table
+from dlcluster.sweep.simulate_options import arguments, flag_of, resolve
+
+Progress = Callable[[int, int, int], None]  # (done, failed, total)
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: how many cells ran now, were already done, failed; where the results are."""
+
+    total: int
+    skipped: int
+    ran: int
+    failed: int
+    results: Path
+
+
+def _trace_file(source: TraceSource, outdir: Path) -> Path:
+    """The trace file of ``source``: the user's file as is, or the generated one (made once, kept for re-runs)."""
+    if source.file is not None:
+        return source.file
+    target = outdir / "traces" / f"{source.key}.parquet"
+    if not target.exists():
+        from dlcluster.io import parquet
+        from dlcluster.synth import generate, load_preset
+
+        assert source.preset is not None
+        trace = generate(load_preset(source.preset), days=source.days, load=source.load, seed=source.seed)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        parquet.write(trace, target)
+    return target
+
+
+def _file_options(params: dict[str, Any]) -> dict[str, str]:
+    """Digests of the files a cell's (resolved) options name: a changed estimates file or power model reruns it."""
+    return {name: file_digest(Path(value)) for name, value in params.items()
+            if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_file()}
+
+
+def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
+    """Every cell as a task (traces generated as needed), in cell order."""
+    digests: dict[Path, str] = {}
+    tasks = []
+    for cell in exp.cells:
+        path = _trace_file(cell.trace, outdir)
+        if path not in digests:
+            digests[path] = file_digest(path)
+        # files named by options are read relative to the experiment file; the hash sees their bytes, not where
+        # they are, so moving the experiment's folder keeps the finished cells
+        resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
+        args = [*_read_arguments(cell.trace), *arguments(resolved)]
+        key = cell_id(digests[path], [*_read_arguments(cell.trace), *arguments(cell.params)], _file_options(resolved))
+        tasks.append(CellTask(cell.index, key, str(path), tuple(args)))
+    ids = [t.cell_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        first = next(i for i in ids if ids.count(i) > 1)
+        same = [t.index for t in tasks if t.cell_id == first]
+        raise ConfigError(f"{exp.path}: cells {same[0]} and {same[1]} are the same simulation; remove the repeat")
+    return tasks
+
+
+def _read_arguments(source: TraceSource) -> list[str]:
+    out: list[str] = []
+    for key, value in source.read_options:
+        if key == "lenient":
+            out += ["--lenient"] if value else []
+        else:
+            out += [flag_of(key), str(value)]
+    return out
+
+
+def _cell_record(cell: Cell, task: CellTask) -> dict[str, Any]:
+    return {"cell": cell.index, "cell_id": task.cell_id, "trace": cell.trace.name, "trace_file": task.trace,
+            "params": cell.params, "args": list(task.args)}
+
+
+def _store(outcome: CellOutcome, cell: Cell, task: CellTask, outdir: Path) -> None:
+    """Write one finished cell into the results folder: all its files appear at once (a folder rename)."""
+    record = {**_cell_record(cell, task), "wall_seconds": outcome.wall_seconds}
+    failed = outdir / "failed" / f"{task.cell_id}.json"
+    if outcome.error is not None:
+        failed.parent.mkdir(exist_ok=True)
+        write_text_atomic(failed, json.dumps({**record, "error": outcome.error}, indent=2) + "\n")
+        return
+    cells = outdir / "cells"
+    cells.mkdir(exist_ok=True)
+    staging = cells / f".{task.cell_id}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    for name, data in outcome.files.items():
+        (staging / name).write_bytes(data)
+    (staging / "cell.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    final = cells / task.cell_id
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    failed.unlink(missing_ok=True)
+
+
+def _done(outdir: Path, task: CellTask) -> dict[str, Any] | None:
+    folder = outdir / "cells" / task.cell_id
+    if not (folder / "cell.json").is_file() or not (folder / "summary.json").is_file():
+        return None
+    record = json.loads((folder / "cell.json").read_text(encoding="utf-8"))
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    return {"cell_id": task.cell_id, "status": "ok", "error": None, "wall_seconds": record["wall_seconds"],
+            "summary": summary}
+
+
+def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progress | None = None) -> SweepReport:
+    """Run every cell of ``exp`` not yet done in ``outdir`` on ``executor``; write the results table at the end."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(outdir / "experiment.toml", exp.path.read_text(encoding="utf-8"))
+    tasks = plan(exp, outdir)
+    outcomes: dict[int, dict[str, Any]] = {}
+    todo = []
+    for task in tasks:
+        done = _done(outdir, task)
+        if done is None:
+            todo.append(task)
+        else:
+            outcomes[task.index] = done
+    skipped, failed, total = len(outcomes), 0, len(tasks)
+    if progress:
+        progress(skipped, 0, total)
+    for outcome in executor.run(todo):
+        cell, task = exp.cells[outcome.index], tasks[outcome.index]
+        _store(outcome, cell, task, outdir)
+        if outcome.error is None:
+            summary = json.loads(outcome.files["summary.json"])
+            outcomes[outcome.index] = {"cell_id": task.cell_id, "status": "ok", "error": None,
+                                       "wall_seconds": outcome.wall_seconds, "summary": summary}
+        else:
+            failed += 1
+            outcomes[outcome.index] = {"cell_id": task.cell_id, "status": "failed", "error": outcome.error,
+                                       "wall_seconds": outcome.wall_seconds, "summary": None}
+        if progress:
+            progress(len(outcomes), failed, total)
+    frame = table(exp, outcomes)
+    results = outdir / "results.parquet"
+    write_atomic(results, lambda p: frame.write_parquet(p))
+    meta = {"experiment": exp.path.name, "name": exp.name, "cells": total, "parameters": exp.parameters,
+            "metrics": exp.metrics or metric_columns(frame)}
+    write_text_atomic(outdir / "sweep.json", json.dumps(meta, indent=2) + "\n")
+    return SweepReport(total, skipped, total - skipped, failed, results)

@@ -1,0 +1,127 @@
+"""A sweep's settings are ``dlcluster simulate`` options: their names, their checks and their command lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from dlcluster.errors import DlclusterError, InputError
+
+Check = Callable[[Any, Path, str], None]
+
+
+@cache
+def _command() -> Any:
+    """The ``simulate`` command as the CLI parses it."""
+    import typer
+
+    import dlcluster.cli as cli
+
+    cli._register()
+    return typer.main.get_command(cli.app).commands["simulate"]  # type: ignore[attr-defined]
+
+
+def _long_names() -> dict[str, Any]:
+    """Option name (long flag without dashes, ``-`` → ``_``) → the CLI parameter."""
+    out = {}
+    for param in _command().params:
+        longs = [o for o in param.opts if o.startswith("--")]
+        if longs:
+            out[longs[0][2:].replace("-", "_")] = param
+    return out
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of option ``name`` (``ces_rule`` → ``--ces-rule``)."""
+    return "--" + name.replace("_", "-")
+
+
+def arguments(params: dict[str, Any]) -> list[str]:
+    """``simulate`` arguments for a cell's options (a true flag is given, a false one left out)."""
+    flags = _long_names()
+    args: list[str] = []
+    for name, value in params.items():
+        if getattr(flags[name], "is_flag", False):
+            if value:
+                args.append(flag_of(name))
+        else:
+            args += [flag_of(name), str(value)]
+    return args
+
+
+def _parse(name: str, value: Any, path: Path, where: str) -> None:
+    """Let the CLI itself parse ``--name value`` (types, ranges): its message becomes a one-line error."""
+    param = _long_names()[name]
+    if getattr(param, "is_flag", False):
+        if not isinstance(value, bool):
+            raise InputError(f"expected true or false, got {value!r}", path=path, field=where)
+        return
+    try:
+        _command().make_context("simulate", ["trace", "-o", "out", *arguments({name: value})])
+    except Exception as exc:  # the CLI parser's own error type (typer's vendored click)
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        raise InputError(message, path=path, field=where) from None
+
+
+def resolve(value: Any, base: Path) -> Any:
+    """An option value naming a file relative to the experiment file's folder, made absolute (else unchanged)."""
+    if isinstance(value, str) and value and not Path(value).is_absolute() and (base / value).is_file():
+        return str((base / value).resolve())
+    return value
+
+
+def _semantic(name: str) -> Callable[[Any], object] | None:
+    """The library check of option ``name``'s value, for options whose allowed values the library knows."""
+    if name == "policy":
+        from dlcluster.sim.policies import get_policy
+
+        def policy(v: Any) -> None:
+            if "," in str(v):
+                raise InputError("one policy per cell: sweep several with policy = [\"fifo\", \"sjf\"]")
+            get_policy(str(v))
+        return policy
+    if name == "placement":
+        from dlcluster.sim.placement import get_placement
+
+        return lambda v: get_placement(str(v))
+    if name == "estimates":
+        from dlcluster.predict import ESTIMATORS, is_estimator_name
+
+        def estimates(v: Any) -> None:
+            if not is_estimator_name(str(v)) and not Path(str(v)).is_file():
+                raise InputError(f"{v!r} is neither an estimator ({', '.join(ESTIMATORS)}) nor an existing file")
+        return estimates
+    if name == "speed_model":
+        from dlcluster.sim.speed import speed_model
+
+        return lambda v: speed_model(str(v))
+    choices = {"power": ("none", "on", "ces"), "ces_rule": ("helios", "quantile"), "failures": ("none", "replay")}
+    if name in choices:
+        allowed = choices[name]
+
+        def choice(v: Any) -> None:
+            if v not in allowed:
+                raise InputError(f"{v!r} is not one of: {', '.join(allowed)}")
+        return choice
+    return None
+
+
+def checks() -> dict[str, Check]:
+    """Every sweepable option name → its check (CLI parsing, then the library's own rule where there is one)."""
+    out: dict[str, Check] = {}
+    for name in _long_names():
+        semantic = _semantic(name)
+
+        def check(value: Any, path: Path, where: str, name: str = name, semantic: Any = semantic) -> None:
+            _parse(name, value, path, where)
+            if semantic is not None:
+                try:
+                    semantic(value)
+                except InputError as exc:
+                    raise InputError(exc.detail, path=path, field=where) from None
+                except DlclusterError as exc:
+                    raise InputError(str(exc), path=path, field=where) from None
+        out[name] = check
+    return out

@@ -1,0 +1,177 @@
+"""``dlcluster sweep``: the issue's experiment file as written, resuming after a kill, failed cells, validation up
+front, determinism, and the Ray executor agreeing with the local pool cell by cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from test_sim_helpers import cli
+
+# the issue's file, verbatim
+ISSUE_FILE = """\
+[[trace]]
+preset = "helios-venus"
+days = 7
+seed = 1
+[grid]
+policy = ["fifo", "sjf"]
+load = [1.0, 2.0]
+seed = [1, 2]
+"""
+
+SMALL = """\
+[[trace]]
+preset = "helios-venus"
+days = 2
+[grid]
+policy = ["fifo", "sjf"]
+seed = [1, 2]
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _comparable(results: Path) -> pl.DataFrame:
+    """A results table without its wall-clock column (the only one that may differ between runs)."""
+    return pl.read_parquet(results).drop("wall_seconds")
+
+
+def test_issue_file_runs_as_written_and_rows_match_each_cells_summary(tmp_path: Path) -> None:
+    exp = _write(tmp_path, ISSUE_FILE)
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    table = pl.read_parquet(tmp_path / "out/results.parquet")
+    assert table.height == 8 and table["status"].to_list() == ["ok"] * 8
+    # every combination once, the grid's last key fastest
+    assert table.select("policy", "load", "seed").rows() == [
+        (p, load, s) for p in ("fifo", "sjf") for load in (1.0, 2.0) for s in (1, 2)]
+    assert table.schema["load"] == pl.Float64 and table.schema["seed"] == pl.Int64
+    for row in table.iter_rows(named=True):
+        folder = tmp_path / "out/cells" / row["cell_id"]
+        summary = json.loads((folder / "summary.json").read_text())
+        assert (summary["policy"], summary["load"], summary["seed"]) == (row["policy"], row["load"], row["seed"])
+        for metric in ("jobs", "mean_jct", "p99_queue_delay", "utilization", "fairness"):
+            assert row[metric] == pytest.approx(summary["overall"][metric], rel=0, abs=0)
+    # `seed` reseeds the generated trace: one trace per seed, and their jobs differ
+    traces = sorted((tmp_path / "out/traces").iterdir())
+    assert [t.name for t in traces] == ["helios-venus-7d-seed1.parquet", "helios-venus-7d-seed2.parquet"]
+    assert table.filter(pl.col("seed") == 1)["jobs"][0] != table.filter(pl.col("seed") == 2)["jobs"][0]
+    meta = json.loads((tmp_path / "out/sweep.json").read_text())
+    assert meta["parameters"] == ["policy", "load", "seed"] and meta["cells"] == 8
+
+
+def test_same_file_same_results(tmp_path: Path) -> None:
+    exp = _write(tmp_path, SMALL)
+    for name in ("a", "b"):
+        assert cli("sweep", str(exp), "-o", str(tmp_path / name), "--workers", "1").returncode == 0
+    assert _comparable(tmp_path / "a/results.parquet").equals(_comparable(tmp_path / "b/results.parquet"))
+    one, two = (sorted((tmp_path / n / "cells").iterdir()) for n in ("a", "b"))
+    assert [c.name for c in one] == [c.name for c in two]
+    for x, y in zip(one, two, strict=True):
+        assert (x / "jobs.parquet").read_bytes() == (y / "jobs.parquet").read_bytes()
+
+
+def test_killed_sweep_reruns_only_the_missing_cells(tmp_path: Path) -> None:
+    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', 'seed = [1, 2, 3]'))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "cells").glob("[0-9a-f]*"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # no clean-up at all: what a crash or a lost machine leaves
+    proc.wait()
+    done = {c.name for c in (out / "cells").glob("[0-9a-f]*")}
+    assert 2 <= len(done) < 6 and not (out / "results.parquet").exists()
+    stamps = {name: (out / "cells" / name / "jobs.parquet").stat().st_mtime_ns for name in done}
+    res = cli("sweep", str(exp), "-o", str(out), "--workers", "1")
+    assert res.returncode == 0, res.stderr
+    assert f"6 cells, {len(done)} already done, {6 - len(done)} run now, 0 failed" in res.stderr
+    assert {name: (out / "cells" / name / "jobs.parquet").stat().st_mtime_ns for name in done} == stamps
+    whole = tmp_path / "whole"
+    assert cli("sweep", str(exp), "-o", str(whole), "--workers", "2").returncode == 0
+    assert _comparable(out / "results.parquet").equals(_comparable(whole / "results.parquet"))
+
+
+def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
+    # qssf without estimates fails in simulate; fifo runs
+    exp = _write(tmp_path, SMALL.replace('["fifo", "sjf"]', '["fifo", "qssf"]').replace("seed = [1, 2]", "seed = [1]"))
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
+    assert res.returncode == 0, res.stderr
+    assert "2 cells, 0 already done, 2 run now, 1 failed" in res.stderr
+    table = pl.read_parquet(tmp_path / "out/results.parquet")
+    assert table["status"].to_list() == ["ok", "failed"]
+    assert table["error"].to_list() == [None, "policy 'qssf' needs duration estimates (--estimates FILE, or "
+                                               "--estimates history|oracle)"]
+    assert table["mean_jct"][1] is None and table["mean_jct"][0] > 0
+    failed = list((tmp_path / "out/failed").iterdir())
+    assert len(failed) == 1 and json.loads(failed[0].read_text())["params"]["policy"] == "qssf"
+    again = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
+    assert "2 cells, 1 already done, 1 run now, 1 failed" in again.stderr  # a failed cell is tried again
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (SMALL.replace("policy =", "polcy ="), "field 'grid.polcy': not an option of `dlcluster simulate` (options: "),
+    (SMALL.replace('"sjf"', '"lottery"'), "field 'grid.policy': unknown policy 'lottery'; choose one of: fifo, "),
+    (SMALL + "load = [1.0, \"x\"]\n", "field 'grid.load': Invalid value for '--load'"),
+    (SMALL.replace("days = 2", "days = -1"), "field 'trace[0].days': expected a positive number of days, got -1"),
+    (SMALL.replace('preset = "helios-venus"', 'preset = "nope"'), "field 'trace[0].preset': unknown preset 'nope'"),
+    (SMALL + "[simulate]\noutput = \"x\"\n", "field 'simulate.output': set by the sweep itself"),
+    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'simulate.power': 'sometimes' is not one of: none, on, ces"),
+    (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
+    ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
+    (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),
+])
+def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text: str, message: str) -> None:
+    exp = _write(tmp_path, text)
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {exp}, ") and message in lines[0], res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_files_named_in_the_experiment_are_relative_to_it_and_in_the_hash(tmp_path: Path) -> None:
+    folder = tmp_path / "study"
+    folder.mkdir()
+    synth = cli("synth", "--preset", "helios-venus", "--days", "2", "--seed", "4", "-o", str(folder / "t.parquet"))
+    assert synth.returncode == 0, synth.stderr
+    exp = _write(folder, '[[trace]]\nfile = "t.parquet"\n[grid]\npolicy = ["fifo"]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = subprocess.run([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", "out"], cwd=elsewhere,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    first = {c.name for c in (elsewhere / "out/cells").iterdir()}
+    # a changed trace file is a different cell
+    assert cli("synth", "--preset", "helios-venus", "--days", "2", "--seed", "5", "-o",
+               str(folder / "t.parquet")).returncode == 0
+    res = subprocess.run([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", "out"], cwd=elsewhere,
+                         capture_output=True, text=True, check=False)
+    assert "1 cells, 0 already done, 1 run now" in res.stderr
+    assert len({c.name for c in (elsewhere / "out/cells").iterdir()} - first) == 1
+
+
+def test_ray_executor_gives_the_local_pools_results(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="Ray is installed by the test extra; without it there is nothing to compare")
+    exp = _write(tmp_path, SMALL)
+    local = cli("sweep", str(exp), "-o", str(tmp_path / "local"), "--workers", "2")
+    assert local.returncode == 0, local.stderr
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a local instance, on the loopback only
+    ray = subprocess.run([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(tmp_path / "ray"),
+                          "--executor", "ray", "--workers", "2"], capture_output=True, text=True, check=False, env=env)
+    assert ray.returncode == 0, ray.stderr
+    assert "4 cells, 0 already done, 4 run now, 0 failed" in ray.stderr
+    assert _comparable(tmp_path / "local/results.parquet").equals(_comparable(tmp_path / "ray/results.parquet"))
