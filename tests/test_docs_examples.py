@@ -56,7 +56,10 @@ class Example:
 
     @property
     def needs_shared(self) -> bool:
-        return any(SHARED_PREFIX in a for a in self.args)
+        # (an experiment file of examples/ may read ../shared itself)
+        return any(SHARED_PREFIX in a or (a.endswith(".toml") and (ROOT / a).is_file()
+                                          and "shared/data" in (ROOT / a).read_text(encoding="utf-8"))
+                   for a in self.args)
 
 
 def _fenced_blocks(text: str) -> Iterator[tuple[str, list[tuple[int, str]]]]:
@@ -154,6 +157,8 @@ class Workspace:
             (base / "shared").symlink_to(SHARED, target_is_directory=True)
         for name, make in READER_FILES.items():
             make(self.cwd / name)
+        # the repository's examples/ (experiment files), as if the examples ran from the project root
+        (self.cwd / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
         self.results: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
 
     def _contained(self, args: tuple[str, ...]) -> list[str]:
