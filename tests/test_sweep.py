@@ -175,3 +175,28 @@ def test_ray_executor_gives_the_local_pools_results(tmp_path: Path) -> None:
     assert ray.returncode == 0, ray.stderr
     assert "4 cells, 0 already done, 4 run now, 0 failed" in ray.stderr
     assert _comparable(tmp_path / "local/results.parquet").equals(_comparable(tmp_path / "ray/results.parquet"))
+
+
+def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -> None:
+    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', 'seed = [1, 2, 3, 4]'))
+    out = tmp_path / "out"
+    # a terminal's Ctrl-C: SIGINT to the whole foreground process group, workers included
+    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "cells").glob("[0-9a-f]*"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "running the same command again runs only the others" in err and "Traceback" not in err
+    done = len(list((out / "cells").glob("[0-9a-f]*")))
+    assert 2 <= done < 8 and not (out / "results.parquet").exists() and not (out / "failed").exists()
+    # the process group empties: no worker is left running (multiprocessing's helper process exits on its own)
+    deadline = time.monotonic() + 20
+    with pytest.raises(ProcessLookupError):
+        while time.monotonic() < deadline:
+            os.killpg(proc.pid, 0)
+            time.sleep(0.1)
+    res = cli("sweep", str(exp), "-o", str(out), "--workers", "2")
+    assert f"8 cells, {done} already done, {8 - done} run now, 0 failed" in res.stderr

@@ -35,7 +35,12 @@ def sweep(
         def progress(done: int, failed: int, total: int) -> None:
             bar.update(task, completed=done, failed=failed)
 
-        report = run_sweep(exp, output, runner, progress)
+        try:
+            report = run_sweep(exp, output, runner, progress)
+        except KeyboardInterrupt:
+            err_console.print(f"sweep {exp.name}: stopped; the finished cells are kept in {output / 'cells'}, and "
+                              "running the same command again runs only the others", soft_wrap=True)
+            raise
     err_console.print(f"sweep {exp.name}: {report.total} cells, {report.skipped} already done, {report.ran} run now, "
                       f"{report.failed} failed -> {report.results}", soft_wrap=True)
     if report.failed:

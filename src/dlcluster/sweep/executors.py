@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
 from dlcluster.errors import ConfigError
@@ -30,6 +30,7 @@ class Executor(Protocol):
 
 def _init_worker() -> None:
     os.environ.update(WORKER_ENV)  # before the worker first imports Polars
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
 
 
 class LocalExecutor:
@@ -39,20 +40,17 @@ class LocalExecutor:
         self.workers = workers
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
-        """Outcomes of ``tasks`` from the pool, as they finish; on an interrupt, queued cells are cancelled."""
+        """Outcomes of ``tasks`` from the pool, as they finish; stopping early (Ctrl-C) stops the workers."""
         if not tasks:
             return
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)), mp_context=ctx,
-                                   initializer=_init_worker)
+        pool = ctx.Pool(processes=min(self.workers, len(tasks)), initializer=_init_worker)
         try:
-            pending: set[Future[CellOutcome]] = {pool.submit(run_cell, t) for t in tasks}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda f: f.result().index):
-                    yield future.result()
+            yield from pool.imap_unordered(run_cell, tasks)
+            pool.close()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.terminate()  # stopped early (Ctrl-C, an error while storing a cell): the running cells too
+            pool.join()
 
 
 class RayExecutor:
@@ -83,10 +81,14 @@ class RayExecutor:
         try:
             remote = ray.remote(num_cpus=1, max_retries=0)(run_cell)
             pending = [remote.remote(t) for t in tasks]
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    yield ray.get(ref)
+            try:
+                while pending:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    for ref in done:
+                        yield ray.get(ref)
+            finally:  # stopped early: the cells still queued or running are not wanted any more
+                for ref in pending:
+                    ray.cancel(ref, force=True)
         finally:
             if started:
                 ray.shutdown()
