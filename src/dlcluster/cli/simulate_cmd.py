@@ -13,7 +13,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import FormatOpt, LenientOpt, load
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
@@ -136,6 +136,9 @@ def simulate(
                                     "one; factors from the Philly study) or a TOML file of factors (docs/simulator.md)."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
 ) -> None:
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
     from dlcluster.predict.online import OnlineEstimates
@@ -166,10 +169,8 @@ def simulate(
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
         placement = f"relax:{relax_after}"
-    opts: dict[str, Any] = {"lenient": lenient}
-    if cluster_date and cluster is None:
-        opts["cluster_date"] = cluster_date
-    trace = load(trace_path, fmt, **opts)
+    extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
+    trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra)
     if cluster is not None:
         from dlcluster.io.cluster_spec import read_cluster_spec
 
