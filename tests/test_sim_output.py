@@ -196,6 +196,10 @@ def test_an_estimates_file_missing_a_job_fails_before_anything_is_written(tmp_pa
     assert res.stderr.strip() == (f"error: {est}, field 'job_id': no duration estimate for job 'd' "
                                   "(1 simulated job(s) lack one)")
     assert not out.exists()
+    # the first policy's run checks them itself, before writing anything
+    res = cli("simulate", str(_trace(tmp_path)), "-p", "qssf,fifo", "--estimates", str(est), "-o", str(out))
+    assert res.returncode == 2 and "no duration estimate for job 'd' (1 simulated job(s) lack one)" in res.stderr
+    assert not out.exists()
     # outside the window the estimates need not cover: d is not simulated
     res = cli("simulate", str(_trace(tmp_path)), "-p", "fifo,qssf", "--estimates", str(est), "--end",
               "1970-01-01 01:00:00", "-o", str(out))

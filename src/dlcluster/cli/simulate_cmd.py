@@ -193,7 +193,10 @@ def simulate(
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None
-    if est is not None and any(c.needs_estimates or c.uses_estimates for c in classes.values()):
+    readers = [name for name in names if classes[name].needs_estimates or classes[name].uses_estimates]
+    # the run of the first policy checks the estimates before it writes anything; a later one, after the earlier
+    # runs were written: check them here then
+    if est is not None and readers and readers[0] != names[0]:
         from dlcluster.sim.prepare import prepare
 
         simulated = prepare(trace.jobs, spec, compat=compat is not None, pooled=pooled,
