@@ -216,7 +216,8 @@ def test_cli_cpus_per_gpu(tmp_path: Path) -> None:
     assert pl.read_parquet(out / "timeline.parquet")["total_cpus"].unique().to_list() == [16]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["cpu_utilization"] == pytest.approx((12 * 100 + 8 * 10) / (16 * 110))
-    assert "cpu_utilization" in res.stdout
+    fifo = [line.split() for line in res.stdout.splitlines() if line.startswith("fifo ")]
+    assert "CPU" in res.stdout and [f"{summary['overall']['cpu_utilization']:.3f}"] in [row[-1:] for row in fifo]
     res = cli("simulate", str(trace), "-o", str(tmp_path / "plain"))
     assert res.returncode == 0 and "cpus" not in pl.read_parquet(tmp_path / "plain/placements.parquet").columns
 

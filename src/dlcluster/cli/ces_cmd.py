@@ -13,7 +13,7 @@ from rich.table import Table
 
 from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts
-from dlcluster.cli.options import FormatOpt, LenientOpt, load
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError
 from dlcluster.services.ces.params import PRESETS
 
@@ -68,6 +68,9 @@ def ces(
                                 "and the ces.svg/.png figure to this folder."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
 ) -> None:
     """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error."""
     from dlcluster.predict.demand import from_trace, read_series, resample
@@ -82,10 +85,15 @@ def ces(
         raise ConfigError(f"--output {output}: exists and is not a folder")
     controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
     calendar = Calendar(holidays, parse_events(events))
-    if _is_series(source):
+    if fmt is None and _is_series(source):  # --format reads even a series-like CSV as a trace
+        given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
+                                          ("--tz", tz)) if value]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of a trace, but {source} is a demand series "
+                              "(time, used|active, total)")
         minutes = read_series(source)
     else:
-        trace = load(source, fmt, lenient=lenient)
+        trace = load(source, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
         if cluster is not None:
             from dlcluster.io.cluster_spec import read_cluster_spec
 

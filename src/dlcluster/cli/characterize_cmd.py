@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from dlcluster.cli import app
-from dlcluster.cli.options import FormatOpt, LenientOpt, TzOpt, load, reader_options
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError
 
 MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes DuckDB's memory_limit accepts
@@ -28,6 +28,8 @@ def characterize(
                                   "beside it adds the fragmentation / queue-order split."),
     memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit for the utilisation join."),
     lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
     tz: str = TzOpt,
 ) -> None:
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
@@ -41,7 +43,7 @@ def characterize(
     spec = read_cluster_spec(cluster) if cluster is not None else None
     sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
     placements = read_sim_placements(sim_jobs) if sim_jobs is not None else None
-    traces = [load(p, fmt, **reader_options(lenient, None, None, tz)) for p in paths]
+    traces = [load(p, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz) for p in paths]
     # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
     sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
     page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,

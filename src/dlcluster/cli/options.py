@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -82,14 +83,30 @@ def reader_options(lenient: bool, mapping: str | None, time_unit: str | None, tz
     return opts
 
 
-def load(path: Path, fmt: str | None, **opts: Any) -> Trace:
-    """Read a trace and report lenient drops on stderr."""
+def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | None = None,
+         time_unit: str | None = None, tz: str | None = None, **extra: Any) -> Trace:
+    """Read a trace with the input options every trace-reading command shares (``--format``, ``--lenient``,
+    ``--map``, ``--time-unit``, ``--tz``; ``extra``: other reader keywords); report lenient drops, and a time
+    zone assumed, on stderr."""
     from dlcluster.cli import err_console
-    from dlcluster.io import read_trace
+    from dlcluster.io import detect_format, read_trace
 
-    trace = read_trace(path, format=fmt, **opts)
+    fmt = fmt or detect_format(path)
+    trace = read_trace(path, format=fmt, **reader_options(lenient, mapping, time_unit, tz), **extra)
     if trace.dropped:
         total = sum(trace.dropped.values())
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(trace.dropped.items()))
         err_console.print(f"[yellow]dropped {total} malformed row(s):[/] {reasons}")
+    if tz is None and zone_unknown(fmt):
+        err_console.print(f"note: {path}: {fmt} times carry no time zone; UTC assumed (pass --tz ZONE)",
+                          soft_wrap=True, highlight=False, markup=False)
     return trace
+
+
+def zone_unknown(fmt: str) -> bool:
+    """Whether the format's times carry no zone of their own: its reader takes a ``timezone`` that defaults to UTC
+    (a format with a known zone defaults to that zone; one without wall-clock times takes none)."""
+    from dlcluster.io import FORMATS
+
+    param = inspect.signature(importlib.import_module(FORMATS[fmt][0]).read).parameters.get("timezone")
+    return param is not None and param.default == "UTC"

@@ -15,7 +15,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, reader_options
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
@@ -95,7 +95,7 @@ def evaluate_cmd(
     est = make_estimator(estimator)  # an unknown name fails before the trace is read
     if output is not None and output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a folder")
-    trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     since = wall_instant(start, "--start", trace.timezone, wall=False) if start else None
     with _progress(estimator) as progress:
         result = evaluate(trace.jobs, est, since, source=str(trace_path), progress=progress)
@@ -139,7 +139,7 @@ def run_cmd(
     est = make_estimator(estimator)
     if output.is_dir():
         raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
-    trace = load(trace_path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     with _progress(estimator) as progress:
         table, stats = predict_jobs(trace.jobs, est, source=str(trace_path), progress=progress)
     estimates = table.select("job_id", duration="estimate")

@@ -13,20 +13,21 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import FormatOpt, LenientOpt, load
-from dlcluster.errors import ConfigError
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.sim_tables import LEGEND, simulate_tables
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
     from collections.abc import Callable
 
+    import polars as pl
+
     from dlcluster.services.ces.closed_loop import PowerManager
     from dlcluster.sim import SimResult
     from dlcluster.sim.failures import FailureModel
+    from dlcluster.sim.framework import Policy
     from dlcluster.sim.power import PowerModel
-
-SUMMARY_KEYS = ("jobs", "mean_jct", "mean_queue_delay", "p50_jct", "p99_jct", "p99_queue_delay", "utilization",
-                "makespan", "unschedulable")
 
 
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
@@ -44,32 +45,28 @@ def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.0f}"
-    return f"{value:,}"
+def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estimates: str | None) -> None:
+    """Refuse, before the first run, a policy that compatibility mode lacks or whose estimates are missing: a
+    later policy's failure would otherwise come after the earlier ones were written."""
+    from dlcluster.sim.compat import COMPAT_MODES
+
+    if compat is not None:
+        if compat not in COMPAT_MODES:
+            raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
+        for cls in classes.values():
+            COMPAT_MODES[compat].check(cls.name)
+    for cls in classes.values():
+        if cls.needs_estimates and estimates is None:
+            raise ConfigError(f"policy {cls.name!r} needs duration estimates (--estimates FILE, or --estimates "
+                              "history|oracle)")
 
 
-def _comparison(summaries: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title="whole cluster (seconds)")
-    table.add_column("metric", style="bold")
-    for name in summaries:
-        table.add_column(name, justify="right")
-    cpu = ("cpu_utilization",) if any("cpu_utilization" in s["overall"] for s in summaries.values()) else ()
-    slow = ("slowdown_gpu_hours",) if any("slowdown_gpu_hours" in s["overall"] for s in summaries.values()) else ()
-    for key in (*SUMMARY_KEYS, *cpu, "p95_jct", "mean_bounded_slowdown", "fairness", "preemptions", *slow):
-        table.add_row(key, *(_fmt(s["overall"].get(key)) for s in summaries.values()))
-    if any("energy" in s for s in summaries.values()):
-        for key in ("energy_kwh", "always_on_kwh", "saved_pct", "utilization_powered", "wakeups", "boot_delayed_jobs"):
-            table.add_row(key, *(_fmt(s.get("energy", {}).get(key)) for s in summaries.values()))
-    if any("failures" in s for s in summaries.values()):
-        for key in ("failed_gpu_hours", "failed_gpu_hours_early", "retries", "validation_caught",
-                    "validation_gpu_hours_saved", "validation_pool_gpu_hours"):
-            table.add_row(key, *(_fmt(s.get("failures", {}).get(key)) for s in summaries.values()))
-    table.add_row("wall_seconds", *(_fmt(s["wall_seconds"]) for s in summaries.values()))
-    return table
+def _check_estimates_cover(simulated: pl.Series, est: pl.DataFrame, path: str) -> None:
+    """Refuse an estimates file that lacks a job the runs simulate (checked once, before the first run)."""
+    missing = simulated.filter(~simulated.is_in(est["job_id"].implode()))
+    if missing.len():
+        raise InputError(f"no duration estimate for job {missing[0]!r} ({missing.len()} simulated job(s) lack one)",
+                         path=path, field="job_id")
 
 
 @app.command()
@@ -134,8 +131,14 @@ def simulate(
     speed_model: str = typer.Option("none", "--speed-model", help="Job speed by placement: none (full speed "
                                     "always), philly (slower when spread over more servers than needed or sharing "
                                     "one; factors from the Philly study) or a TOML file of factors (docs/simulator.md)."),
+    by_vc: bool = typer.Option(False, "--by-vc", help="Also print one row per VC and policy."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of tables (several "
+                                 "policies: one object of summaries by policy)."),
     fmt: str = FormatOpt,
     lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
 ) -> None:
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
     from dlcluster.predict.online import OnlineEstimates
@@ -146,6 +149,7 @@ def simulate(
     if not names:
         raise ConfigError("--policy: give at least one policy")
     classes = {name: get_policy(name) for name in names}  # every name checked before the first run
+    _check_policies(classes, compat, estimates)
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
     if compat is not None:  # checked before the trace is read (the library refuses them too, later)
@@ -166,10 +170,8 @@ def simulate(
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
         placement = f"relax:{relax_after}"
-    opts: dict[str, Any] = {"lenient": lenient}
-    if cluster_date and cluster is None:
-        opts["cluster_date"] = cluster_date
-    trace = load(trace_path, fmt, **opts)
+    extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
+    trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra)
     if cluster is not None:
         from dlcluster.io.cluster_spec import read_cluster_spec
 
@@ -191,6 +193,16 @@ def simulate(
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None
+    readers = [name for name in names if classes[name].needs_estimates or classes[name].uses_estimates]
+    # the run of the first policy checks the estimates before it writes anything; a later one, after the earlier
+    # runs were written: check them here then
+    if est is not None and readers and readers[0] != names[0]:
+        from dlcluster.sim.prepare import prepare
+
+        simulated = prepare(trace.jobs, spec, compat=compat is not None, pooled=pooled,
+                            unknown_vc="unschedulable" if skip_unknown else "error", window=window,
+                            timezone=trace.timezone, load=load_factor, source=str(trace_path)).jobs["job_id"]
+        _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
     with progress_bar(console) as bar:
@@ -218,7 +230,16 @@ def simulate(
             with deferring_interrupts():
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
-    Console().print(_comparison(summaries))
+    if as_json:
+        typer.echo(json.dumps(summaries[names[0]] if len(names) == 1 else summaries))
+    else:
+        out = Console()
+        for table in simulate_tables(summaries, out.width, by_vc):
+            out.print(table)
+            out.print()
+        out.print(LEGEND, highlight=False)
+    walls = ", ".join(f"{name} {s['wall_seconds']:.2f} s" for name, s in summaries.items())
+    console.print(f"wrote {output} (simulated in {walls})", soft_wrap=True, highlight=False)
 
 
 def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from dlcluster.cli import app, err_console
+from dlcluster.cli.options import LenientOpt, MapOpt, TimeUnitOpt, TzOpt
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError
@@ -19,7 +20,8 @@ def synth(
     preset: str = typer.Option(None, "--preset", "-p",
                                help="Bundled model: philly, helios-venus, helios-earth, helios-saturn, helios-uranus."),
     fit_trace: Path = typer.Option(None, "--fit", help="Fit a model to this trace (any readable format) instead."),
-    fit_format: str = typer.Option(None, "--fit-format", help="Force the --fit trace's input format."),
+    fit_format: str = typer.Option(None, "--fit-format", help="Force the --fit trace's input format (--format "
+                                   "names the output's)."),
     model_file: Path = typer.Option(None, "--model", help="Use a model JSON saved with --save-model."),
     save_model: Path = typer.Option(None, "--save-model", help="Also write the model used as JSON here."),
     days: float = typer.Option(None, "--days", help="Days to generate (default: the source's span)."),
@@ -27,6 +29,10 @@ def synth(
     seed: int = typer.Option(0, "--seed", help="Random seed: same seed, same output, byte for byte."),
     fmt: str = typer.Option(None, "--format", "-f", help="Output format: parquet, helios, philly, swf or csv "
                             "(default: by the output's suffix)."),
+    lenient: bool = LenientOpt,
+    mapping: str = MapOpt,
+    time_unit: str = TimeUnitOpt,
+    tz: str = TzOpt,
 ) -> None:
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically."""
     from dlcluster.atomic import write_text_atomic
@@ -37,6 +43,11 @@ def synth(
     sources = [s for s in (preset, fit_trace, model_file) if s is not None]
     if len(sources) != 1:
         raise ConfigError("give exactly one of --preset NAME, --fit TRACE or --model FILE")
+    if fit_trace is None:
+        given = [flag for flag, value in (("--fit-format", fit_format), ("--lenient", lenient), ("--map", mapping),
+                                          ("--time-unit", time_unit), ("--tz", tz)) if value]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of the --fit trace; give --fit TRACE")
     check_scale(days, load)
     writer = output_writer(output, fmt)
 
@@ -48,7 +59,7 @@ def synth(
             raise ConfigError(f"--model {model_file}: no such file")
         model = Model.from_json(model_file.read_text(encoding="utf-8"), source=str(model_file))
     else:
-        model = fit(load_trace(fit_trace, fit_format, lenient=False))
+        model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz))
     if save_model is not None:
         write_text_atomic(save_model, model.to_json())
     with err_console.status(f"generating {model.name} ..."):

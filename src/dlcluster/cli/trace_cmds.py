@@ -18,7 +18,6 @@ from dlcluster.cli.options import (
     TimeUnitOpt,
     TzOpt,
     load,
-    reader_options,
     writer,
 )
 
@@ -34,7 +33,7 @@ def info(
     tz: str = TzOpt,
 ) -> None:
     """Summarise a trace: jobs, GPU jobs, VCs, users, time span, statuses, GPU-hours."""
-    trace = load(path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     summary = trace_info(trace)
     if as_json:
         typer.echo(json.dumps(summary, sort_keys=False))
@@ -65,6 +64,6 @@ def convert(
 ) -> None:
     """Convert a trace to canonical Parquet (or SWF/CSV by the output's suffix), atomically."""
     out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
-    trace = load(path, fmt, **reader_options(lenient, mapping, time_unit, tz))
+    trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
     Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")

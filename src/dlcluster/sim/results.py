@@ -197,10 +197,28 @@ def _jain(values: pl.Series) -> float | None:
 STATS_KEYS = (
     *(f"{s}_{m}" for m in ("jct", "queue_delay") for s in ("mean", "p50", "p95", "p99")),
     "mean_slowdown", "mean_bounded_slowdown", "makespan", "utilization", "fairness", "preemptions",
+    "busy_period", "utilization_busy",
 )
 
 
-def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: int) -> dict[str, Any]:
+def _busy_period(submit: np.ndarray, end: np.ndarray) -> int:
+    """Seconds during which at least one job was submitted and not yet ended: the length of the union of the
+    jobs' [submit, end) intervals."""
+    if len(submit) == 0:
+        return 0
+    order = np.argsort(submit, kind="stable")
+    s, reach = submit[order], np.maximum.accumulate(end[order])
+    # a period starts where a job arrives after every earlier job has ended, and ends at the furthest end before
+    # the next such arrival
+    first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return int((reach[last] - s[first]).sum())
+
+
+def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: int,
+           busy_capacity: float | None = None) -> dict[str, Any]:
+    """The metrics of ``jobs``; ``busy_capacity`` (GPU-seconds available while there were jobs) defaults to
+    ``capacity_gpus`` × the jobs' busy period."""
     out: dict[str, Any] = {"jobs": jobs.height, "unschedulable": unschedulable}
     if jobs.height == 0:  # every key always present: null when nothing ran
         speed = {"slowdown_gpu_hours": None} if SLOWDOWN in jobs.columns else {}
@@ -221,6 +239,10 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     out["preemptions"] = int(jobs["preemptions"].sum())
     if SLOWDOWN in jobs.columns:
         out["slowdown_gpu_hours"] = _float(jobs[SLOWDOWN].sum()) / 3600
+    out["busy_period"] = _busy_period(jobs["submit"].to_numpy(), jobs["end"].to_numpy())
+    if busy_capacity is None:
+        busy_capacity = float(capacity_gpus * out["busy_period"])
+    out["utilization_busy"] = busy / busy_capacity if busy_capacity > 0 else None
     return out
 
 
@@ -353,7 +375,9 @@ def build_results(
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     n_events = sum(r.events for r in runs)
     capacity = sum(sum(r.sizes) for r in runs)
-    overall = _stats(shown, sum(busy.values()), capacity, uns.height)
+    # each VC's GPUs count while that VC had jobs: idle VCs and a VC's idle spells do not dilute it
+    busy_capacity = float(sum(sum(r.sizes) * (vcs[r.name]["busy_period"] or 0) for r in runs))
+    overall = _stats(shown, sum(busy.values()), capacity, uns.height, busy_capacity)
     overall.update(gpus=capacity, events=n_events, wall_seconds=wall,
                    events_per_second=n_events / wall if wall > 0 else None)
     if cpus is not None:
