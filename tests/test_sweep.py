@@ -200,3 +200,27 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
             time.sleep(0.1)
     res = cli("sweep", str(exp), "-o", str(out), "--workers", "2")
     assert f"8 cells, {done} already done, {8 - done} run now, 0 failed" in res.stderr
+
+
+def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlcluster.io
+    from dlcluster.cli import options
+    from dlcluster.sweep.cells import CellTask, run_cell
+
+    trace = tmp_path / "t.parquet"
+    assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "3", "-o", str(trace)).returncode == 0
+    monkeypatch.setattr(options, "KEPT", None)
+    reads: list[Path] = []
+    real = dlcluster.io.read_trace
+
+    def counting(path: Path, **kwargs: object) -> object:
+        reads.append(Path(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(dlcluster.io, "read_trace", counting)
+    outcomes = [run_cell(CellTask(i, f"c{i}", str(trace), ("--policy", p))) for i, p in enumerate(("fifo", "sjf"))]
+    assert [o.error for o in outcomes] == [None, None] and len(reads) == 1
+    assert json.loads(outcomes[1].files["summary.json"])["policy"] == "sjf"
+    # a changed file is read again
+    assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "4", "-o", str(trace)).returncode == 0
+    assert run_cell(CellTask(2, "c2", str(trace), ("--policy", "fifo"))).error is None and len(reads) == 2

@@ -92,7 +92,8 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
     from dlcluster.io import detect_format, read_trace
 
     fmt = fmt or detect_format(path)
-    trace = read_trace(path, format=fmt, **reader_options(lenient, mapping, time_unit, tz), **extra)
+    opts = {**reader_options(lenient, mapping, time_unit, tz), **extra}
+    trace = _read_kept(path, fmt, opts) if KEPT is not None else read_trace(path, format=fmt, **opts)
     if trace.dropped:
         total = sum(trace.dropped.values())
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(trace.dropped.items()))
@@ -101,6 +102,32 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
         err_console.print(f"note: {path}: {fmt} times carry no time zone; UTC assumed (pass --tz ZONE)",
                           soft_wrap=True, highlight=False, markup=False)
     return trace
+
+
+# Traces read in this process, kept for the next command that reads the same file the same way (a sweep worker
+# runs many cells on one trace): None, or (file, its size and modification time, format, options) → trace
+KEPT: dict[tuple[Any, ...], Trace] | None = None
+KEEP_AT_MOST = 2  # traces: a worker's cells come in order, so one or two traces are in use at a time
+
+
+def keep_traces() -> None:
+    """From now on, keep the traces this process reads, so that reading one again costs nothing."""
+    global KEPT
+    if KEPT is None:
+        KEPT = {}
+
+
+def _read_kept(path: Path, fmt: str, opts: dict[str, Any]) -> Trace:
+    from dlcluster.io import read_trace
+
+    assert KEPT is not None
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, fmt, repr(sorted(opts.items())))
+    if key not in KEPT:
+        while len(KEPT) >= KEEP_AT_MOST:
+            del KEPT[next(iter(KEPT))]
+        KEPT[key] = read_trace(path, format=fmt, **opts)
+    return KEPT[key]
 
 
 def zone_unknown(fmt: str) -> bool:

@@ -66,7 +66,9 @@ class CellOutcome:
 def run_cell(task: CellTask) -> CellOutcome:
     """Run ``dlcluster simulate`` for ``task`` in this process; never raises for a cell's own error."""
     from dlcluster.cli import main
+    from dlcluster.cli.options import keep_traces
 
+    keep_traces()  # a worker reads each trace once, not once per cell
     began = time.perf_counter()
     err = io.StringIO()
     with tempfile.TemporaryDirectory(prefix="dlcluster-cell-") as tmp:
