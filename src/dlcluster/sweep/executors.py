@@ -47,9 +47,12 @@ class LocalExecutor:
         pool = ctx.Pool(processes=min(self.workers, len(tasks)), initializer=_init_worker)
         try:
             yield from pool.imap_unordered(run_cell, tasks)
+        except BaseException:  # stopped early (Ctrl-C, an error while storing a cell): the running cells too
+            pool.terminate()
+            raise
+        else:
             pool.close()
         finally:
-            pool.terminate()  # stopped early (Ctrl-C, an error while storing a cell): the running cells too
             pool.join()
 
 
