@@ -1,0 +1,1 @@
+"""Parameter sweeps: running grids of simulations and comparing their results."""
