@@ -14,7 +14,8 @@ from dlcluster.errors import ConfigError
 
 @app.command()
 def compare(
-    results: Path = typer.Argument(..., help="Results folder of dlcluster sweep (results.parquet, sweep.json, cells/)."),
+    results: Path = typer.Argument(..., help="Results folder of dlcluster sweep (results.parquet, sweep.json, "
+                                   "cells/)."),
     output: Path = typer.Option(..., "--output", "-o", help="Report folder (index.html, figures/, tables/)."),
 ) -> None:
     """Write a self-contained HTML report comparing a sweep's settings (95% intervals over seeds)."""

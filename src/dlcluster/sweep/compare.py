@@ -119,7 +119,7 @@ def read_sweep(folder: str | Path) -> Sweep:
     bad = df.with_row_index("row").filter(~pl.col("status").is_in(STATUSES) | pl.col("status").is_null())
     if bad.height:
         raise InputError(f"status {bad['status'][0]!r}: expected one of {', '.join(STATUSES)}", path=table_path,
-                         row=int(bad["row"][0]), field="status", row_label="row")
+                         row=int(bad["row"][0]) + 1, field="status", row_label="row")
     if df["cell"].n_unique() != df.height or df["cell"].null_count():
         raise InputError("cell numbers must be unique and non-null", path=table_path, field="cell")
     return Sweep(root, df.sort("cell"), meta["parameters"], meta["metrics"], meta["experiment"])
@@ -163,7 +163,7 @@ def settings_of(sweep: Sweep) -> Settings:
     grouped = (df.group_by(keys, maintain_order=True)
                .agg(pl.col("cell"), cells=pl.len(), ok=(pl.col("status") == "ok").sum())
                .with_row_index("setting"))
-    cells = df.join(grouped.select("setting", "cell").explode("cell"), on="cell", how="left")
+    cells = df.join(grouped.select("setting", "cell").explode("cell"), on="cell", how="left", maintain_order="left")
     varying = [k for k in keys if grouped[k].n_unique() > 1]
     labels = [", ".join(f"{k}={_value(r[k])}" for k in varying) or "all cells" for r in grouped.iter_rows(named=True)]
     table = grouped.drop("cell").with_columns(label=pl.Series(labels, dtype=pl.String))
@@ -179,9 +179,10 @@ def interval_stats(settings: Settings, metrics: list[str]) -> pl.DataFrame:
         frame = ok.unpivot(on=metrics, index="setting", variable_name="metric", value_name="value")
     long = frame.drop_nulls("value")
     grid = settings.table.select("setting").join(pl.DataFrame({"metric": metrics}, schema={"metric": pl.String}),
-                                                 how="cross")
+                                                 how="cross", maintain_order="left_right")
     agg = long.group_by("setting", "metric").agg(n=pl.len(), mean=pl.col("value").mean(), sd=pl.col("value").std())
-    out = grid.join(agg, on=["setting", "metric"], how="left").with_columns(pl.col("n").fill_null(0).cast(pl.Int64))
+    out = grid.join(agg, on=["setting", "metric"], how="left", maintain_order="left").with_columns(
+        pl.col("n").fill_null(0).cast(pl.Int64))
     n = out["n"].to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         tq = np.where(n > 1, sps.t.ppf(0.5 + CONFIDENCE / 2, np.maximum(n - 1, 1)), np.nan)
@@ -238,7 +239,7 @@ def _combo_label(row: dict, keys: list[str]) -> str:
 
 
 def _read_jobs(sweep: Sweep, settings: Settings) -> tuple[pl.DataFrame, int]:
-    """Completed jobs' ``jct`` and ``queue_delay`` of every ok cell, with its setting; and how many cells lacked jobs."""
+    """Completed jobs' ``jct`` and ``queue_delay`` of every ok cell, with its setting; and how many lacked jobs."""
     frames = []
     missing = 0
     for cell_id, setting in settings.cells.filter(pl.col("status") == "ok").select("cell_id", "setting").iter_rows():
@@ -252,7 +253,8 @@ def _read_jobs(sweep: Sweep, settings: Settings) -> tuple[pl.DataFrame, int]:
                 if col not in names:
                     raise InputError("missing column of the simulator's per-job table", path=path, field=col)
             # only the columns drawn: a large sweep reads many per-job tables
-            jobs = pl.read_parquet(path, columns=[c for c in ("jct", "queue_delay", "status") if c in names])
+            wanted: list[str] = [c for c in ("jct", "queue_delay", "status") if c in names]
+            jobs = pl.read_parquet(path, columns=wanted)
         except InputError:
             raise
         except Exception as exc:  # polars raises several types for a damaged or non-Parquet file
@@ -267,7 +269,7 @@ def _read_jobs(sweep: Sweep, settings: Settings) -> tuple[pl.DataFrame, int]:
 
 def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     jobs, missing = _read_jobs(sweep, settings)
-    jobs = jobs.join(settings.table, on="setting", how="left")
+    jobs = jobs.join(settings.table, on="setting", how="left", maintain_order="left")
     series_key = "policy" if "policy" in settings.keys else None
     panel_keys = [k for k in settings.varying if k != series_key]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
@@ -356,7 +358,8 @@ def _curve_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) ->
             items.append(Item(ident, title, definition, absent="no metric differs between settings."))
             continue
         others = [k for k in settings.varying if k != x]
-        joined = stats.join(settings.table, on="setting", how="left").filter(pl.col(x).is_not_null())
+        joined = stats.join(settings.table, on="setting", how="left", maintain_order="left").filter(
+            pl.col(x).is_not_null())
         lines = joined.select(others).unique(maintain_order=True) if others else pl.DataFrame({"_": [0]})
         # a line with no successful cell (e.g. only failed cells) gets neither colour nor legend entry
         lines = lines.filter(pl.Series([_line(joined, others, r).drop_nulls("mean").height > 0
@@ -410,7 +413,7 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
             items.append(Item(f"table-{m.replace('_', '-')}", _label(m), definition,
                               absent="no successful cell reports this metric."))
             continue
-        shown = keys.join(part, on="setting", how="left").sort("setting").with_columns(
+        shown = keys.join(part, on="setting", how="left", maintain_order="left").sort("setting").with_columns(
             pl.struct("n", "ci_low", "ci_high").map_elements(
                 lambda r: _ci_text(r["n"], r["ci_low"], r["ci_high"]), return_dtype=pl.String).alias("95% CI"))
         cols = _shown_columns(settings)
@@ -531,7 +534,8 @@ def build_compare_report(results: str | Path, out: str | Path) -> Path:
                 _metric_items(stats, settings, present)
                 + [Item("all-metrics", "Every metric, long form", "Every metric of the sweep per setting: n, mean, "
                         "sample standard deviation and 95% interval, as a CSV file.",
-                        data={"metrics": stats.join(settings.table.select("setting", "label"), on="setting")})]),
+                        data={"metrics": stats.join(settings.table.select("setting", "label"), on="setting",
+                                                              maintain_order="left")})]),
         Section("best", "3. Best setting per metric", "Which setting wins each metric, and by how much.",
                 [_best_item(stats, settings, present)]),
         Section("cdfs", "4. JCT and queueing-delay distributions",
