@@ -192,7 +192,10 @@ def test_report_has_cdfs_and_load_curves(report: Path) -> None:
         assert re.search(rf'<figure class="report-figure" id="{ident}">.*?<svg', page, re.DOTALL), ident
         assert (report / "figures" / f"{ident}.svg").stat().st_size > 5_000
     cdf = pl.read_csv(report / "tables" / "cdf_jct.csv")
-    assert set(cdf["series"]) == {"fifo", "sjf", "qssf"}
+    # the estimator comes with qssf: it names qssf's line, and the panels split by load alone
+    assert set(cdf["series"]) == {"fifo", "sjf", "qssf (estimates=lgbm)"}
+    assert set(cdf["panel"]) == {"load=1", "load=2"}
+    assert set(cdf.filter(pl.col("panel") == "load=1")["series"]) == {"fifo", "sjf", "qssf (estimates=lgbm)"}
     # seeds pooled: each fifo/sjf line holds the completed jobs of both seeds' cells
     pooled = cdf.group_by("panel", "series").agg(pl.col("jobs").first())
     assert pooled.filter(pl.col("series") == "fifo")["jobs"].min() > 0

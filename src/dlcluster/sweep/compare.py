@@ -272,13 +272,17 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     jobs = jobs.join(settings.table, on="setting", how="left", maintain_order="left")
     series_key = "policy" if "policy" in settings.keys else None
     panel_keys = [k for k in settings.varying if k != series_key]
+    # a setting that follows from the policy (qssf's estimator) names the line instead of splitting panels
+    tied = [k for k in panel_keys if series_key and settings.table.group_by(series_key).agg(
+        pl.col(k).n_unique())[k].max() == 1]
+    panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
     items = []
     for metric, title in (("jct", "JCT"), ("queue_delay", "queueing delay")):
         definition = (f"Empirical CDF of the per-job {title} (seconds, completed jobs), seeds pooled: every cell of a "
                       f"setting contributes all its jobs. One line per "
                       f"{'policy' if series_key else 'setting'}, one panel per combination of the other swept "
-                      f"settings. Log x axis; values below 1 s are drawn at 1 s." + note)
+                      f"settings (a setting that comes with the policy, such as its estimator, names the line). Log x axis; values below 1 s are drawn at 1 s." + note)
         part = jobs.drop_nulls(metric)
         if part.height == 0:
             items.append(Item(f"cdf-{metric}", f"{title} CDF per policy", definition,
@@ -287,7 +291,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
         panels = part.select(panel_keys).unique(maintain_order=True) if panel_keys else pl.DataFrame({"_": [0]})
         series = (part.select(series_key).unique(maintain_order=True)[series_key].to_list()
                   if series_key else [None])
-        names = [_value(s) if series_key else "all cells" for s in series]
+        names = [_series_name(part, series_key, s, tied) if series_key else "all cells" for s in series]
         probs = np.linspace(0.0, 1.0, CDF_POINTS)
         rows = []
         chunks = [panels.slice(i, MAX_PANELS) for i in range(0, panels.height, MAX_PANELS)]
@@ -318,6 +322,13 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
             items.append(Item(f"cdf-{metric}" + (f"-{c + 1}" if c else ""), f"{title} CDF per policy{suffix}",
                               definition, figure=fig, data=data))
     return items
+
+
+def _series_name(jobs: pl.DataFrame, key: str, value: object, tied: list[str]) -> str:
+    """A policy's line label, with the settings that come with it (e.g. ``qssf (estimates=lgbm)``)."""
+    row = _line(jobs, [key], {key: value}).row(0, named=True)
+    extra = ", ".join(f"{k}={_value(row[k])}" for k in tied if row[k] is not None)
+    return _value(value) + (f" ({extra})" if extra else "")
 
 
 def _line(df: pl.DataFrame, keys: list[str], row: dict) -> pl.DataFrame:
