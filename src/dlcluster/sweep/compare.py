@@ -514,14 +514,14 @@ def _overview_item(sweep: Sweep, settings: Settings) -> Item:
     sizes = [int(c) for c in settings.table["cells"].to_list()]
     size = f"{min(sizes)}–{max(sizes)}" if min(sizes) != max(sizes) else f"{min(sizes)}"
     facts = [f"{df.height} cell(s), {ok} successful, {df.height - ok} failed; {settings.table.height} setting(s) of "
-             f"{size} cell(s) each"]
+             f"{size} cell(s) each."]
     if df.height == 1:
         facts.append("One cell only: every value has n = 1, no interval, and no curve can be drawn.")
     elif settings.table.height == 1:
         facts.append("One setting only (the cells differ by seed alone): intervals but nothing to compare.")
     if SEED not in sweep.parameters:
         facts.append("The seed was not swept: each setting has one cell and no interval.")
-    return Item("overview", "Parameters swept", " ".join(facts) + ".", shown=pl.DataFrame(rows),
+    return Item("overview", "Parameters swept", " ".join(facts), shown=pl.DataFrame(rows),
                 data={"results": df})
 
 
