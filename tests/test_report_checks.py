@@ -28,8 +28,8 @@ def _trace(rows: list[tuple], spec: ClusterSpec | None = None, fmt: str = "csv")
     """Jobs from ``(vc, gpus, submit, start, end, status, user)`` rows, times in seconds after ``T0``."""
     df = pl.DataFrame(rows, schema=("vc", "gpu_num", "submit_time", "start_time", "end_time", "status", "user"),
                       orient="row")
-    jobs = conform(df.with_columns(pl.format("j{}", pl.int_range(pl.len())).alias("job_id"), pl.lit("c").alias("cluster"),
-                                   pl.col("submit_time", "start_time", "end_time") + T0)
+    jobs = conform(df.with_columns(pl.format("j{}", pl.int_range(pl.len())).alias("job_id"),
+                                   pl.lit("c").alias("cluster"), pl.col("submit_time", "start_time", "end_time") + T0)
                    .with_columns((pl.col("end_time") - pl.col("start_time")).alias("duration"),
                                  (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay")))
     return Trace(jobs, fmt, cluster=spec, source="hand.csv")

@@ -252,7 +252,8 @@ def _table_item(id: str, title: str, definition: str, t: pl.DataFrame, notes: li
     if t.height == 0:
         return Item(id, title, definition, absent=" ".join(notes) or "no data.")
     # as figures say which traces are missing
-    return Item(id, title, definition, shown=t, data={id: t}, checks=["Not included: " + " ".join(notes)] if notes else [])
+    return Item(id, title, definition, shown=t, data={id: t},
+                checks=["Not included: " + " ".join(notes)] if notes else [])
 
 
 def failures_section(inputs: list[Input]) -> Section:
