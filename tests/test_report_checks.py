@@ -160,17 +160,29 @@ def _sim_run(folder: Path, placement: str) -> Path:
     return folder / "jobs.parquet"
 
 
-@pytest.mark.parametrize(("placement", "cause"), [("consolidate", "fragmentation"), ("first-fit", "queue-order"),
-                                                  ("random", "queue-order"), ("relax:30", "queue-order")])
-def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placement: str, cause: str) -> None:
-    jobs = _sim_run(tmp_path / "run", placement)
+OWN_RULE = "Placement judged by the run's own rule: {}."
+NO_SUMMARY = ("The run's summary.json is not beside its jobs: placement judged by the Helios artifact's consolidate "
+              "rule.")
+UNKNOWN = "The run's placement 'my-plugin' is not one the decomposition knows: queue order is counted as fragmentation."
+
+
+@pytest.mark.parametrize(("placement", "cause", "said"), [
+    ("consolidate", "fragmentation", OWN_RULE.format("consolidate")),
+    ("first-fit", "queue-order", OWN_RULE.format("first-fit")), ("spread", "queue-order", OWN_RULE.format("spread")),
+    ("random", "queue-order", OWN_RULE.format("random")), ("relax:30", "queue-order", OWN_RULE.format("relax:30")),
+    (None, "fragmentation", NO_SUMMARY), ("my-plugin", "fragmentation", UNKNOWN)])
+def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placement: str | None, cause: str,
+                                                        said: str) -> None:
+    jobs = _sim_run(tmp_path / "run", placement or "consolidate")
+    if placement is None:
+        (tmp_path / "run" / "summary.json").unlink()
     trace = write_parquet(_trace(_waiting(), ClusterSpec({"a": (8, 8)})), tmp_path / "t.parquet")
     main(["characterize", str(trace), "--cluster", str(_spec_csv(tmp_path)), "--sim-jobs", str(jobs),
           "-o", str(tmp_path / "rep")])
     table = pl.read_csv(tmp_path / "rep" / "tables" / "queueing-decomposition.csv")
     assert table.filter(pl.col("jobs") > 0).select("bucket", "cause").rows() == [("5-8", cause)]
     page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
-    assert f"Placement judged by the run's own rule: {placement}." in _checks(page, "queueing-decomposition")
+    assert said in _checks(page, "queueing-decomposition")
 
 
 def _spec_csv(tmp_path: Path) -> Path:

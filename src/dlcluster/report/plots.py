@@ -212,7 +212,10 @@ def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
             shown = list(xticks)[::step]
             # about 40 characters fit side by side under one panel
             crowded = step > 1 or len(shown) * max(map(len, shown)) > 40
-            ax.set_xticks(np.arange(0, len(xticks), step), shown, rotation=45 if crowded else 0)
+            ax.set_xticks(np.arange(0, len(xticks), step), shown)
+            if crowded:  # anchored at the tick's end, so a rotated label sits under its own tick
+                for t in ax.get_xticklabels():
+                    t.set(rotation=45, horizontalalignment="right", rotation_mode="anchor")
         ax.set_title(label)
         ax.set_xlabel(xlabel)
         ax.set_ylim(bottom=0)
