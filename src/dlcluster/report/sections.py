@@ -71,7 +71,7 @@ def jobs_section(inputs: list[Input]) -> Section:
     s.items.append(figure_item(
         "jobs-size-mix", "Job size mix by job count and by GPU time",
         "Share of GPU jobs requesting each GPU count (left) and share of all GPU time (GPUs × run time) "
-        "they consumed (right).", t, n,
+        f"they consumed (right). {N_NOTE} Hatched bars rest on fewer than 30 jobs.", t, n,
         lambda d: plots.bars(d.unpivot(index=["trace", "gpu_num", "jobs"], on=["job_share", "gpu_time_share"],
                                        variable_name="measure").with_columns(pl.col("gpu_num").cast(pl.String)),
                              "gpu_num", "value", "share (%)", group="measure", order=["job_share", "gpu_time_share"],
@@ -267,7 +267,7 @@ def failures_section(inputs: list[Input]) -> Section:
         "failures-attempts", "Scheduling attempts per job",
         "Jobs by number of scheduling attempts (10 = ten or more), per final status.", t, n,
         lambda d: plots.bars(d.with_columns(pl.col("attempts").cast(pl.String)), "attempts", "jobs", "jobs",
-                             group="outcome", order=[*OUTCOMES, "other"], logy=True, n="jobs")))
+                             group="outcome", order=[*OUTCOMES, "other"], logy=True)))
     t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.time_to_failure_cdf(i.jobs))
     s.items.append(figure_item(
         "failures-time-to-failure", "Run time before failure",
@@ -278,9 +278,9 @@ def failures_section(inputs: list[Input]) -> Section:
     s.items.append(figure_item(
         "failures-lost-gpu-time", "GPU time by final status",
         "Share of all GPU time (GPUs × run time) spent in jobs that completed, were cancelled (killed) or "
-        "failed; the last two are GPU time lost.", t, n,
+        f"failed; the last two are GPU time lost. {N_NOTE}", t, n,
         lambda d: plots.bars(d, "outcome", "share", "share of GPU time (%)", cats=[*OUTCOMES, "other"],
-                             percent=True)))
+                             percent=True, n="jobs")))
     t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.early_late_failures(i.jobs))
     t = _with_base(t, ["bucket"]) if t.height else t
     s.items.append(figure_item(
