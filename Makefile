@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The demo: four weeks of a Philly-like workload, its summary, four policies compared at 4x the
-# arrival rate, and the characterisation report of the trace and of the FIFO run.
+# arrival rate, the characterisation report of the trace and of the FIFO run, and the report of the
+# simulated runs (their queueing: the generated trace itself never waits).
 demo: $(STAMP)
 	$(BIN)/dlcluster synth --preset philly --days 28 --seed 1 -o demo-out/philly-28d.parquet
 	$(BIN)/dlcluster info demo-out/philly-28d.parquet
@@ -23,7 +24,8 @@ demo: $(STAMP)
 		--load 4 -o demo-out/sim
 	$(BIN)/dlcluster characterize demo-out/philly-28d.parquet --sim-jobs demo-out/sim/fifo/jobs.parquet \
 		-o demo-out/report
-	@echo "open demo-out/report/index.html to see the report"
+	$(BIN)/dlcluster report demo-out/sim -o demo-out/sim-report
+	@echo "open demo-out/report/index.html (the trace) and demo-out/sim-report/index.html (the runs)"
 
 # the type check runs first; the tests run even when it fails, and either failing fails the target
 test: $(STAMP)

@@ -81,3 +81,42 @@ def test_multi_node_jobs_need_whole_free_nodes() -> None:
                   ("big", "a", 1, 4, 50, 60)])
     row = wait_causes(sim, SPEC, segs).row(0, named=True)
     assert row["job_id"] == "big" and row["fragmentation_s"] == pytest.approx(45) and row["cause"] == "fragmentation"
+
+
+def _held_by_two(job: tuple, hold: int = 4) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """p and q hold ``hold`` GPUs on node 0 and node 1 on [0, 100); ``job`` waits until 100."""
+    sim = _sim([("p", "a", hold, 0, 0, 100), ("q", "a", hold, 0, 0, 100), job])
+    segs = _segs([("p", "a", 0, hold, 0, 100), ("q", "a", 1, hold, 0, 100), (job[0], "a", 0, job[2], 100, 110)])
+    return sim, segs
+
+
+def test_consolidate_spreads_a_job_larger_than_a_node() -> None:
+    # 12 GPUs with 6 + 6 free: the artifact's rule finds no whole free node; the simulator's consolidate spreads
+    sim, segs = _held_by_two(("big", "a", 12, 10, 100, 110), hold=2)
+    artifact = wait_causes(sim, SPEC, segs).row(0, named=True)
+    assert artifact["cause"] == "fragmentation" and artifact["fragmentation_s"] == pytest.approx(90)
+    own = wait_causes(sim, SPEC, segs, "consolidate").row(0, named=True)
+    assert own["cause"] == "queue-order" and own["fragmentation_s"] == pytest.approx(0)
+    assert own["queue_order_s"] == pytest.approx(90)
+
+
+def test_dedicated_needs_an_empty_node() -> None:
+    # 7 GPUs free on each node: consolidate could place 4 GPUs, dedicated needs an empty node
+    sim, segs = _held_by_two(("w", "a", 4, 10, 100, 110), hold=1)
+    assert wait_causes(sim, SPEC, segs, "consolidate").row(0, named=True)["cause"] == "queue-order"
+    row = wait_causes(sim, SPEC, segs, "dedicated").row(0, named=True)
+    assert row["cause"] == "fragmentation" and row["fragmentation_s"] == pytest.approx(90)
+
+
+def test_relax_fragments_only_until_its_wait() -> None:
+    sim, segs = _held_by_two(("w", "a", 6, 10, 100, 110))
+    row = wait_causes(sim, SPEC, segs, "relax:30").row(0, named=True)
+    assert row["fragmentation_s"] == pytest.approx(30) and row["queue_order_s"] == pytest.approx(60)
+    split = wait_causes(sim, SPEC, segs, "first-fit").row(0, named=True)
+    assert split["fragmentation_s"] == pytest.approx(0) and split["cause"] == "queue-order"
+
+
+def test_an_unknown_placement_does_not_split_queue_order() -> None:
+    sim, segs = _held_by_two(("w", "a", 6, 10, 100, 110))
+    out = wait_causes(sim, SPEC, segs, "my-plugin")
+    assert "queue_order_s" not in out.columns and out.row(0, named=True)["cause"] == "fragmentation"

@@ -20,9 +20,12 @@ from dlcluster.trace import Trace
 T0 = 1_506_816_000  # 2017-10-01 00:00 UTC
 
 
+MARCH_29 = 1_585_440_000  # 2020-03-29 00:00 UTC: four or more days from here span two calendar months
+
+
 def helios_like(days: float = 6) -> Trace:
-    """A small synthetic Venus-like trace (users, statuses, VCs, queueing, cluster spec)."""
-    return generate(load_preset("helios-venus"), days=days, seed=3)
+    """A small synthetic Venus-like trace (users, statuses, VCs, queueing, cluster spec) over two months."""
+    return generate(load_preset("helios-venus"), days=days, seed=3, start=MARCH_29)
 
 
 def sim_of(trace: Trace) -> pl.DataFrame:
@@ -56,7 +59,7 @@ def philly_like(folder: Path) -> Trace:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cluster_gpu_util").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return Trace(jobs, "philly", timezone="America/Los_Angeles", attempts=attempts,
-                 cluster=ClusterSpec.uniform({"vc0": 2, "vc1": 2, "vc2": 2}), source=str(folder),
+                 cluster=ClusterSpec.uniform({"vc0": 4, "vc1": 4, "vc2": 4}), source=str(folder),
                  utilization=PhillyUtilization(folder))
 
 
@@ -87,7 +90,7 @@ def test_helios_like_report_renders_every_figure_and_table(tmp_path: Path) -> No
     assert "Not shown" not in page.split('id="locality"')[1].split('id="failures"')[0]
     summary = pl.read_csv(tmp_path / "out" / "tables" / "cluster_summary.csv")
     assert summary["id"].to_list() == ["synth:helios-venus", "philly"]
-    assert summary["gpu_num"].to_list() == [trace.cluster.total_gpus, 48]
+    assert summary["gpu_num"].to_list() == [trace.cluster.total_gpus, 96]
     # overlays: both traces appear in a shared figure's legend table
     assert set(pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-cdf.csv")["trace"]) == {
         "synth:helios-venus", "philly"}

@@ -24,10 +24,10 @@ def time_to_failure_cdf(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:
-    """GPU time by outcome and its share of all GPU time: ``outcome, gpu_hours, share``."""
+    """GPU time by outcome and its share of all GPU time: ``outcome, jobs, gpu_hours, share``."""
     g = jobs.filter(pl.col("gpu_num") > 0).select(outcome().cast(pl.String).fill_null("other").alias("outcome"),
                                                   gpu_seconds().alias("gs"))
-    return (g.group_by("outcome").agg((pl.col("gs").sum() / 3600).alias("gpu_hours"))
+    return (g.group_by("outcome").agg(pl.len().alias("jobs"), (pl.col("gs").sum() / 3600).alias("gpu_hours"))
             .with_columns((pl.col("gpu_hours") / pl.col("gpu_hours").sum()).alias("share")).sort("outcome"))
 
 

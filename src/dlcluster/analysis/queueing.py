@@ -6,9 +6,15 @@ placements (free GPUs per node) the rest splits into *fragmentation* — enough 
 free but no node set can hold the job with its locality (a job up to the largest node's
 size needs one node with enough free GPUs; a larger one needs completely free nodes plus
 one node for the remainder) — and *queue order*: a placement existed but the policy started
-other jobs first or held the queue (head-of-line blocking). Without placements, queue order
-is counted as fragmentation. Each job with a positive wait is counted under the cause of
-most of its waiting seconds.
+other jobs first or held the queue (head-of-line blocking). "Could be placed" follows the
+run's own placement rule (its summary.json): consolidate needs one node for a job up to the
+largest node's size and any free GPUs for a larger one; the Helios artifact's consolidate
+(compatibility mode, and the rule used when the run's placement is not known) needs whole
+free nodes plus one node for the remainder; first-fit, spread and random split freely, so
+they never fragment; relax consolidates until the job has waited its T seconds, then
+splits; dedicated needs empty nodes for a multi-GPU job. Without placements, or with a
+placement rule not listed here, queue order is counted as fragmentation. Each job with a
+positive wait is counted under the cause of most of its waiting seconds.
 """
 
 from __future__ import annotations
@@ -52,16 +58,41 @@ def _node_free(segs: pl.DataFrame, nodes: tuple[int, ...]) -> tuple[np.ndarray, 
     return t, np.asarray(nodes, dtype=np.int32) + np.cumsum(delta, axis=0)
 
 
-def _placeable(free: np.ndarray, sizes: np.ndarray, gpus: int) -> np.ndarray:
-    """Per event interval: could a consolidated placement of ``gpus`` GPUs be found in the free GPUs?"""
-    if gpus <= sizes.max():
-        return free.max(axis=1) >= gpus
+RULES = ("consolidate", "artifact", "split", "dedicated")
+
+
+def placement_rule(placement: str | None, compat: bool = False) -> tuple[str, int] | None:
+    """The rule judging "could it be placed?" for a run's placement, and the wait after which a job may split.
+
+    ``None`` placement (unknown run) gives the artifact's rule; a placement this module does
+    not know gives ``None``.
+    """
+    if placement is None or (compat and placement == "consolidate"):
+        return "artifact", -1
+    base, _, arg = placement.partition(":")
+    if base == "relax":
+        return "consolidate", int(arg) if arg else 600  # the simulator's default relax_after
+    rule = {"consolidate": "consolidate", "first-fit": "split", "spread": "split", "random": "split",
+            "dedicated": "dedicated"}.get(base)
+    return (rule, -1) if rule else None
+
+
+def _placeable(free: np.ndarray, sizes: np.ndarray, gpus: int, rule: str = "artifact") -> np.ndarray:
+    """Per event interval: could ``rule`` place a job of ``gpus`` GPUs on the nodes' free GPUs?"""
+    fits_one = gpus <= sizes.max()
     whole = free == sizes
+    if rule == "split" or (rule == "consolidate" and not fits_one) or (rule == "dedicated" and gpus == 1):
+        return free.sum(axis=1) >= gpus
+    if rule == "dedicated":
+        return (whole & (sizes >= gpus)).any(axis=1) if fits_one else np.where(whole, sizes, 0).sum(axis=1) >= gpus
+    if fits_one:
+        return free.max(axis=1) >= gpus
     partial = np.where(whole, 0, free).max(axis=1)
     return (np.where(whole, sizes, 0).sum(axis=1) + partial) >= gpus
 
 
-def _vc_causes(part: pl.DataFrame, segs: pl.DataFrame | None, nodes: tuple[int, ...]) -> list[pl.DataFrame]:
+def _vc_causes(part: pl.DataFrame, segs: pl.DataFrame | None, nodes: tuple[int, ...],
+               rule: tuple[str, int] = ("artifact", -1)) -> list[pl.DataFrame]:
     """Waiting seconds by cause for the waiting jobs of one VC, one frame per GPU count."""
     cap = sum(nodes)
     if segs is not None:
@@ -78,27 +109,34 @@ def _vc_causes(part: pl.DataFrame, segs: pl.DataFrame | None, nodes: tuple[int, 
         short = total < g
         cols = {"fair_share_s": integrate_steps(t, short, float(cap < g), lo, hi)}
         if free is not None:
-            fits = _placeable(free, sizes, int(g))
-            cols["fragmentation_s"] = integrate_steps(t, ~short & ~fits, 0.0, lo, hi)
+            fits = _placeable(free, sizes, int(g), rule[0])
+            # relax: once a job has waited its T seconds any split placement will do, so it no longer fragments
+            until = np.minimum(hi, lo + rule[1]) if rule[1] >= 0 else hi
+            cols["fragmentation_s"] = integrate_steps(t, ~short & ~fits, 0.0, lo, np.maximum(until, lo))
         frames.append(jobs.select("job_id", "vc", "gpu_num", (pl.col("start") - pl.col("submit")).alias("wait"))
                       .with_columns(*(pl.Series(k, v) for k, v in cols.items())))
     return frames
 
 
-def wait_causes(sim: pl.DataFrame, spec: ClusterSpec, placements: pl.DataFrame | None = None) -> pl.DataFrame:
+def wait_causes(sim: pl.DataFrame, spec: ClusterSpec, placements: pl.DataFrame | None = None,
+                placement: str | None = None, compat: bool = False) -> pl.DataFrame:
     """Per waiting job: ``job_id, vc, gpu_num, wait``, seconds per cause (``fair_share_s, ...``) and ``cause``.
 
     With ``placements`` (the simulator's per-node segments) the causes are fair-share,
-    fragmentation and queue order; without, fair-share and fragmentation (which then
-    includes queue order).
+    fragmentation and queue order, judged by the run's ``placement`` rule (``compat``: the
+    artifact's variant); without them, or for a rule not known here, fair-share and
+    fragmentation (which then includes queue order).
     """
+    rule = placement_rule(placement, compat)
+    if rule is None:
+        placements = None
     started = sim.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()
                          & pl.col("vc").is_in(list(spec.vcs)) & (pl.col("gpu_num") > 0))
     segs = placements.partition_by("vc", as_dict=True) if placements is not None else {}
     frames = []
     for (vc,), part in sorted(started.partition_by("vc", as_dict=True).items()):
         vc_segs = None if placements is None else segs.get((vc,), placements.clear())
-        frames += _vc_causes(part, vc_segs, spec.vcs[vc])
+        frames += _vc_causes(part, vc_segs, spec.vcs[vc], rule or ("artifact", -1))
     causes = CAUSES if placements is not None else CAUSES[:2]
     cols = [_seconds_column(c) for c in causes]
     if not frames:

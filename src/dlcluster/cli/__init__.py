@@ -37,7 +37,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 def _register() -> None:
     # --help lists them in this order
     for module in ("trace_cmds", "synth_cmd", "simulate_cmd", "predict_cmd", "ces_cmd", "characterize_cmd",
-                   "sweep_cmd", "compare_cmd"):
+                   "sweep_cmd", "compare_cmd", "report_cmd"):
         importlib.import_module(f"dlcluster.cli.{module}")
 
 

@@ -35,7 +35,7 @@ def characterize(
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.report import build_report
-    from dlcluster.report.build import read_sim_jobs, read_sim_placements
+    from dlcluster.report.build import read_sim_jobs, read_sim_placements, read_sim_summary
 
     _check_output(output)
     if not MEMORY.fullmatch(memory_limit):
@@ -43,11 +43,12 @@ def characterize(
     spec = read_cluster_spec(cluster) if cluster is not None else None
     sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
     placements = read_sim_placements(sim_jobs) if sim_jobs is not None else None
+    summary = read_sim_summary(sim_jobs) if sim_jobs is not None else None
     traces = [load(p, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz) for p in paths]
     # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
     sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
     page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,
-                        memory_limit=memory_limit)
+                        memory_limit=memory_limit, sim_summary=summary)
     Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
 
 

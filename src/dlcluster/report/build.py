@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -45,17 +46,33 @@ def read_sim_placements(jobs_path: str | Path) -> pl.DataFrame | None:
     return segs
 
 
+def read_sim_summary(jobs_path: str | Path) -> dict | None:
+    """The ``summary.json`` the simulator wrote beside ``jobs_path``, if any."""
+    path = Path(jobs_path).with_name("summary.json")
+    if not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable JSON file ({exc})", path=path) from exc
+    if not isinstance(summary, dict):
+        raise InputError("expected a JSON object (the simulator's summary)", path=path)
+    return summary
+
+
 def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec | None = None,
                  sim_jobs: pl.DataFrame | None = None, sim_placements: pl.DataFrame | None = None,
-                 sim_name: str = "simulation", memory_limit: str = MEMORY_LIMIT) -> Path:
+                 sim_name: str = "simulation", memory_limit: str = MEMORY_LIMIT,
+                 sim_summary: dict | None = None) -> Path:
     """Write ``out/index.html`` plus figure and table files; return the page's path.
 
     ``cluster`` replaces every trace's own spec; without it each trace uses the spec it
     carries, if any. ``sim_jobs`` (the simulator's per-job table) feeds section 6, and
-    ``sim_placements`` (its per-node segments) splits fragmentation from queue order there.
+    ``sim_placements`` (its per-node segments) splits fragmentation from queue order there, by
+    the placement rule its ``sim_summary`` (the run's summary.json) names.
     """
     out = Path(out)
-    inputs = [Input(n, t, cluster or t.cluster) for n, t in zip(_names(traces), traces, strict=True)]
+    inputs = [Input.of(n, t, cluster or t.cluster) for n, t in zip(_names(traces), traces, strict=True)]
     sim_spec = cluster or next((t.cluster for t in traces if t.cluster is not None), None)
     parts = [
         sections.jobs_section(inputs),
@@ -63,10 +80,10 @@ def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec |
         sections.users_section(inputs),
         sections.locality_section(inputs, memory_limit),
         sections.failures_section(inputs),
-        sections.queueing_section(sim_jobs, sim_spec, sim_name, sim_placements),
+        sections.queueing_section(sim_jobs, sim_spec, sim_name, sim_placements, sim_summary),
         sections.summary_section(inputs),
     ]
     subtitle = [f"{i.name}: {i.jobs.height:,} jobs, format {i.trace.format}, time zone {i.trace.timezone}"
                 + (f", {i.total_gpus:,} GPUs in the cluster spec" if i.spec is not None else ", no cluster spec")
-                for i in inputs]
+                + (f" ({i.coverage})" if i.coverage else "") for i in inputs]
     return write_report(parts, out, "Workload characterisation: " + ", ".join(i.name for i in inputs), subtitle)

@@ -31,7 +31,9 @@ figure svg{max-width:100%;height:auto;display:block}figcaption,.def{font-size:13
 background:#fffaf0}table{border-collapse:collapse;font-size:13px;margin:8px 0;
 font-variant-numeric:tabular-nums}th,td{border-bottom:1px solid #e3e6eb;padding:4px 10px;text-align:right}
 th{background:#eef1f5;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto}.check{font-size:13px;border-left:4px solid #e0a31b;background:#fffaf0;padding:4px 10px;
+margin:6px 0;max-width:1000px}details.collapsed{background:#fff;border:1px solid #dde1e7;border-radius:8px;
+padding:8px 18px}details.collapsed summary{cursor:pointer;color:#3a4250}
 """
 
 
@@ -75,7 +77,7 @@ def _item(item: Item, out: Path) -> str:
         return (f'<div class="card absent" id="{item.id}"><h3>{html.escape(item.title)}</h3>'
                 f'<p>Not shown: {html.escape(item.absent)}</p>{definition}</div>')
     files = []
-    body = ""
+    body = "".join(f'<p class="check">{html.escape(c)}</p>' for c in item.checks)
     if item.figure is not None:
         svg = _svg(item)
         write_text_atomic(out / "figures" / f"{item.id}.svg", svg)
@@ -100,6 +102,11 @@ def write_report(sections: list[Section], out: Path, title: str, subtitle: list[
     parts = []
     for s in sections:
         items = "".join(_item(i, out) for i in s.items)
+        if s.items and all(i.absent is not None for i in s.items):
+            # nothing drawn: one line with the reason, the per-item notes folded away
+            reasons = sorted({i.absent for i in s.items if i.absent}, key=[i.absent for i in s.items].index)
+            items = (f'<details class="collapsed"><summary>Nothing to show: {html.escape(" ".join(reasons))}'
+                     f"</summary>{items}</details>")
         parts.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2><p class="intro">{html.escape(s.intro)}</p>'
                      f"{items}</section>")
     sub = "".join(f"<p>{html.escape(line)}</p>" for line in subtitle)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import polars as pl
 from matplotlib.figure import Figure
 
+from dlcluster.analysis import checks
 from dlcluster.analysis.common import has_outcomes, has_values
 from dlcluster.cluster import ClusterSpec
 from dlcluster.report.model import Item
@@ -16,11 +18,45 @@ from dlcluster.trace import Trace
 
 @dataclass
 class Input:
-    """A trace with its display name and the cluster spec to use for it (may be unknown)."""
+    """A trace with its display name and the cluster spec to use for it (may be unknown).
+
+    ``spec`` counts only the VCs that have jobs; ``coverage`` says so when that left VCs out.
+    """
 
     name: str
     trace: Trace
     spec: ClusterSpec | None
+    coverage: str | None = None
+
+    @classmethod
+    def of(cls, name: str, trace: Trace, spec: ClusterSpec | None) -> Input:
+        """The input for ``trace`` with ``spec`` restricted to the VCs that have GPU jobs."""
+        if spec is None:
+            return cls(name, trace, None)
+        covered = checks.covered_spec(spec, trace.jobs)
+        return cls(name, trace, covered, checks.coverage_note(spec, covered))
+
+    @cached_property
+    def queue_problem(self) -> str | None:
+        """Why this trace's queueing delays show nothing, or ``None``."""
+        return checks.queue_problem(self.jobs, generated=self.trace.format == "synth")
+
+    @cached_property
+    def util_problem(self) -> str | None:
+        """Why this trace's utilisation is not to be trusted (above 1 in some hour), or ``None``."""
+        if self.spec is None:
+            return None
+        return checks.utilization_problem(self.jobs, self.spec, generated=self.trace.format == "synth")
+
+    @cached_property
+    def demand(self) -> bool:
+        """Whether GPUs "in use" are really GPUs demanded: a generated trace, or every job started when submitted."""
+        return self.trace.format == "synth" or checks.placeholder_starts(self.jobs)
+
+    @property
+    def capacity(self) -> int | None:
+        """GPUs to divide running GPUs by: the covered VCs' GPUs, unless utilisation exceeds 1 somewhere."""
+        return None if self.util_problem else self.total_gpus
 
     @property
     def jobs(self) -> pl.DataFrame:
@@ -42,6 +78,10 @@ class Input:
             "duration": lambda: not has_values(j, "duration") and "the trace records no run times",
             "queue": lambda: not has_values(j, "queue_delay")
             and "the trace records no start times, so no queueing delay",
+            "real_queue": lambda: self.queue_problem or False,
+            "util_ok": lambda: self.util_problem or False,
+            "months": lambda: j.select(self.trace.local_times("submit_time").dt.strftime("%Y-%m").n_unique()).item() < 2
+            and "the trace covers a single calendar month; trends need at least two",
             "start": lambda: not has_values(j.filter(pl.col("gpu_num") > 0), "start_time")
             and "the trace records no start/end times, so no running GPUs",
             "user": lambda: not has_values(j, "user") and "the trace has no user column",
@@ -87,12 +127,16 @@ def per_trace(inputs: list[Input], needs: tuple[str, ...],
 
 
 def figure_item(id: str, title: str, definition: str, table: pl.DataFrame, notes: list[str],
-                draw: Callable[[pl.DataFrame], Figure | None], shown: pl.DataFrame | None = None) -> Item:
-    """An item from a combined table: drawn when it has rows, otherwise absent with the reasons."""
+                draw: Callable[[pl.DataFrame], Figure | None], shown: pl.DataFrame | None = None,
+                findings: list[str] | None = None) -> Item:
+    """An item from a combined table: drawn when it has rows, otherwise absent with the reasons.
+
+    ``findings`` are the data checks' findings that hold for what is drawn, shown beside the figure.
+    """
     if table.height == 0:
         return Item(id, title, definition, absent=" ".join(notes) or "no data.")
     fig = draw(table)
     if fig is None:
         return Item(id, title, definition, absent="no data to draw.")
-    note = (" Not included: " + " ".join(notes)) if notes else ""
-    return Item(id, title, definition + note, figure=fig, shown=shown, data={id: table})
+    return Item(id, title, definition, figure=fig, shown=shown, data={id: table},
+                checks=[*(findings or []), *(["Not included: " + " ".join(notes)] if notes else [])])

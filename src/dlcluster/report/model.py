@@ -19,6 +19,7 @@ class Item:
     shown: pl.DataFrame | None = None  # a table printed in the page itself
     data: dict[str, pl.DataFrame] = field(default_factory=dict)  # file stem → table written beside the page
     absent: str | None = None  # why there is nothing to show
+    checks: list[str] = field(default_factory=list)  # what the data checks found, said beside the figure
 
 
 @dataclass

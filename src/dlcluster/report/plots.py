@@ -13,8 +13,12 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np
 import polars as pl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from dlcluster.analysis.checks import MIN_GROUP
 
 PALETTE = ("#1f6fb4", "#e0731b", "#2a9d4b", "#c8323c", "#7d5ab5", "#8c564b", "#d162b0", "#6b6b6b")
 PANEL_W, PANEL_H = 4.2, 3.0
@@ -29,12 +33,18 @@ def colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _panels(n: int, cols: int = 3) -> tuple[Figure, list]:
+def _panels(n: int, cols: int = 3, fixed: bool = False, **share: object) -> tuple[Figure, list]:
     cols = 4 if n == 4 and cols == 3 else min(cols, n)
     rows = -(-n // cols)
     # not through pyplot: nothing global keeps the figure alive once the report has written it
-    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
+    # ``fixed``: margins set once instead of by the constrained-layout solver, which costs a second per
+    # dozen panels; for panels whose labels are short and alike
+    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows), layout=None if fixed else "constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, **share)
+    if fixed:
+        top = 1 - 0.45 / (PANEL_H * rows)  # room for the legend above
+        fig.subplots_adjust(left=0.06, right=0.98, bottom=0.55 / (PANEL_H * rows), top=top - 0.35 / (PANEL_H * rows),
+                            wspace=0.28, hspace=0.55)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -52,8 +62,28 @@ def _handles(names: Sequence[tuple[int, str]]) -> list[Line2D]:
     return [Line2D([], [], color=colour(i), lw=2.5) for i, _ in names]
 
 
-def _legend(fig: Figure, names: Sequence[tuple[int, str]]) -> None:
-    fig.legend(_handles(names), [n for _, n in names], loc="outside upper center", ncols=min(len(names), 6))
+def _legend(fig: Figure, names: Sequence[tuple[int, str]], patches: bool = False) -> None:
+    # bars are keyed by filled patches, lines by line segments: the key looks like what it names
+    handles = [Patch(facecolor=colour(i)) for i, _ in names] if patches else _handles(names)
+    where = {"loc": "outside upper center"} if fig.get_layout_engine() is not None else {
+        "loc": "upper center", "bbox_to_anchor": (0.5, 1.0)}
+    fig.legend(handles, [n for _, n in names], ncols=min(len(names), 6), **where)
+
+
+def readable_xticks(ax: Axes, labels: Sequence[str], positions: Sequence[float] | None = None,
+                    width: float = PANEL_W) -> None:
+    """Category tick labels that do not overlap: rotated (anchored at their tick) and thinned when crowded."""
+    positions = list(range(len(labels))) if positions is None else list(positions)
+    chars = max((len(str(lbl)) for lbl in labels), default=1)
+    # about 11 characters per inch of axis at font size 8-9; a label rotated by 45 degrees needs about 0.2 in
+    rotated = len(labels) * (chars + 1) > width * 11
+    step = max(1, int(np.ceil(len(labels) * 0.2 / (width * 0.85)))) if rotated else 1
+    ax.set_xticks(positions[::step], [str(lbl) for lbl in labels][::step])
+    if rotated:
+        for t in ax.get_xticklabels():
+            t.set_rotation(45)
+            t.set_horizontalalignment("right")
+            t.set_rotation_mode("anchor")
 
 
 def _series(df: pl.DataFrame, column: str = "trace") -> list[tuple[int, str]]:
@@ -101,35 +131,64 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
 
 def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None = None,
          order: Sequence[str] | None = None, cats: Sequence[str] | None = None, percent: bool = False,
-         logy: bool = False) -> Figure | None:
-    """Grouped bars: categories ``cat`` on x, one bar per trace, one panel per ``group``."""
+         logy: bool = False, n: str | None = None, base: str | None = None, series: str = "trace",
+         xlabel: str | None = None) -> Figure | None:
+    """Grouped bars: categories ``cat`` on x, one bar per ``series``, one panel per ``group``.
+
+    ``n`` names a count column written above each bar; a bar whose ``base`` (or ``n``) is below
+    ``MIN_GROUP`` is hatched and faded, as too few jobs stand behind it.
+    """
     df = df.drop_nulls(value)
     if df.height == 0:
         return None
     groups = _groups(df, group, order)
-    names = _series(df)
+    names = _series(df, series)
     cats = list(cats) if cats else sorted(df.get_column(cat).cast(pl.String).unique().to_list(),
                                           key=lambda c: (len(c), c))
+    base = base or n
     width = 0.8 / len(names)
     offset = {name: k - (len(names) - 1) / 2 for k, (_, name) in enumerate(names)}
-    fig, axes = _panels(len(groups))
+    # many bars: one panel per row, as wide as the bars need (up to a page), so every category keeps its label
+    wide = len(cats) * len(names) > 24
+    fig, axes = _panels(len(groups), cols=1 if wide else 3)
+    if wide:
+        fig.set_size_inches(min(14.0, max(PANEL_W * 2, 0.09 * len(cats) * len(names) + 2.5)), PANEL_H * len(groups))
+    panel_width = fig.get_size_inches()[0] / (1 if wide else min(3, len(groups)))
     for ax, g in zip(axes, groups, strict=True):
         part = df if g is None else df.filter(pl.col(group).cast(pl.String) == g)
         for i, name in names:
-            d = part.filter(pl.col("trace").cast(pl.String) == name).select(pl.col(cat).cast(pl.String), value)
-            vals = dict(d.iter_rows())
-            ys = np.array([vals.get(c) or 0.0 for c in cats], dtype=float) * (100 if percent else 1)
-            ax.bar(np.arange(len(cats)) + offset[name] * width, ys, width, color=colour(i))
-        ax.set_xticks(np.arange(len(cats)), cats, rotation=45 if len(cats) > 8 else 0)
+            d = part.filter(pl.col(series).cast(pl.String) == name)
+            rows = {r[cat]: r for r in d.with_columns(pl.col(cat).cast(pl.String)).iter_rows(named=True)}
+            ys = np.array([rows[c][value] or 0.0 if c in rows else 0.0 for c in cats], dtype=float) * (
+                100 if percent else 1)
+            xs = np.arange(len(cats)) + offset[name] * width
+            drawn = ax.bar(xs, ys, width, color=colour(i))
+            for x, y, c, patch in zip(xs, ys, cats, drawn, strict=True):
+                if c not in rows:
+                    continue
+                if base is not None and (rows[c][base] or 0) < MIN_GROUP:
+                    patch.set_hatch("///")
+                    patch.set_alpha(0.45)
+                if n is None:
+                    continue
+                ax.annotate(f"{rows[c][n]:,}", (x, y), xytext=(0, 2), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=6, rotation=90 if len(cats) * len(names) > 12 else 0)
+        readable_xticks(ax, cats, width=panel_width)
         ax.set_ylabel(ylabel)
-        ax.set_xlabel(cat.replace("_", " "))
+        ax.set_xlabel(xlabel or cat.replace("_", " "))
         if logy:
             ax.set_yscale("log")
         else:
             ax.set_ylim(bottom=0)  # an all-zero panel would otherwise centre its axis on zero
         if g is not None:
             ax.set_title(str(g).replace("_", " "))
-    _legend(fig, names)
+        if n is not None and not logy:
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.12)  # room for the counts above the tallest bar
+    if per_panel := series != "trace":
+        for ax in axes:
+            ax.legend([Patch(facecolor=colour(i)) for i, _ in names], [x for _, x in names], fontsize=7)
+    if not per_panel:
+        _legend(fig, names, patches=True)
     return fig
 
 
@@ -153,7 +212,10 @@ def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
             shown = list(xticks)[::step]
             # about 40 characters fit side by side under one panel
             crowded = step > 1 or len(shown) * max(map(len, shown)) > 40
-            ax.set_xticks(np.arange(0, len(xticks), step), shown, rotation=45 if crowded else 0)
+            ax.set_xticks(np.arange(0, len(xticks), step), shown)
+            if crowded:  # anchored at the tick's end, so a rotated label sits under its own tick
+                for t in ax.get_xticklabels():
+                    t.set(rotation=45, horizontalalignment="right", rotation_mode="anchor")
         ax.set_title(label)
         ax.set_xlabel(xlabel)
         ax.set_ylim(bottom=0)
@@ -175,8 +237,34 @@ def boxes(stats: pl.DataFrame, label: str) -> Figure | None:
                 "whishi": r["p95"], "mean": r["mean"], "fliers": []} for r in d.iter_rows(named=True)]
         ax.bxp(bxp, showmeans=True, patch_artist=True, boxprops={"facecolor": colour(i), "alpha": 0.5},
                medianprops={"color": "black"})
-        ax.tick_params(axis="x", rotation=60)
+        readable_xticks(ax, [b["label"] for b in bxp], range(1, len(bxp) + 1), fig.get_size_inches()[0])
         ax.set_ylabel(label)
         ax.set_title(name)
         ax.set_ylim(0, max(1.0, float(d["p95"].max() or 0)) * 1.05)
+    return fig
+
+
+def timeline(df: pl.DataFrame, x: str, y: str, ylabel: str, xlabel: str, panel: str = "vc",
+             series: str = "trace") -> Figure | None:
+    """One panel per ``panel`` value, one line per ``series``: ``y`` over ``x`` (no markers: many points).
+
+    The panels share the x axis, so the same moment lines up in every panel.
+    """
+    df = df.drop_nulls(y)
+    if df.height == 0:
+        return None
+    panels = sorted(df.get_column(panel).unique().to_list())
+    names = _series(df, series)
+    fig, axes = _panels(len(panels), fixed=True, sharex=True)
+    for ax, key in zip(axes, panels, strict=True):
+        part = df.filter(pl.col(panel) == key)
+        for i, name in names:
+            d = part.filter(pl.col(series).cast(pl.String) == name).sort(x)
+            ax.plot(d.get_column(x).to_numpy(), d.get_column(y).to_numpy(), color=colour(i), lw=1.1)
+        ax.set_title(str(key))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelbottom=True)  # shared x: every panel keeps its own tick labels
+    _legend(fig, names)
     return fig

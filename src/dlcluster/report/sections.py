@@ -16,6 +16,7 @@ from dlcluster.analysis import (
     summary,
     users,
 )
+from dlcluster.analysis.checks import tiny_groups
 from dlcluster.analysis.common import OUTCOMES, SIZE_BUCKETS
 from dlcluster.cluster import ClusterSpec
 from dlcluster.report import plots
@@ -28,6 +29,28 @@ HOURS = [str(h) for h in range(24)]
 
 def _in_units(df: pl.DataFrame, cols: list[str], seconds: int) -> pl.DataFrame:
     return df.with_columns(pl.col(c) / seconds for c in cols)
+
+
+N_NOTE = "The number above each bar is n, the jobs behind it."
+
+
+def _findings(inputs: list[Input], coverage: bool = True, util: bool = True, demand: bool = False) -> list[str]:
+    """The data checks' findings about the traces a capacity-based figure draws."""
+    out = []
+    for i in inputs:
+        if coverage and i.coverage:
+            out.append(f"{i.name}: {i.coverage}.")
+        if util and i.util_problem:
+            out.append(f"{i.name}: {i.util_problem}.")
+        if demand and i.demand:
+            out.append(f"{i.name}: every job started when it was submitted, so its GPUs in use are the GPUs demanded "
+                       "(as on an unlimited cluster), not the usage of a real one.")
+    return out
+
+
+def _with_base(df: pl.DataFrame, by: list[str], count: str = "jobs") -> pl.DataFrame:
+    """``df`` with ``base``: the jobs of each share's group (the denominator a small group makes noisy)."""
+    return df.with_columns(pl.col(count).sum().over(["trace", *by]).alias("base"))
 
 
 def _doc_body(module: ModuleType) -> str:
@@ -48,19 +71,22 @@ def jobs_section(inputs: list[Input]) -> Section:
     s.items.append(figure_item(
         "jobs-size-mix", "Job size mix by job count and by GPU time",
         "Share of GPU jobs requesting each GPU count (left) and share of all GPU time (GPUs × run time) "
-        "they consumed (right).", t, n,
-        lambda d: plots.bars(d.unpivot(index=["trace", "gpu_num"], on=["job_share", "gpu_time_share"],
+        f"they consumed (right). {N_NOTE} Hatched bars rest on fewer than 30 jobs.", t, n,
+        lambda d: plots.bars(d.unpivot(index=["trace", "gpu_num", "jobs"], on=["job_share", "gpu_time_share"],
                                        variable_name="measure").with_columns(pl.col("gpu_num").cast(pl.String)),
                              "gpu_num", "value", "share (%)", group="measure", order=["job_share", "gpu_time_share"],
-                             percent=True)))
+                             percent=True, n="jobs")))
     t, n = per_trace(inputs, ("gpu_jobs", "status"), lambda i: jobs.outcome_by_size(i.jobs))
+    t = _with_base(t, ["bucket"]) if t.height else t
+    tiny = [x for x in [tiny_groups(t, "bucket", "base")] if x] if t.height else []
     for measure, label in (("job_share", "job count"), ("gpu_time_share", "GPU time")):
         s.items.append(figure_item(
             f"jobs-outcome-{measure.replace('_', '-')}", f"Final status by job size, share of {label}",
             f"For GPU jobs of each size bucket (1 / 2-4 / 5-8 / >8 GPUs, and all), the share of {label} that "
-            "ended completed, cancelled (killed) or failed; timeout and node failure count as failed.", t, n,
-            lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
-                                            cats=BUCKETS_ALL, percent=True)))
+            f"ended completed, cancelled (killed) or failed; timeout and node failure count as failed. {N_NOTE}",
+            t, n, lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
+                                                  cats=BUCKETS_ALL, percent=True, n="jobs", base="base"),
+            findings=tiny))
     t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
     med, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_by_size(i.jobs))
     shown = _in_units(med, ["p10", "p50", "p90", "mean"], 60).rename(
@@ -81,13 +107,13 @@ def jobs_section(inputs: list[Input]) -> Section:
                              .pivot(on="trace", index="gpu_num", values="median (min)", sort_columns=False)
                              .sort("gpu_num"))
     s.items.append(median_item)
-    t, n = per_trace(inputs, ("gpu_jobs", "queue"), lambda i: jobs.queue_cdf_by_size(i.jobs))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "real_queue"), lambda i: jobs.queue_cdf_by_size(i.jobs))
     s.items.append(figure_item(
         "jobs-queue-by-size", "Queueing delay by job size",
         "CDF of queueing delay (first start − submit, seconds; zero waits drawn at 1 s on the log axis) of GPU "
         "jobs per GPU-count bucket.", t, n,
         lambda d: plots.cdf(d, "queue_delay", "queueing delay (s)", group="bucket", order=list(SIZE_BUCKETS))))
-    t, n = per_trace(inputs, ("gpu_jobs", "queue"), lambda i: jobs.queue_cdf_by_vc(i.jobs))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "real_queue"), lambda i: jobs.queue_cdf_by_vc(i.jobs))
     s.items.append(figure_item(
         "jobs-queue-by-vc", "Queueing delay by virtual cluster",
         "CDF of queueing delay of GPU jobs in each of the 8 VCs with the most GPU jobs; VC names differ between "
@@ -101,23 +127,28 @@ def cluster_section(inputs: list[Input]) -> Section:
     zones = "; ".join(f"{i.name}: {i.trace.timezone}" for i in inputs)
     s = Section("cluster", "2. Cluster", "When work arrives and how busy the GPUs are, in each trace's local "
                 f"time zone, daylight saving applied ({zones}).")
+    # when every trace's jobs started as submitted, "in use" would claim a usage no cluster had
+    use = "demanded" if inputs and all(i.demand for i in inputs) else "in use"
     ys = [("submissions", "jobs submitted per hour"), ("gpu_submissions", "GPU jobs submitted per hour"),
-          ("running_gpus", "GPUs in use (mean)"), ("utilization", "GPU utilisation (in use / cluster GPUs)")]
+          ("running_gpus", f"GPUs {use} (mean)"), ("utilization", f"GPU utilisation ({use} / cluster GPUs)")]
     running = ("Running GPUs are the exact time average of the GPUs held by started jobs, over the hours from "
                "the first to the last submission (jobs still draining afterwards would dilute the means); "
-               "utilisation divides them by the cluster spec's GPUs (shown only when a spec is known).")
-    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.total_gpus))
+               "utilisation divides them by the GPUs of the spec's VCs that have jobs (shown only when a spec is "
+               "known and no hour exceeds 1).")
+    found = _findings(inputs, demand=True)
+    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity))
     s.items.append(figure_item(
         "cluster-daily", "Hour-of-day pattern",
         f"Per local hour of day, the mean over the trace's days of jobs submitted in that hour. {running}", t, n,
         lambda d: plots.lines(d.with_columns(pl.col("hour").cast(pl.String)), "hour", ys, "local hour",
-                              xticks=HOURS)))
-    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.total_gpus))
+                              xticks=HOURS), findings=found))
+    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity))
     s.items.append(figure_item(
         "cluster-weekly", "Day-of-week pattern",
         f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
-        lambda d: plots.lines(d, "day", ys, "local day", xticks=list(cluster.WEEKDAYS))))
-    t, n = per_trace(inputs, ("jobs",), lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.total_gpus))
+        lambda d: plots.lines(d, "day", ys, "local day", xticks=list(cluster.WEEKDAYS)), findings=found))
+    t, n = per_trace(inputs, ("jobs", "months"),
+                     lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.capacity))
     # traces from different periods are compared month by month of their own span, not on one calendar
     same_months = t.height == 0 or t.group_by("trace").agg(pl.col("month").sort())["month"].n_unique() == 1
     x, xlabel = ("month", "month") if same_months else ("month_index", "month of the trace (1 = its first)")
@@ -129,17 +160,19 @@ def cluster_section(inputs: list[Input]) -> Section:
         "month.", t, n,
         lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x,
                               [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
-                               ("running_gpus", "GPUs in use (mean)"), ("utilization", "GPU utilisation")],
-                              xlabel, xticks=months)))
-    t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs"),
+                               ("running_gpus", f"GPUs {use} (mean)"), ("utilization", "GPU utilisation")],
+                              xlabel, xticks=months), findings=found))
+    t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs", "util_ok"),
                      lambda i: cluster.vc_utilization(i.jobs, i.spec))
     s.items.append(figure_item(
         "cluster-vc-utilization", "Utilisation per virtual cluster",
         "For each VC of the cluster spec, the distribution over the trace's hours (up to the last submission) of "
         "the VC's utilisation: mean "
         "GPUs held by its running jobs in the hour / the VC's GPUs. Boxes: p25-p75, line: median, triangle: "
-        "mean, whiskers: p5-p95.", t, n, lambda d: plots.boxes(d, "utilisation")))
-    t, n = per_trace(inputs, ("gpu_jobs", "queue", "start"), lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
+        "mean, whiskers: p5-p95. VCs of the spec without jobs are left out.", t, n,
+        lambda d: plots.boxes(d, "utilisation"), findings=_findings(inputs, util=False, demand=True)))
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "start", "real_queue", "util_ok"),
+                     lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
     s.items.append(figure_item(
         "cluster-queue-vs-load", "Who waits: queueing delay versus cluster load",
         "GPU jobs grouped by the cluster load at their submission (GPUs held by running jobs / cluster GPUs from "
@@ -147,7 +180,8 @@ def cluster_section(inputs: list[Input]) -> Section:
         "90th percentile queueing delay (minutes) and the share of jobs that waited at all.",
         t, n, lambda d: plots.lines(_in_units(d, ["mean", "p90"], 60), "load_lo",
                                     [("mean", "mean queueing delay (min)"), ("p90", "p90 queueing delay (min)"),
-                                     ("waited", "share of jobs that waited")], "load at submission")))
+                                     ("waited", "share of jobs that waited")], "load at submission"),
+        findings=_findings(inputs, util=False)))
     return s
 
 
@@ -161,7 +195,7 @@ def users_section(inputs: list[Input]) -> Section:
         "time (GPUs × run time) or CPU time (CPU cores × run time, jobs with a CPU count).", t, n,
         lambda d: plots.cdf(d.rename({"resource_share": "p"}), "user_share", "fraction of users (largest first)",
                             group="resource", order=["GPU time", "CPU time"], logx=False)))
-    t, n = per_trace(inputs, ("user", "gpu_jobs", "queue"), lambda i: users.user_queue_cdf(i.jobs))
+    t, n = per_trace(inputs, ("user", "gpu_jobs", "queue", "real_queue"), lambda i: users.user_queue_cdf(i.jobs))
     s.items.append(figure_item(
         "users-queue", "Queueing delay per user",
         "CDF over users of each user's mean queueing delay of GPU jobs (seconds; zero drawn at 1 s).", t, n,
@@ -180,16 +214,19 @@ def locality_section(inputs: list[Input], memory_limit: str) -> Section:
     s = Section("locality", "4. Locality and GPU utilisation",
                 "Philly-style analyses that need the attempts table (servers of each attempt) and, for "
                 "utilisation, the per-minute GPU utilisation file of a raw Philly folder.")
-    t, n = per_trace(inputs, ("gpu_jobs", "queue", "attempts"),
+    t, n = per_trace(inputs, ("gpu_jobs", "queue", "real_queue", "attempts"),
                      lambda i: locality.servers_vs_queue(i.trace.attempts, i.jobs))
     s.items.append(figure_item(
         "locality-servers-vs-queue", "Servers spanned versus queueing delay (jobs with >= 5 GPUs)",
         "Jobs with at least 5 GPUs in their first attempt, grouped by the number of distinct servers that "
         "attempt used; median queueing delay in minutes per group (Philly Figure 4: relaxing locality after a "
-        "wait spreads jobs over more servers).", t, n,
+        f"wait spreads jobs over more servers). {N_NOTE}", t, n,
         lambda d: plots.bars(_in_units(d, ["p50", "p90", "mean"], 60).with_columns(
             pl.col("servers_spanned").cast(pl.String)), "servers_spanned", "p50", "median queueing delay (min)",
-            group="bucket", order=list(SIZE_BUCKETS))))
+            group="bucket", order=list(SIZE_BUCKETS), n="jobs"),
+        findings=[x for x in [tiny_groups(t.with_columns(
+            pl.format("{} GPUs on {} servers", "bucket", "servers_spanned").alias("group")), "group", "jobs")] if x]
+        if t.height else []))
     utils = {}
     for inp in inputs:
         if not inp.lacks("gpu_jobs", "attempts", "utilization"):
@@ -214,8 +251,9 @@ def locality_section(inputs: list[Input], memory_limit: str) -> Section:
 def _table_item(id: str, title: str, definition: str, t: pl.DataFrame, notes: list[str]) -> Item:
     if t.height == 0:
         return Item(id, title, definition, absent=" ".join(notes) or "no data.")
-    note = (" Not included: " + " ".join(notes)) if notes else ""  # as figures say which traces are missing
-    return Item(id, title, definition + note, shown=t, data={id: t})
+    # as figures say which traces are missing
+    return Item(id, title, definition, shown=t, data={id: t},
+                checks=["Not included: " + " ".join(notes)] if notes else [])
 
 
 def failures_section(inputs: list[Input]) -> Section:
@@ -240,16 +278,19 @@ def failures_section(inputs: list[Input]) -> Section:
     s.items.append(figure_item(
         "failures-lost-gpu-time", "GPU time by final status",
         "Share of all GPU time (GPUs × run time) spent in jobs that completed, were cancelled (killed) or "
-        "failed; the last two are GPU time lost.", t, n,
+        f"failed; the last two are GPU time lost. {N_NOTE}", t, n,
         lambda d: plots.bars(d, "outcome", "share", "share of GPU time (%)", cats=[*OUTCOMES, "other"],
-                             percent=True)))
+                             percent=True, n="jobs")))
     t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.early_late_failures(i.jobs))
+    t = _with_base(t, ["bucket"]) if t.height else t
     s.items.append(figure_item(
         "failures-early-late", "Early versus late failures by job size",
         f"Failed GPU jobs per size bucket: early = failed within {failures.EARLY // 60} minutes of run time "
-        "(typically user or programming errors), late = after that; share of the bucket's failures.", t, n,
-        lambda d: plots.bars(d, "bucket", "share", "share of failures (%)", group="when", order=["early", "late"],
-                             cats=list(SIZE_BUCKETS), percent=True)))
+        f"(typically user or programming errors), late = after that; share of the bucket's failures. {N_NOTE}",
+        t, n, lambda d: plots.bars(d, "bucket", "share", "share of failures (%)", group="when",
+                                   order=["early", "late"], cats=list(SIZE_BUCKETS), percent=True, n="jobs",
+                                   base="base"),
+        findings=[x for x in [tiny_groups(t, "bucket", "base", "failed jobs")] if x] if t.height else []))
     t, n = per_trace(inputs, ("user", "status"), lambda i: failures.repeat_failures(i.jobs))
     s.items.append(figure_item(
         "failures-repeat", "Repeat failures per user",
@@ -261,7 +302,7 @@ def failures_section(inputs: list[Input]) -> Section:
 
 
 def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_name: str,
-                     placements: pl.DataFrame | None = None) -> Section:
+                     placements: pl.DataFrame | None = None, summary: dict | None = None) -> Section:
     """Section 6: fair-share, fragmentation and queue-order waiting in a simulated run (Philly Table 2)."""
     s = Section("queueing", "6. Queueing decomposition (simulated run)",
                 "Why jobs waited in a simulated run: VC quota exhausted (fair-share), GPUs free but no placement "
@@ -277,16 +318,35 @@ def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_nam
         s.items.append(Item(item_id, title, definition,
                             absent="the decomposition needs each VC's GPUs: pass --cluster."))
         return s
-    table = queueing.decomposition_table(queueing.wait_causes(sim, spec, placements)).select(
+    placement = (summary or {}).get("placement")
+    compat = bool((summary or {}).get("compat"))
+    table = queueing.decomposition_table(queueing.wait_causes(sim, spec, placements, placement, compat)).select(
         pl.lit(sim_name).alias("trace"), pl.all())
     if table["jobs"].sum() == 0:
         s.items.append(Item(item_id, title, definition, absent="no job waited in the simulated run."))
         return s
+    table = _with_base(table, ["bucket"])
+    found = [_rule_finding(placement, compat, placements is not None)]
+    found += [x for x in [tiny_groups(table.filter(pl.col("base") > 0), "bucket", "base", "waiting jobs")] if x]
     fig = plots.bars(table.with_columns(pl.col("share").fill_null(0.0)), "bucket", "share", "share of waiting jobs (%)",
                      group="cause", order=table["cause"].unique(maintain_order=True).to_list(),
-                     cats=list(SIZE_BUCKETS), percent=True)
-    s.items.append(Item(item_id, title, definition, figure=fig, shown=table, data={item_id: table}))
+                     cats=list(SIZE_BUCKETS), percent=True, n="jobs", base="base")
+    s.items.append(Item(item_id, title, f"{definition} {N_NOTE}", figure=fig, shown=table.drop("base"),
+                        data={item_id: table.drop("base")}, checks=found))
     return s
+
+
+def _rule_finding(placement: str | None, compat: bool, split: bool) -> str:
+    """Which placement rule judged "could the job have been placed?" in the decomposition."""
+    if not split:
+        return "No placements.parquet beside the run's jobs: queue order is counted as fragmentation."
+    if placement is None:
+        return ("The run's summary.json is not beside its jobs: placement judged by the Helios artifact's "
+                "consolidate rule.")
+    if queueing.placement_rule(placement, compat) is None:
+        return (f"The run's placement {placement!r} is not one the decomposition knows: queue order is counted "
+                "as fragmentation.")
+    return f"Placement judged by the run's own rule: {placement}{' (compatibility mode)' if compat else ''}."
 
 
 def summary_section(inputs: list[Input]) -> Section:

@@ -1,0 +1,100 @@
+"""Simulation runs compared: JCT and queueing per run, per VC, over time, and against the observed trace.
+
+Each function takes one run's tables (the ``jobs``, ``timeline`` and ``summary.json`` that
+``dlcluster simulate`` writes) and returns a long table that the report stacks with a
+leading ``run`` column. Queueing delay = start − submit plus every wait after a
+preemption (the simulator's ``queue_delay``); JCT = end − submit. Per-VC utilisation is
+the run's own: busy GPU-seconds / (VC GPUs × the VC's span from first submit to last end).
+Running GPUs on the timeline = VC GPUs − idle GPUs; pending GPUs = GPUs asked by waiting
+jobs; each point is the mean of the 60-second samples in its bin (one hour, or whole hours
+enough to keep a VC's curve to about 400 points).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dlcluster.analysis.common import cdf_points, ordered_mean
+
+HOUR = 3600
+VC_METRICS = ("jobs", "mean_queue_delay", "p99_queue_delay", "utilization", "preemptions", "gpus")
+
+
+def _done(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Jobs that ran (an unschedulable job has no times)."""
+    return jobs.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+
+
+def time_cdfs(jobs: pl.DataFrame) -> pl.DataFrame:
+    """CDFs of JCT and queueing delay (s) over the jobs that ran: ``measure, seconds, p``."""
+    d = _done(jobs)
+    both = pl.concat([d.select(pl.lit("JCT").alias("measure"), pl.col("jct").cast(pl.Float64).alias("seconds")),
+                      d.select(pl.lit("queueing delay").alias("measure"),
+                               pl.col("queue_delay").cast(pl.Float64).alias("seconds"))])
+    return cdf_points(both, "seconds", ["measure"])
+
+
+def per_vc(summary: dict) -> pl.DataFrame:
+    """The run's per-VC metrics from its summary: ``vc`` and :data:`VC_METRICS` (null where no job ran)."""
+    vcs = summary.get("vcs") or {}
+    rows = [{"vc": vc, **{k: (m or {}).get(k) for k in VC_METRICS}} for vc, m in sorted(vcs.items())]
+    schema = {"vc": pl.String, "jobs": pl.Int64, "mean_queue_delay": pl.Float64, "p99_queue_delay": pl.Float64,
+              "utilization": pl.Float64, "preemptions": pl.Int64, "gpus": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def overview(summary: dict) -> dict[str, object]:
+    """One row of the run's whole-cluster results (times in hours)."""
+    o = summary.get("overall") or {}
+
+    def hours(key: str) -> float | None:
+        v = o.get(key)
+        return None if v is None else v / HOUR
+
+    return {"policy": summary.get("policy"), "placement": summary.get("placement"), "load": summary.get("load"),
+            "jobs": o.get("jobs"), "unschedulable": o.get("unschedulable"), "mean JCT (h)": hours("mean_jct"),
+            "p99 JCT (h)": hours("p99_jct"), "mean queueing (h)": hours("mean_queue_delay"),
+            "p99 queueing (h)": hours("p99_queue_delay"), "utilisation": o.get("utilization"),
+            "preemptions": o.get("preemptions")}
+
+
+def hourly_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
+    """Means per VC over bins of whole hours: ``vc, hour`` (bin start, hours since the run's first sample),
+    ``running_gpus, pending_gpus, running_jobs, pending_jobs``; bins widen so a VC has at most about ``points``."""
+    t0 = timeline["time"].min()
+    span = (timeline["time"].max() - t0) // HOUR + 1
+    width = max(1, -(-span // points)) * HOUR
+    cols = ["running_gpus", "pending_gpus", "running_jobs", "pending_jobs"]
+    return (timeline.with_columns(((pl.col("time") - t0) // width * width / HOUR).alias("hour"),
+                                  (pl.col("total_gpus") - pl.col("idle_gpus")).alias("running_gpus"))
+            .group_by("vc", "hour").agg(*(ordered_mean(c).alias(c) for c in cols)).sort("vc", "hour"))
+
+
+def busiest_vcs(timeline: pl.DataFrame, n: int) -> list[str]:
+    """The ``n`` VCs with the most GPU time held or asked for over the run (ties by name)."""
+    load = timeline.group_by("vc").agg((pl.col("total_gpus") - pl.col("idle_gpus") + pl.col("pending_gpus"))
+                                       .sum().alias("load"))
+    return load.sort(["load", "vc"], descending=[True, False]).head(n)["vc"].sort().to_list()
+
+
+def preemptions_per_vc(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Preemptions and preempted jobs per VC: ``vc, jobs, preemptions, preempted_jobs``."""
+    p = pl.col("preemptions") if "preemptions" in jobs.columns else pl.lit(0)
+    return (jobs.group_by("vc").agg(pl.len().alias("jobs"), p.sum().cast(pl.Int64).alias("preemptions"),
+                                    (p > 0).sum().cast(pl.Int64).alias("preempted_jobs")).sort("vc"))
+
+
+def queue_vs_observed(sim: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
+    """Simulated versus observed queueing per VC over the jobs in both: ``vc, source, jobs, mean, p50, p90`` (s).
+
+    ``observed`` is the trace's canonical job table; jobs are matched by ``job_id``.
+    """
+    both = (_done(sim).select("job_id", "vc", pl.col("queue_delay").cast(pl.Float64).alias("simulated"))
+            .join(observed.select(pl.col("job_id").cast(pl.String), pl.col("queue_delay").cast(pl.Float64)
+                                  .alias("observed")).drop_nulls("observed"), on="job_id"))
+    long = both.unpivot(index=["job_id", "vc"], on=["observed", "simulated"], variable_name="source",
+                        value_name="q")
+    q = pl.col("q")
+    return (long.group_by("vc", "source").agg(pl.len().alias("jobs"), ordered_mean("q").alias("mean"),
+                                              q.median().alias("p50"), q.quantile(0.9, "linear").alias("p90"))
+            .sort("vc", "source"))

@@ -1,0 +1,83 @@
+"""Simulation run folders as the report reads them: ``jobs.parquet``, ``summary.json``, ``timeline.parquet``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from dlcluster.errors import InputError
+
+JOB_COLUMNS = ("job_id", "vc", "gpu_num", "submit", "start", "end", "queue_delay", "jct")
+TIMELINE_COLUMNS = ("time", "vc", "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs")
+
+
+@dataclass
+class SimRun:
+    """One simulated run: its display name, folder and tables (``timeline`` is None when absent)."""
+
+    name: str
+    folder: Path
+    jobs: pl.DataFrame
+    summary: dict
+    timeline: pl.DataFrame | None
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / "summary.json").is_file() and (folder / "jobs.parquet").is_file()
+
+
+def run_folders(paths: list[Path]) -> list[Path]:
+    """Each path that is a run folder, or the run folders directly inside it (by name), in the order given."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise InputError("not a folder (expected a folder that dlcluster simulate -o wrote)", path=path)
+        if _is_run(path):
+            found.append(path)
+            continue
+        inside = sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
+        if not inside:
+            raise InputError("no simulation run here: neither it nor a folder inside it holds summary.json and "
+                             "jobs.parquet (written by dlcluster simulate -o)", path=path)
+        found += inside
+    return found
+
+
+def _parquet(path: Path, needed: tuple[str, ...]) -> pl.DataFrame:
+    try:
+        df = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types for a damaged or non-Parquet file
+        raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise InputError(f"missing column '{missing[0]}' (need {', '.join(needed)})", path=path)
+    return df
+
+
+def read_run(folder: Path, name: str) -> SimRun:
+    """The run in ``folder`` (checked), shown as ``name``."""
+    path = folder / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable JSON file ({exc})", path=path) from exc
+    if not isinstance(summary, dict) or not isinstance(summary.get("overall"), dict):
+        raise InputError("expected the simulator's summary (a JSON object with 'overall')", path=path)
+    jobs = _parquet(folder / "jobs.parquet", JOB_COLUMNS)
+    timeline_path = folder / "timeline.parquet"
+    timeline = _parquet(timeline_path, TIMELINE_COLUMNS) if timeline_path.is_file() else None
+    return SimRun(name, folder, jobs, summary, timeline)
+
+
+def read_runs(paths: list[Path]) -> list[SimRun]:
+    """Every run under ``paths``, named by its folder (with its parent's name too when two names clash)."""
+    folders = run_folders(paths)
+    names = [f.name for f in folders]
+    shown = [f"{f.parent.name}/{f.name}" if names.count(f.name) > 1 else f.name for f in folders]
+    if len(set(shown)) < len(shown):
+        dup = next(s for s in shown if shown.count(s) > 1)
+        raise InputError(f"the run {dup!r} is given twice")
+    return [read_run(f, n) for f, n in zip(folders, shown, strict=True)]

@@ -1,0 +1,248 @@
+"""The simulation report's sections: runs compared overall, per VC, over time, and against the observed trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from dlcluster.analysis import simruns
+from dlcluster.analysis.checks import MIN_GROUP, queue_problem, tiny_groups
+from dlcluster.report import plots
+from dlcluster.report.model import Item, Section
+from dlcluster.report.runs import SimRun
+from dlcluster.trace import Trace
+
+TIMELINE_VCS = 12  # panels of a timeline figure: the busiest VCs
+VC_N = "VC (n = its jobs)"
+UNITS = (("s", 1), ("min", 60), ("h", 3600), ("d", 86400))
+
+
+def time_unit(seconds: float) -> tuple[str, int]:
+    """The unit (s, min, h, d) in which ``seconds`` reads as a number between about 1 and 100."""
+    name, size = UNITS[0]
+    for n, s in UNITS[1:]:
+        if seconds >= 2 * s:
+            name, size = n, s
+    return name, size
+
+
+def _stack(runs: list[SimRun], table: Callable[[SimRun], pl.DataFrame]) -> pl.DataFrame:
+    """One table with a leading ``trace`` column naming the run (the plots' series column), runs in order."""
+    kind = pl.Enum([r.name for r in runs])
+    frames = [df.select(pl.lit(r.name).cast(kind).alias("trace"), pl.all()) for r in runs if (df := table(r)).height]
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+
+
+def _with_n(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with ``vc_n``: the VC's name and its jobs (the same in every run of one trace, so said once)."""
+    n = df.group_by("vc").agg(pl.col("jobs").min().alias("lo"), pl.col("jobs").max().alias("hi"))
+    label = pl.when(pl.col("lo") == pl.col("hi")).then(pl.format("{} (n={})", "vc", "lo")).otherwise(
+        pl.format("{} (n={}-{})", "vc", "lo", "hi")).alias("vc_n")
+    return df.join(n.select("vc", label), on="vc", how="left")
+
+
+def _out(df: pl.DataFrame) -> pl.DataFrame:
+    """A table as written beside the report: its series column named for what it is."""
+    return df.rename({"trace": "run"}) if "trace" in df.columns else df
+
+
+def runs_section(runs: list[SimRun]) -> Section:
+    """Section 1: one row per run with its whole-cluster results."""
+    s = Section("runs", "1. Runs", "The simulated runs compared, one row each; times in hours.")
+    table = pl.DataFrame([{"run": r.name, **simruns.overview(r.summary)} for r in runs])
+    s.items.append(Item("sim-runs", "Whole-cluster results per run",
+                        "From each run's summary.json: jobs simulated, jobs that could never fit their VC "
+                        "(unschedulable), mean and p99 job completion time (JCT = end − submit), mean and p99 "
+                        "queueing delay (start − submit plus waits after preemptions), GPU utilisation over the "
+                        "run (busy GPU-seconds / all simulated VCs' GPUs × makespan) and preemptions.",
+                        shown=table, data={"sim-runs": table}))
+    return s
+
+
+def times_section(runs: list[SimRun]) -> Section:
+    """Section 2: CDFs of JCT and queueing delay per run."""
+    s = Section("times", "2. Job completion and queueing", "How long jobs took and waited under each policy.")
+    t = _stack(runs, lambda r: simruns.time_cdfs(r.jobs))
+    for measure, item_id, label in (("JCT", "sim-jct-cdf", "job completion time"),
+                                    ("queueing delay", "sim-queue-cdf", "queueing delay")):
+        part = t.filter(pl.col("measure") == measure) if t.height else t
+        title = f"CDF of {label} per run"
+        definition = (f"Empirical CDF over the jobs that ran of their {label} in seconds, log scale (zero drawn at "
+                      "1 s); one line per run.")
+        if part.height == 0:
+            s.items.append(Item(item_id, title, definition, absent="no job ran in any run."))
+            continue
+        flat = [r.name for r in runs if measure == "queueing delay" and _max_queue(r) == 0]
+        if len(flat) == len(runs):
+            s.items.append(Item(item_id, title, definition, absent="no job waited in any run (every queueing delay "
+                                "is 0), so there is no queueing to show."))
+            continue
+        found = [f"{', '.join(flat)}: no job waited (a step at 1 s)."] if flat else []
+        fig = plots.cdf(part, "seconds", f"{label} (s)")
+        s.items.append(Item(item_id, title, definition, figure=fig, data={item_id: _out(part)}, checks=found))
+    return s
+
+
+def _max_queue(run: SimRun) -> float:
+    q = run.jobs.get_column("queue_delay").drop_nulls()
+    return float(q.max()) if q.len() else 0.0
+
+
+def vc_section(runs: list[SimRun]) -> Section:
+    """Section 3: per-VC bars of mean and p99 queueing delay and of utilisation."""
+    s = Section("vcs", "3. Per virtual cluster", "Each VC's results in each run (from summary.json); n beside "
+                f"each VC's name is its jobs, and bars resting on fewer than {MIN_GROUP} jobs are hatched.")
+    t = _stack(runs, lambda r: simruns.per_vc(r.summary))
+    t = _with_n(t) if t.height else t
+    if t.height == 0:
+        s.items.append(Item("sim-vc-queue", "Queueing per VC", "", absent="no run lists per-VC results."))
+        return s
+    peak = t.select(pl.max_horizontal("mean_queue_delay", "p99_queue_delay").max()).item() or 0.0
+    unit, size = time_unit(peak)
+    q = (t.unpivot(index=["trace", "vc", "jobs"], on=["mean_queue_delay", "p99_queue_delay"], variable_name="measure")
+          .join(t.select("trace", "vc", "vc_n"), on=["trace", "vc"])
+         .with_columns(pl.col("value") / size, pl.col("measure").replace({"mean_queue_delay": "mean",
+                                                                          "p99_queue_delay": "p99"})))
+    # a VC has the same jobs in every run of one trace: named once
+    tiny = [x for x in [tiny_groups(t.filter(pl.col("jobs") > 0).select("vc", "jobs").unique().sort("vc", "jobs"),
+                                    "vc", "jobs")] if x]
+    if peak == 0:
+        s.items.append(Item("sim-vc-queue", "Queueing delay per VC", "Mean and p99 queueing delay per VC.",
+                            absent="no job waited in any VC of any run."))
+    else:
+        s.items.append(Item(
+            "sim-vc-queue", "Queueing delay per VC",
+            f"Mean (left) and 99th-percentile (right) queueing delay of each VC's jobs, in {unit}.",
+            figure=plots.bars(q, "vc_n", "value", f"queueing delay ({unit})", group="measure", order=["mean", "p99"],
+                              base="jobs", cats=_cats(t), xlabel=VC_N),
+            data={"sim-vc-queue": _out(t.drop("vc_n"))}, checks=tiny))
+    u = t.drop_nulls("utilization")
+    item = Item("sim-vc-utilization", "GPU utilisation per VC",
+                "Busy GPU-seconds / (the VC's GPUs × its span from first submit to last end) in each run.")
+    if u.height == 0:
+        item.absent = "no job ran in any VC of any run."
+    else:
+        item.figure = plots.bars(u, "vc_n", "utilization", "utilisation", base="jobs", cats=_cats(u),
+                                 xlabel=VC_N)
+        item.data = {"sim-vc-utilization": _out(u.select("trace", "vc", "gpus", "jobs", "utilization"))}
+        item.checks = tiny
+    s.items.append(item)
+    return s
+
+
+def _cats(t: pl.DataFrame) -> list[str]:
+    """The VC labels in VC name order."""
+    return t.select("vc", "vc_n").unique().sort("vc")["vc_n"].to_list()
+
+
+TIMELINE = (("running_gpus", "GPUs running", "GPUs held by running jobs"),
+            ("pending_gpus", "GPUs pending", "GPUs asked for by waiting jobs"),
+            ("running_jobs", "jobs running", "running jobs"),
+            ("pending_jobs", "jobs pending", "waiting jobs"))
+
+
+def timeline_section(runs: list[SimRun]) -> Section:
+    """Section 4: running and pending GPUs and jobs per VC over time, from each run's timeline."""
+    s = Section("timeline", "4. Timeline", "Per VC over time: what ran and what waited, one line per run. Hours "
+                "count from each run's first sample, so runs of the same trace line up.")
+    with_tl = [r for r in runs if r.timeline is not None and r.timeline.height]
+    missing = [r.name for r in runs if r not in with_tl]
+    if not with_tl:
+        for col, title, _ in TIMELINE:
+            s.items.append(Item(f"sim-timeline-{col.replace('_', '-')}", f"{title} per VC", "",
+                                absent="no run folder holds a timeline.parquet."))
+        return s
+    vcs = simruns.busiest_vcs(pl.concat([r.timeline.select("vc", "total_gpus", "idle_gpus", "pending_gpus")
+                                         for r in with_tl if r.timeline is not None]), TIMELINE_VCS)
+    t = _stack(with_tl, lambda r: simruns.hourly_timeline(r.timeline.filter(pl.col("vc").is_in(vcs)))
+               if r.timeline is not None else pl.DataFrame())
+    all_vcs = pl.concat([r.timeline.select("vc") for r in with_tl if r.timeline is not None])["vc"].n_unique()
+    common = [f"The {len(vcs)} busiest of {all_vcs} VCs (most GPU time held or asked for)."] \
+        if all_vcs > len(vcs) else []
+    common += [f"No timeline.parquet in: {', '.join(missing)}."] if missing else []
+    days = t.height > 0 and t["hour"].max() > 72
+    x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")
+    t = t.with_columns((pl.col("hour") / 24).alias("day")) if t.height else t
+    for col, title, what in TIMELINE:
+        item_id = f"sim-timeline-{col.replace('_', '-')}"
+        definition = f"Mean number of {what} per VC in each time bin (from the run's 60-second timeline samples)."
+        # a VC where nothing ever ran or waited would draw a flat line at zero: named instead
+        active: list[str] = (t.group_by("vc").agg(pl.col(col).max()).filter(pl.col(col) > 0)["vc"].to_list()
+                             if t.height else [])
+        if len(active) == 0:
+            s.items.append(Item(item_id, f"{title} per VC", definition, absent=f"no {what} at any time in any run."))
+            continue
+        idle = sorted(set(vcs) - set(active))
+        found = [*common, *([f"No {what} at any time in any run in: {', '.join(idle)}."] if idle else [])]
+        part = t.filter(pl.col("vc").is_in(active))
+        fig = plots.timeline(part, x, col, title, xlabel)
+        s.items.append(Item(item_id, f"{title} per VC", definition, figure=fig,
+                            data={item_id: _out(part.select("trace", "vc", "hour", col))}, checks=found))
+    return s
+
+
+def preemption_section(runs: list[SimRun]) -> Section:
+    """Section 5: preemptions per VC and run."""
+    s = Section("preemptions", "5. Preemptions", "How often running jobs were stopped to let others run.")
+    t = _stack(runs, lambda r: simruns.preemptions_per_vc(r.jobs))
+    definition = ("Preemptions per VC in each run (a job preempted twice counts twice); the number above each bar "
+                  "is the VC's preempted jobs.")
+    if t.height == 0 or t["preemptions"].sum() == 0:
+        s.items.append(Item("sim-preemptions", "Preemptions per VC", definition,
+                            absent="no run preempted any job (only preemptive policies, such as srtf, do)."))
+        return s
+    s.items.append(Item("sim-preemptions", "Preemptions per VC", definition,
+                        figure=plots.bars(t, "vc", "preemptions", "preemptions", n="preempted_jobs", base="jobs"),
+                        data={"sim-preemptions": _out(t)}))
+    return s
+
+
+def observed_section(runs: list[SimRun], trace: Trace | None) -> Section:
+    """Section 6: simulated versus observed queueing per VC, for runs that replay the trace as it was."""
+    s = Section("observed", "6. Simulated versus observed queueing",
+                "How well the simulator reproduces the cluster: each VC's queueing delay in the trace against the "
+                "same jobs' queueing delay in each run that replays the trace at its own arrival rate.")
+    item_id, title = "sim-vs-observed", "Queueing per VC: simulated and observed"
+    definition = ("Mean (left) and 90th-percentile (right) queueing delay per VC over the jobs present both in the "
+                  "trace (observed: first start − submit) and in the run (matched by job id).")
+    if trace is None:
+        s.items.append(Item(item_id, title, definition, absent="no trace given (pass --trace TRACE)."))
+        return s
+    if trace.jobs.get_column("queue_delay").null_count() == trace.jobs.height:
+        s.items.append(Item(item_id, title, definition, absent=f"{trace.name}: the trace records no start times, so "
+                            "no observed queueing."))
+        return s
+    if why := queue_problem(trace.jobs, generated=trace.format == "synth"):
+        s.items.append(Item(item_id, title, definition, absent=f"{trace.name}: {why}."))
+        return s
+    skipped = [f"{r.name} (load {r.summary.get('load')})" for r in runs if r.summary.get("load") not in (1, 1.0)]
+    same = [r for r in runs if r.summary.get("load") in (1, 1.0)]
+    note = (f"Runs at another arrival rate are not comparable with the observed waits: {', '.join(skipped)}."
+            if skipped else "")
+    if not same:
+        s.items.append(Item(item_id, title, definition, absent=note))
+        return s
+    t = _stack(same, lambda r: simruns.queue_vs_observed(r.jobs, trace.jobs))
+    if t.height == 0:
+        s.items.append(Item(item_id, title, definition, absent="no simulated job id is in the trace."))
+        return s
+    # the observed rows are the same for every run (same jobs): keep the first run's as "observed"
+    obs = t.filter(pl.col("source") == "observed")
+    first = obs["trace"].cast(pl.String)[0]
+    series = pl.Enum(["observed", *[r.name for r in same]])
+    draw = pl.concat([obs.filter(pl.col("trace").cast(pl.String) == first).with_columns(
+                          pl.lit("observed").alias("trace")),
+                      t.filter(pl.col("source") == "simulated").with_columns(pl.col("trace").cast(pl.String))]
+                     ).with_columns(pl.col("trace").cast(series))
+    unit, size = time_unit(float(draw.select(pl.max_horizontal("mean", "p90").max()).item() or 0.0))
+    draw = _with_n(draw)
+    long = (draw.unpivot(index=["trace", "vc", "vc_n", "jobs"], on=["mean", "p90"], variable_name="measure")
+            .with_columns(pl.col("value") / size))
+    fig = plots.bars(long, "vc_n", "value", f"queueing delay ({unit})", group="measure", order=["mean", "p90"],
+                     base="jobs", cats=_cats(draw), xlabel=VC_N)
+    found = [note] if note else []
+    found += [x for x in [tiny_groups(draw.filter(pl.col("trace") == "observed"), "vc", "jobs")] if x]
+    s.items.append(Item(item_id, f"{title} ({trace.name})", f"{definition} In {unit}.", figure=fig,
+                        shown=_out(t).sort("vc", "run", "source"), data={item_id: _out(t)}, checks=found))
+    return s

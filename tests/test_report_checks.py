@@ -1,0 +1,226 @@
+"""Issue 12, item 1: the report's data checks on hand-made traces, each saying so and drawing nothing misleading."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from dlcluster.analysis import checks
+from dlcluster.cli import main
+from dlcluster.cluster import ClusterSpec
+from dlcluster.io.parquet import write as write_parquet
+from dlcluster.report import build_report, plots, sections
+from dlcluster.report.inputs import Input
+from dlcluster.schema import conform
+from dlcluster.trace import Trace
+
+T0 = 1_601_510_400  # 2020-10-01 00:00 UTC
+HOUR = 3600
+
+
+def _trace(rows: list[tuple], spec: ClusterSpec | None = None, fmt: str = "csv") -> Trace:
+    """Jobs from ``(vc, gpus, submit, start, end, status, user)`` rows, times in seconds after ``T0``."""
+    df = pl.DataFrame(rows, schema=("vc", "gpu_num", "submit_time", "start_time", "end_time", "status", "user"),
+                      orient="row")
+    jobs = conform(df.with_columns(pl.format("j{}", pl.int_range(pl.len())).alias("job_id"),
+                                   pl.lit("c").alias("cluster"), pl.col("submit_time", "start_time", "end_time") + T0)
+                   .with_columns((pl.col("end_time") - pl.col("start_time")).alias("duration"),
+                                 (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay")))
+    return Trace(jobs, fmt, cluster=spec, source="hand.csv")
+
+
+def _waiting(n: int = 60, vc: str = "a", gpus: int = 1, offset: int = 0) -> list[tuple]:
+    """``n`` one-hour jobs, one submitted every 30 min, waiting 0..590 s (real, varied queueing)."""
+    return [(vc, gpus, i * 1800 + offset, i * 1800 + offset + (i * 37) % 600, i * 1800 + offset + (i * 37) % 600 + HOUR,
+             ("completed", "failed", "cancelled")[i % 3], f"u{i % 4}") for i in range(n)]
+
+
+def _page(trace: Trace, tmp_path: Path, **kw) -> str:
+    return build_report([trace], tmp_path / "out", **kw).read_text(encoding="utf-8")
+
+
+def _absent(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<div class="card absent" id="([^"]+)"><h3>[^<]*</h3><p>Not shown: ([^<]*)</p>', page))
+
+
+def _figures(page: str) -> set[str]:
+    return set(re.findall(r'<figure class="report-figure" id="([^"]+)"', page))
+
+
+def _checks(page: str, item: str) -> list[str]:
+    block = re.search(rf'id="{item}">(.*?)</(?:figure|div)>', page, re.DOTALL)
+    assert block is not None, item
+    return [html.unescape(c) for c in re.findall(r'<p class="check">([^<]*)</p>', block.group(1))]
+
+
+QUEUE_FIGURES = {"jobs-queue-by-size", "jobs-queue-by-vc", "users-queue", "cluster-queue-vs-load"}
+
+
+def test_zero_queueing_from_placeholder_starts_draws_no_queueing_figure(tmp_path: Path) -> None:
+    rows = [("a", 1, i * 1800, i * 1800, i * 1800 + HOUR, "completed", f"u{i % 3}") for i in range(60)]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    absent = _absent(page)
+    reason = ("hand.csv: every queueing delay is 0 (start = submit for every job: the start times look like "
+              "placeholders), so there is no queueing to show.")
+    assert {k: absent.get(k) for k in QUEUE_FIGURES} == dict.fromkeys(QUEUE_FIGURES, reason)
+    assert not QUEUE_FIGURES & _figures(page)
+    # the GPUs "in use" were never scheduled on a cluster: said beside the figure, and the panel says demanded
+    assert any("so its GPUs in use are the GPUs demanded" in c for c in _checks(page, "cluster-daily"))
+    item = sections.cluster_section([Input.of("hand.csv", _trace(rows, ClusterSpec({"a": (8,)})),
+                                              ClusterSpec({"a": (8,)}))]).items[0]
+    titles = [ax.get_title() for ax in item.figure.axes if ax.get_visible()]
+    assert "GPUs demanded (mean)" in titles and "GPUs in use (mean)" not in titles
+
+
+def test_constant_queueing_is_named_and_not_drawn(tmp_path: Path) -> None:
+    rows = [("a", 1, i * 1800, i * 1800 + 60, i * 1800 + 60 + HOUR, "completed", "u") for i in range(40)]
+    absent = _absent(_page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path))
+    assert absent["jobs-queue-by-size"] == "hand.csv: every queueing delay is 60 s, so there is no queueing to show."
+
+
+def test_generated_trace_is_labelled_demand(tmp_path: Path) -> None:
+    rows = _waiting()
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)}), fmt="synth"), tmp_path)
+    assert "jobs-queue-by-size" in _figures(page)  # its queueing varies, so it is drawn
+    assert any("GPUs demanded" in c for c in _checks(page, "cluster-weekly"))
+
+
+def test_utilisation_above_one_is_said_and_not_drawn(tmp_path: Path) -> None:
+    # twelve 1-GPU jobs hold VC a's 8 GPUs for the same two hours: 1.5
+    rows = _waiting() + [("a", 1, 10 * HOUR, 10 * HOUR + 5 * k, 12 * HOUR, "completed", "u") for k in range(12)]
+    trace = _trace(rows, ClusterSpec({"a": (8,)}))
+    problem = checks.utilization_problem(trace.jobs, trace.cluster)
+    assert problem is not None and problem.startswith("utilisation exceeds 1 (up to 1.") and "in VC a" in problem
+    page = _page(trace, tmp_path)
+    assert _absent(page)["cluster-vc-utilization"] == f"hand.csv: {problem}."
+    assert f"hand.csv: {problem}." in _checks(page, "cluster-daily")
+    daily = pl.read_csv(tmp_path / "out" / "tables" / "cluster-daily.csv")
+    assert daily["utilization"].null_count() == daily.height  # no utilisation line above 1
+    # the same jobs in a VC large enough: no finding, utilisation drawn
+    ok = _trace(rows, ClusterSpec({"a": (8, 8)}))
+    assert checks.utilization_problem(ok.jobs, ok.cluster) is None
+    assert "cluster-vc-utilization" in _figures(_page(ok, tmp_path / "ok"))
+
+
+def test_partial_vc_coverage_restricts_capacity_and_says_so(tmp_path: Path) -> None:
+    # jobs only in VC a (8 GPUs) of a 3-VC, 88-GPU spec; one 4-GPU job runs through hours 0-9
+    spec = ClusterSpec({"a": (8,), "b": (8, 8), "c": (64,)})
+    rows = [("a", 4, 0, 0, 10 * HOUR, "completed", "u")] + [
+        ("a", 1, 10 * HOUR + 600 * k, 10 * HOUR + 600 * k + 7 * k, 10 * HOUR + 600 * k + 7 * k + 60, "completed", "u")
+        for k in range(40)]
+    page = _page(_trace(rows, spec), tmp_path)
+    note = "the trace has jobs in 1 of the spec's 3 VCs, so capacity counts those VCs only: 8 of 88 GPUs"
+    assert note in html.unescape(page.split("</header>")[0])
+    assert f"hand.csv: {note}." in _checks(page, "cluster-daily")
+    vcu = pl.read_csv(tmp_path / "out" / "tables" / "cluster-vc-utilization.csv")
+    assert vcu["vc"].to_list() == ["a"]  # no all-zero boxes for VCs without jobs
+    daily = pl.read_csv(tmp_path / "out" / "tables" / "cluster-daily.csv")
+    # hour 0 (UTC trace): the 4-GPU job alone, over 8 GPUs, not over 88
+    assert daily.filter(pl.col("hour") == 0)["utilization"].item() == pytest.approx(0.5)
+    assert pl.read_csv(tmp_path / "out" / "tables" / "cluster_summary.csv")["gpu_num"].to_list() == [8]
+
+
+def test_tiny_groups_show_n_and_are_hatched(tmp_path: Path) -> None:
+    # 60 one-GPU jobs and 20 of 16 GPUs: the >8 bucket is too small for its shares to mean much
+    rows = _waiting() + _waiting(20, gpus=16, offset=900)
+    page = _page(_trace(rows, ClusterSpec({"a": (8,) * 8})), tmp_path)
+    found = _checks(page, "jobs-outcome-job-share")
+    assert found == ["Fewer than 30 jobs behind (hatched; too few for the share to mean much): >8 (n = 20)."]
+    inp = Input.of("hand.csv", _trace(rows, ClusterSpec({"a": (8,) * 8})), None)
+    item = next(i for i in sections.jobs_section([inp]).items if i.id == "jobs-outcome-job-share")
+    completed = next(ax for ax in item.figure.axes if ax.get_title() == "completed")
+    bars = [p for p in completed.patches if p.get_height() > 0]
+    labels = {t.get_text() for t in completed.texts}
+    assert labels == {"20", "7", "27"}  # completed jobs: 20 of 60 one-GPU, 7 of 20 >8-GPU, 27 of all 80
+    hatched = {round(p.get_x() + p.get_width() / 2) for p in bars if p.get_hatch()}
+    assert hatched == {3}  # only the >8 bucket's bar (4th category)
+
+
+def test_single_month_gets_no_monthly_trends(tmp_path: Path) -> None:
+    page = _page(_trace(_waiting(), ClusterSpec({"a": (8,)})), tmp_path)
+    assert _absent(page)["cluster-monthly"] == ("hand.csv: the trace covers a single calendar month; trends need at "
+                                                "least two.")
+
+
+def _sim_run(folder: Path, placement: str) -> Path:
+    """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
+    folder.mkdir(parents=True)
+    pl.DataFrame({"job_id": ["p", "q", "w"], "vc": "a", "gpu_num": [4, 4, 6], "submit": [0, 0, 10],
+                  "start": [0, 0, 100], "end": [100, 100, 110]}).write_parquet(folder / "jobs.parquet")
+    pl.DataFrame({"job_id": ["p", "q", "w"], "vc": "a", "node": pl.Series([0, 1, 0], dtype=pl.Int32),
+                  "gpus": pl.Series([4, 4, 6], dtype=pl.Int32), "start": [0, 0, 100],
+                  "end": [100, 100, 110]}).write_parquet(folder / "placements.parquet")
+    (folder / "summary.json").write_text(json.dumps({"policy": "fifo", "placement": placement, "compat": None}))
+    return folder / "jobs.parquet"
+
+
+OWN_RULE = "Placement judged by the run's own rule: {}."
+NO_SUMMARY = ("The run's summary.json is not beside its jobs: placement judged by the Helios artifact's consolidate "
+              "rule.")
+UNKNOWN = "The run's placement 'my-plugin' is not one the decomposition knows: queue order is counted as fragmentation."
+
+
+@pytest.mark.parametrize(("placement", "cause", "said"), [
+    ("consolidate", "fragmentation", OWN_RULE.format("consolidate")),
+    ("first-fit", "queue-order", OWN_RULE.format("first-fit")), ("spread", "queue-order", OWN_RULE.format("spread")),
+    ("random", "queue-order", OWN_RULE.format("random")), ("relax:30", "queue-order", OWN_RULE.format("relax:30")),
+    (None, "fragmentation", NO_SUMMARY), ("my-plugin", "fragmentation", UNKNOWN)])
+def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placement: str | None, cause: str,
+                                                        said: str) -> None:
+    jobs = _sim_run(tmp_path / "run", placement or "consolidate")
+    if placement is None:
+        (tmp_path / "run" / "summary.json").unlink()
+    trace = write_parquet(_trace(_waiting(), ClusterSpec({"a": (8, 8)})), tmp_path / "t.parquet")
+    main(["characterize", str(trace), "--cluster", str(_spec_csv(tmp_path)), "--sim-jobs", str(jobs),
+          "-o", str(tmp_path / "rep")])
+    table = pl.read_csv(tmp_path / "rep" / "tables" / "queueing-decomposition.csv")
+    assert table.filter(pl.col("jobs") > 0).select("bucket", "cause").rows() == [("5-8", cause)]
+    page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert said in _checks(page, "queueing-decomposition")
+
+
+def _spec_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "vc_nodes.csv"
+    path.write_text("vc,nodes\na,2\n")
+    return path
+
+
+def test_a_section_with_nothing_to_show_collapses_with_its_reason(tmp_path: Path) -> None:
+    page = _page(_trace(_waiting()), tmp_path)  # no attempts table: the whole locality section is empty
+    locality = page.split('<section id="locality">')[1].split("</section>")[0]
+    summary = re.search(r'<details class="collapsed"><summary>([^<]*)</summary>', locality)
+    assert summary is not None
+    assert summary.group(1).startswith("Nothing to show: hand.csv: the trace has no attempts table")
+    jobs = page.split('<section id="jobs">')[1].split("</section>")[0]
+    assert "<details" not in jobs  # a section with figures stays open
+
+
+def test_bar_tick_labels_do_not_overlap() -> None:
+    cats = [f"virtual-cluster-{k:02d}" for k in range(30)]
+    df = pl.DataFrame({"trace": "t", "vc": cats, "v": [float(k) for k in range(30)], "jobs": list(range(30))})
+    fig = plots.bars(df, "vc", "v", "value", n="jobs")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax = fig.axes[0]
+    labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    assert len(labels) >= 10
+    assert {t.get_rotation() for t in labels} == {45.0}
+    # parallel labels at 45 degrees clear each other when their baselines are a line height apart
+    xs = sorted(ax.transData.transform((x, 0))[0] for x in ax.get_xticks())
+    line = labels[0].get_fontsize() * fig.dpi / 72 * 1.2
+    assert min(b - a for a, b in zip(xs, xs[1:])) * 2 ** -0.5 >= line
+    assert all(t.get_rotation_mode() == "anchor" and t.get_horizontalalignment() == "right" for t in labels)
+    # few short labels stay horizontal and their boxes do not overlap
+    few = plots.bars(df.head(5).with_columns(pl.col("vc").str.slice(-2)), "vc", "v", "value")
+    canvas = FigureCanvasAgg(few)
+    canvas.draw()
+    boxes = [t.get_window_extent(canvas.get_renderer()) for t in few.axes[0].get_xticklabels() if t.get_text()]
+    assert len(boxes) == 5 and not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
+    # the legend keys of bars are patches, not lines
+    assert type(fig.legends[0].legend_handles[0]).__name__ in {"Rectangle", "Patch"}

@@ -1,0 +1,208 @@
+"""Issue 12, item 2: ``dlcluster report`` of simulation runs, end to end and on hand-made run folders."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dlcluster.cli import main
+from dlcluster.report.runs import read_runs
+from dlcluster.report.sim_build import build_sim_report
+from dlcluster.report.sim_sections import time_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ["sim-jct-cdf", "sim-queue-cdf", "sim-vc-queue", "sim-vc-utilization", "sim-timeline-running-gpus",
+           "sim-timeline-pending-gpus", "sim-timeline-running-jobs", "sim-timeline-pending-jobs", "sim-preemptions",
+           "sim-vs-observed"]
+
+
+def figure_ids(page: str) -> list[str]:
+    return re.findall(r'<figure class="report-figure" id="([^"]+)"', page)
+
+
+def absent(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<div class="card absent" id="([^"]+)"><h3>[^<]*</h3><p>Not shown: ([^<]*)</p>', page))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two days of a Venus-like trace (real queueing), run under fifo and srtf at load 1 and fifo at load 2."""
+    base = tmp_path_factory.mktemp("simreport")
+    main(["synth", "--preset", "helios-venus", "--days", "2", "--seed", "1", "-o", str(base / "venus.parquet")])
+    main(["simulate", str(base / "venus.parquet"), "--policy", "fifo,srtf", "-o", str(base / "sim")])
+    main(["simulate", str(base / "venus.parquet"), "--policy", "fifo", "--load", "2", "-o", str(base / "load2")])
+    return base
+
+
+def _report_args(runs: Path, out: Path) -> list[str]:
+    return ["report", str(runs / "sim"), str(runs / "load2"), "--trace", str(runs / "venus.parquet"), "-o", str(out)]
+
+
+@pytest.fixture(scope="module")
+def report(runs: Path) -> Path:
+    """The report of the three runs, compared with the trace."""
+    main(_report_args(runs, runs / "report"))
+    return runs / "report"
+
+
+def test_report_of_runs_draws_every_figure(runs: Path, report: Path) -> None:
+    page = (report / "index.html").read_text(encoding="utf-8")
+    assert figure_ids(page) == FIGURES
+    for fid in FIGURES:
+        assert (report / "figures" / f"{fid}.png").stat().st_size > 1000
+        assert pl.read_csv(report / "tables" / f"{fid}.csv").height > 0
+    overview = pl.read_csv(report / "tables" / "sim-runs.csv")
+    assert overview["run"].to_list() == ["fifo", "srtf", "load2"]
+    fifo = json.loads((runs / "sim" / "fifo" / "summary.json").read_text())["overall"]
+    assert overview["mean queueing (h)"][0] == pytest.approx(fifo["mean_queue_delay"] / 3600)
+    # self-contained: nothing that would load from anywhere
+    assert not re.search(r'(?:src|href)="(?!#)', page) and "http" not in page
+
+
+def test_cli_says_where_it_wrote(runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    main(["report", str(runs / "sim" / "srtf"), "-o", str(tmp_path / "rep")])
+    assert capsys.readouterr().err.strip() == f"wrote {tmp_path / 'rep' / 'index.html'}"
+
+
+def test_per_vc_bars_are_the_summary_values(runs: Path, report: Path) -> None:
+    table = pl.read_csv(report / "tables" / "sim-vc-queue.csv")
+    srtf = json.loads((runs / "sim" / "srtf" / "summary.json").read_text())["vcs"]
+    rows = table.filter(pl.col("run") == "srtf")
+    assert sorted(rows["vc"].to_list()) == sorted(srtf)
+    for r in rows.iter_rows(named=True):
+        assert r["p99_queue_delay"] == pytest.approx(srtf[r["vc"]]["p99_queue_delay"])
+        assert r["jobs"] == srtf[r["vc"]]["jobs"]
+
+
+def test_queueing_cdf_is_the_runs_own(runs: Path, report: Path) -> None:
+    cdf = pl.read_csv(report / "tables" / "sim-queue-cdf.csv").filter(pl.col("run") == "fifo")
+    jobs = pl.read_parquet(runs / "sim" / "fifo" / "jobs.parquet").drop_nulls("start")
+    assert cdf["seconds"].max() == jobs["queue_delay"].max()
+    # at the median delay the curve holds the share of jobs that waited no longer
+    med = float(jobs["queue_delay"].median())
+    at = cdf.filter(pl.col("seconds") <= med)["p"].max()
+    assert at == pytest.approx((jobs["queue_delay"] <= med).mean(), abs=1 / 200 + 1e-9)
+
+
+def test_observed_queueing_is_compared_only_at_the_traces_own_rate(runs: Path, report: Path) -> None:
+    page = (report / "index.html").read_text(encoding="utf-8")
+    assert "Runs at another arrival rate are not comparable with the observed waits: load2 (load 2.0)." in page
+    table = pl.read_csv(report / "tables" / "sim-vs-observed.csv")
+    assert set(table["run"]) == {"fifo", "srtf"}
+    trace = pl.read_parquet(runs / "venus.parquet").filter(pl.col("gpu_num") > 0)
+    expected = trace.group_by("vc").agg(pl.col("queue_delay").cast(pl.Float64).mean()).sort("vc")
+    observed = table.filter((pl.col("run") == "fifo") & (pl.col("source") == "observed")).sort("vc")
+    assert observed["vc"].to_list() == expected["vc"].to_list()
+    assert observed["mean"].to_list() == pytest.approx(expected["queue_delay"].to_list())
+
+
+def test_same_runs_give_byte_identical_reports(runs: Path, report: Path, tmp_path: Path) -> None:
+    main(_report_args(runs, tmp_path / "again"))
+    assert (tmp_path / "again" / "index.html").read_bytes() == (report / "index.html").read_bytes()
+    for f in ("sim-timeline-running-gpus.png", "sim-vc-queue.png", "sim-vs-observed.svg"):
+        assert (tmp_path / "again" / "figures" / f).read_bytes() == (report / "figures" / f).read_bytes()
+
+
+def test_degenerate_observed_queueing_is_not_compared(runs: Path, tmp_path: Path) -> None:
+    main(["synth", "--preset", "philly", "--days", "1", "--seed", "2", "-o", str(tmp_path / "p.parquet")])
+    main(["simulate", str(tmp_path / "p.parquet"), "--policy", "fifo", "-o", str(tmp_path / "run")])
+    main(["report", str(tmp_path / "run"), "--trace", str(tmp_path / "p.parquet"), "-o", str(tmp_path / "rep")])
+    page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert absent(page)["sim-vs-observed"].startswith("p.parquet: every queueing delay is 0 (a generated trace")
+
+
+def _hand_run(folder: Path, queue: int, preemptions: int = 0) -> Path:
+    """A run folder of 40 one-GPU jobs in VC a, each waiting ``queue`` seconds; no timeline."""
+    folder.mkdir(parents=True)
+    n = 40
+    submit = [600 * i for i in range(n)]
+    pl.DataFrame({"job_id": [str(i) for i in range(n)], "vc": "a", "gpu_num": 1, "submit": submit,
+                  "start": [s + queue for s in submit], "end": [s + queue + 300 for s in submit],
+                  "queue_delay": queue, "jct": queue + 300, "preemptions": preemptions}).write_parquet(
+        folder / "jobs.parquet")
+    vc = {"jobs": n, "mean_queue_delay": queue, "p99_queue_delay": queue, "utilization": 0.1, "preemptions": 0,
+          "gpus": 8}
+    (folder / "summary.json").write_text(json.dumps({"policy": "fifo", "placement": "consolidate", "load": 1.0,
+                                                     "overall": {**vc, "mean_jct": queue + 300}, "vcs": {"a": vc}}))
+    return folder
+
+
+def test_runs_where_nobody_waited_draw_no_queueing_figure(tmp_path: Path) -> None:
+    page = build_sim_report(read_runs([_hand_run(tmp_path / "a", 0), _hand_run(tmp_path / "b", 0)]),
+                            tmp_path / "out").read_text(encoding="utf-8")
+    why = absent(page)
+    assert why["sim-queue-cdf"] == ("no job waited in any run (every queueing delay is 0), so there is no queueing "
+                                    "to show.")
+    assert why["sim-vc-queue"] == "no job waited in any VC of any run."
+    assert why["sim-preemptions"] == "no run preempted any job (only preemptive policies, such as srtf, do)."
+    assert why["sim-vs-observed"] == "no trace given (pass --trace TRACE)."
+    assert "sim-jct-cdf" in figure_ids(page)
+    # a section with nothing to show is folded to one line with its reason
+    assert re.search(r'<section id="timeline">.*?<summary>Nothing to show: no run folder holds a timeline.parquet.'
+                     r'</summary>', page, re.DOTALL)
+
+
+def test_one_run_without_waits_among_others_is_named(tmp_path: Path) -> None:
+    page = build_sim_report(read_runs([_hand_run(tmp_path / "a", 0), _hand_run(tmp_path / "b", 900)]),
+                            tmp_path / "out").read_text(encoding="utf-8")
+    assert "sim-queue-cdf" in figure_ids(page)
+    assert '<p class="check">a: no job waited (a step at 1 s).</p>' in page
+
+
+def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {tmp_path / 'empty'}: no simulation run here: neither it nor a folder inside it holds summary.json "
+        "and jobs.parquet (written by dlcluster simulate -o)")
+    run = _hand_run(tmp_path / "run", 5)
+    pl.read_parquet(run / "jobs.parquet").drop("jct").write_parquet(run / "jobs.parquet")
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(run), "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {run / 'jobs.parquet'}: missing column 'jct' (need job_id, vc, gpu_num, submit, start, end, "
+        "queue_delay, jct)")
+    assert not (tmp_path / "rep").exists()
+
+
+def test_time_units_read_as_people_read_them() -> None:
+    assert [time_unit(s) for s in (30, 600, 4 * 3600, 5 * 86400)] == [("s", 1), ("min", 60), ("h", 3600),
+                                                                     ("d", 86400)]
+
+
+def _demo_commands() -> list[list[str]]:
+    """The ``dlcluster`` commands of the Makefile's demo target, with ``$(BIN)/`` dropped."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    body = text.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    return [shlex.split(line.strip().removeprefix("$(BIN)/dlcluster ")) for line in body.splitlines()
+            if line.strip().startswith("$(BIN)/dlcluster ")]
+
+
+def test_demo_report_shows_the_simulated_runs_queueing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's commands (but its characterisation): its simulation report has non-degenerate queueing figures."""
+    commands = [c for c in _demo_commands() if c[0] not in ("info", "characterize")]
+    assert [c[0] for c in commands] == ["synth", "simulate", "report"], commands
+    monkeypatch.chdir(tmp_path)
+    for args in commands:
+        if "--estimates" in args:  # the trained estimator is the slow part; the oracle keeps the policies' inputs
+            args[args.index("--estimates") + 1] = "oracle"
+        main(args)
+    report = tmp_path / next(c[c.index("-o") + 1] for c in commands if c[0] == "report")
+    page = (report / "index.html").read_text(encoding="utf-8")
+    ids = figure_ids(page)
+    assert {"sim-queue-cdf", "sim-vc-queue", "sim-timeline-pending-gpus"} <= set(ids)
+    cdf = pl.read_csv(report / "tables" / "sim-queue-cdf.csv")
+    assert sorted(cdf["run"].unique()) == ["fifo", "qssf", "sjf", "srtf"]
+    for (run,), part in cdf.group_by("run"):
+        # not a vertical line at zero: jobs waited in every run, some for over an hour
+        assert part.filter(pl.col("seconds") == 0)["p"].max() < 1.0 and part["seconds"].max() > 3600, run
+    # FIFO's waits spread over many values (a curve, not a step)
+    assert cdf.filter(pl.col("run") == "fifo")["seconds"].n_unique() > 100
