@@ -205,7 +205,7 @@ class Model:
 
     def to_json(self) -> str:
         """Compact, stable JSON (sorted keys) for preset files."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")) + "\n"
+        return json.dumps(_without_defaults(asdict(self)), sort_keys=True, separators=(",", ":")) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str = "<model>") -> Model:
@@ -215,6 +215,18 @@ class Model:
             return _model(raw)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a dlcluster synth model ({type(exc).__name__}: {exc})", path=source) from exc
+
+
+# fields added after the first presets: left out at their defaults, so a model without them is written as before
+_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail"})
+
+
+def _without_defaults(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        return {k: _without_defaults(v) for k, v in raw.items() if not (k in _OPTIONAL and not v)}
+    if isinstance(raw, list):
+        return [_without_defaults(v) for v in raw]
+    return raw
 
 
 def _dist(raw: dict[str, Any] | None) -> Dist | None:
