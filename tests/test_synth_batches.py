@@ -135,3 +135,78 @@ def test_fit_philly_vcs_keep_their_own_sizes(philly) -> None:
         return float((own["gpu_num"] == 8).mean())
     for vc in ("2869ce", "6214e9"):
         assert share8(synthetic[0].jobs, vc) == pytest.approx(share8(real.jobs, vc), abs=0.1)
+
+
+def _fidelity_rows(real, synthetic) -> list[str]:
+    """The rows of docs/synth.md's Philly fidelity table, from the real table and the generated seeds."""
+    from dlcluster.synth.compare import daily_counts, interarrival_cv, same_second_share, size_medians
+
+    def span(values: list[float], fmt: str) -> str:
+        return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
+
+    def dispersion(trace) -> float:
+        days = daily_counts(trace)
+        return float(days.std() / days.mean())
+
+    cvs = [interarrival_cv(t) for t in synthetic]
+    rows = [f"| inter-arrival CV | {interarrival_cv(real):.2f} | {span(cvs, '{:.2f}')} "
+            f"(median {float(np.median(cvs)):.2f}) |",
+            f"| same-second share | {same_second_share(real):.2%} | "
+            f"{span([same_second_share(t) for t in synthetic], '{:.2%}')} |",
+            f"| daily count CV | {dispersion(real):.2f} | {span([dispersion(t) for t in synthetic], '{:.2f}')} |"]
+    counts = real.jobs["gpu_num"].value_counts().filter(pl.col("count") >= 200)
+    for g in sorted(counts["gpu_num"].to_list()):
+        got = [size_medians(t)[g] for t in synthetic]
+        rows.append(f"| median run time, {g} GPU | {size_medians(real)[g]:,.0f} s | {span(got, '{:,.0f}')} s |")
+    return rows
+
+
+def test_docs_fidelity_table_is_regenerated_verbatim(philly) -> None:
+    real, _, synthetic = philly
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8")
+    for row in _fidelity_rows(real, synthetic):
+        assert row in doc, row
+
+
+def test_docs_numbers_of_the_batched_fit(philly) -> None:
+    from dlcluster.synth.compare import daily_counts
+    from dlcluster.synth.fit_batches import batch_column
+
+    real, model, synthetic = philly
+    per_batch = batch_column(real.jobs).group_by("batch").len()["len"]
+    assert (per_batch.len(), round(float(per_batch.mean()), 1), int(per_batch.max())) == (23_961, 3.4, 1_063)
+    batches = model.batches
+    assert batches is not None and batches.max_gap == 60
+    assert f"{batches.gaps.zero_share:.1%}" == "10.7%" and round(batches.day_corr, 2) == 0.64
+    assert (round(batches.batch_sd, 2), round(batches.job_sd, 2)) == (0.89, 0.45)
+    gaps = np.sort(np.diff(np.sort(real.jobs["submit_time"].to_numpy())))[:-5]
+    assert round(float(gaps.std() / gaps.mean()), 1) == 7.8  # without the 5 longest pauses
+    assert daily_counts(real)[:20].max() < 20  # the nearly empty first 20 days
+    vc = real.jobs.group_by("vc").agg((pl.col("gpu_num") == 8).mean().alias("g8"), (pl.col("gpu_num") == 1).mean()
+                                      .alias("g1"))
+    shares = {v: (g8, g1) for v, g8, g1 in vc.iter_rows()}
+    assert shares["2869ce"][0] > 0.5 and shares["6214e9"][1] > 0.95
+
+
+def test_the_plain_model_has_no_bursts_and_the_tail_matters(philly) -> None:
+    real, model, _ = philly
+    plain = generate(fit(real, batched=False), seed=1)
+    cv, same = _arrival_stats(plain.jobs)
+    assert (round(cv, 1), f"{same:.1%}") == (1.4, "0.6%")
+    # without the finer top percentile the 1-GPU mean run time is far above the real one
+    strip = {label: dataclasses.replace(b, durations={k: dataclasses.replace(d, tail=()) for k, d in
+                                                      b.durations.items()}) for label, b in model.buckets.items()}
+    no_tail = generate(dataclasses.replace(model, buckets=strip), seed=1).jobs.filter(pl.col("gpu_num") == 1)
+    with_tail = generate(model, seed=1).jobs.filter(pl.col("gpu_num") == 1)
+    real_mean = real.jobs.filter(pl.col("gpu_num") == 1)["duration"].mean()
+    assert (round(no_tail["duration"].mean()), round(real_mean)) == (13_845, 8_301)
+    assert with_tail["duration"].mean() == pytest.approx(real_mean, rel=0.02)
+
+
+def test_helios_presets_are_unbatched_and_unchanged_files() -> None:
+    from dlcluster.synth.model import PRESET_DIR, load_preset
+
+    for name in ("helios-venus", "helios-earth", "helios-saturn", "helios-uranus"):
+        model = load_preset(name)
+        assert model.batches is None and not model.vc_jobs
+        assert model.to_json() == (PRESET_DIR / f"{name}.json").read_text(encoding="utf-8")

@@ -150,7 +150,17 @@ def test_docs_downstream_table_is_regenerated_verbatim(philly_load2: pl.DataFram
         assert row in doc, row
 
 
-def test_philly_preset_queueing_within_30_percent_at_load_2(philly_load2: pl.DataFrame) -> None:
-    # FIFO and SJF, mean and p99, the documented seed; docs/synth.md gives the spread over other seeds
-    assert philly_load2.height == 4
-    assert (philly_load2["relative_error"].abs() <= 0.30).all(), philly_load2
+def test_philly_real_queueing_lies_within_the_seeds_at_load_2(philly_load2: pl.DataFrame) -> None:
+    # the documented claim: seed 1 is not the only outcome; at load 2 the real table's four numbers lie inside
+    # the range of seeds 1-3, and the seeds spread widely (the 30% target is met by seed 1, not robustly)
+    real = read_trace(PHILLY / "jobs_processed.csv")
+    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
+    runs = [philly_load2] + [downstream(real, generate(load_preset("philly"), seed=s), spec, loads=(2.0,))
+                             for s in (2, 3)]
+    generated = pl.concat([r.select("policy", "statistic", "real_s", "generated_s") for r in runs])
+    spread = generated.group_by("policy", "statistic").agg(pl.col("real_s").first(), pl.col("generated_s").min()
+                                                           .alias("lo"), pl.col("generated_s").max().alias("hi"))
+    assert spread.height == 4
+    assert ((spread["lo"] <= spread["real_s"]) & (spread["real_s"] <= spread["hi"])).all(), spread
+    fifo_mean = spread.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
+    assert fifo_mean["hi"][0] / fifo_mean["lo"][0] > 2.0
