@@ -149,7 +149,7 @@ def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list
     for dist, mask in cells.values():
         idx = np.flatnonzero(mask)
         rank = np.empty(len(idx), dtype=np.int64)
-        rank[np.argsort(score[idx], kind="stable")] = np.arange(len(idx))
+        rank[np.argsort(score[idx])] = np.arange(len(idx))  # scores are continuous: ties have probability 0
         out[idx] = quantile_draw(dist, (rank + 0.5) / len(idx))
     return out
 
