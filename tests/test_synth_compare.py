@@ -164,3 +164,17 @@ def test_philly_real_queueing_lies_within_the_seeds_at_load_2(philly_load2: pl.D
     assert ((spread["lo"] <= spread["real_s"]) & (spread["real_s"] <= spread["hi"])).all(), spread
     fifo_mean = spread.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
     assert fifo_mean["hi"][0] / fifo_mean["lo"][0] > 2.0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nope.csv", "nope.csv"], "error: nope.csv: no such file or folder"),
+    (["{a}", "{a}", "--loads", "0"], "error: --loads '0': give positive numbers separated by commas"),
+    (["{a}", "{a}", "--loads", "x"], "error: --loads 'x': give numbers separated by commas"),
+])
+def test_cli_compare_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    a = tmp_path / "a.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=0.5, seed=1), a)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare",
+                           *(x.format(a=a) for x in args)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1
