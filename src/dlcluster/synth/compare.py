@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -41,7 +42,9 @@ def jobs_per_day(trace: Trace) -> float:
 def _profiles(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     start, days = window(trace.jobs["submit_time"], trace.timezone)
     weekly = weekly_rates(trace.jobs["submit_time"], start, days, trace.timezone)
-    return weekly, np.nanmean(weekly.reshape(7, 24), axis=0)
+    with warnings.catch_warnings():  # a window shorter than a week leaves hours never covered: NaN, said by _corr
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return weekly, np.nanmean(weekly.reshape(7, 24), axis=0)
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:
