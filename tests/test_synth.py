@@ -72,7 +72,7 @@ def test_every_preset_loads_and_stays_small() -> None:
     for name in preset_names():
         model = load_preset(name)
         assert model.name == name and model.provenance
-        assert len(model.to_json()) < 8000
+        assert len(model.to_json()) < (25_000 if model.batches is not None else 8000)
 
 
 def test_unknown_preset_is_a_one_line_config_error() -> None:
@@ -212,7 +212,7 @@ def test_fit_needs_durations() -> None:
 
 def test_fit_then_generate_is_close_to_philly_and_another_model_is_not(shared_data: Path) -> None:
     real = read_trace(shared_data / "philly/jobs_processed.csv")
-    model = fit(real)
+    model = fit(real, batched=False)  # the plain model (Poisson arrivals); the batched one: test_synth_batches.py
     near = closeness(real, generate(model, seed=11))
     # measured over seeds 1-3: KS 0.004-0.005, GPU TV <= 0.0011, rate error <= 0.4%, daily r >= 0.998
     assert near["ks_duration"] < 0.02

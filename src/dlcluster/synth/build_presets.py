@@ -55,18 +55,27 @@ def philly(data: Path) -> Model:
     model = fit(trace, cluster=spec, name="philly")
     total = sum(PHILLY_OUTCOMES.values())
     outcomes = {s: round(n / total, 6) for s, n in sorted(PHILLY_OUTCOMES.items())}
-    buckets = {label: Bucket(outcomes, {ANY: b.durations[ANY]}, Queue()) for label, b in model.buckets.items()}
+    buckets = {label: Bucket(outcomes, {ANY: b.durations[ANY]}, Queue(), b.by_size) for label, b in model.buckets.items()}
+    batches = model.batches
+    assert batches is not None
     outside = trace.jobs.filter(~pl.col("vc").is_in(list(spec.vcs))).height
     return dataclasses.replace(
-        model, buckets=buckets, users=Users(PHILLY_USERS, zipf=ZIPF),
+        model, buckets=buckets, users=Users(PHILLY_USERS, zipf=ZIPF),  # users drawn per batch
+
         provenance=(
             f"Fitted from philly/jobs_processed.csv ({trace.jobs.height:,} jobs, Pollux-derived from philly-traces, "
             "CC-BY-4.0): arrival rate, weekly profile (America/Los_Angeles), GPU mix, durations per GPU bucket "
-            "(101 log quantiles). VC sizes: philly/vc_nodes.csv (8-GPU nodes, Helios artifact); VC shares from "
-            f"the jobs of those 11 VCs ({outside} jobs of 4 other VCs left out). The table has no status, user "
+            "(101 log quantiles and a finer top percentile) and per GPU count with >= 200 jobs (by_size). "
+            f"Batches (dlcluster.synth.fit_batches, same table): a VC's same-size jobs at most {batches.max_gap} s "
+            "apart form a batch (the table has no users, so the VC stands for the submitter); batch sizes per GPU "
+            f"bucket, within-batch gaps ({batches.gaps.zero_share:.1%} in the same second), daily multipliers of the "
+            f"batch rate (quantiles, lag-1 correlation {batches.day_corr}); duration normal scores per VC and GPU count "
+            f"(vc_jobs: mean and spread) with batch spread {batches.batch_sd} and job spread {batches.job_sd}; each "
+            "VC's own GPU-count mix (vc_jobs). VC sizes: philly/vc_nodes.csv (8-GPU nodes, Helios artifact); VC "
+            f"shares from the jobs of those 11 VCs ({outside} jobs of 4 other VCs left out). The table has no status, user "
             "or start time: status mix = Philly study Table 6 (passed 69.3% -> completed, killed 13.5% -> "
             "cancelled, unsuccessful 17.2% -> failed), drawn independently of size and duration; users: "
-            f"{PHILLY_USERS} ('hundreds of users', study) with Zipf({ZIPF}) popularity (assumed shape); "
+            f"{PHILLY_USERS} ('hundreds of users', study) with Zipf({ZIPF}) popularity (assumed shape), one per batch; "
             "queue delay 0 (no start times in the source)."
         ),
     )
@@ -163,7 +172,11 @@ def helios(data: Path, row: dict) -> Model:
 
 
 def build(data: Path, out: Path = PRESET_DIR) -> list[Path]:
-    """Fit every preset from ``data`` and write them to ``out``; returns the files written."""
+    """Fit every preset from ``data`` and write them to ``out``; returns the files written.
+
+    The Helios presets stay unbatched: the public summary and ../shared/reference say nothing of
+    batches, day-to-day variation or run time per GPU count, so any such structure would be invented.
+    """
     models = [philly(data)]
     summary = pl.read_csv(data / "helios/cluster_summary.csv").filter(pl.col("id") != "total")
     models += [helios(data, row) for row in summary.iter_rows(named=True)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import polars as pl
 from scipy.stats import ks_2samp
@@ -39,7 +42,9 @@ def jobs_per_day(trace: Trace) -> float:
 def _profiles(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     start, days = window(trace.jobs["submit_time"], trace.timezone)
     weekly = weekly_rates(trace.jobs["submit_time"], start, days, trace.timezone)
-    return weekly, np.nanmean(weekly.reshape(7, 24), axis=0)
+    with warnings.catch_warnings():  # a window shorter than a week leaves hours never covered: NaN, said by _corr
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return weekly, np.nanmean(weekly.reshape(7, 24), axis=0)
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:
@@ -67,3 +72,85 @@ def closeness(reference: Trace, candidate: Trace) -> dict[str, float]:
     out["weekly_profile_corr"] = _corr(week_a, week_b)
     out["daily_profile_corr"] = _corr(day_a, day_b)
     return out
+
+
+# --- fidelity: the arrival process and the joint structure, not only the marginals ---------------
+
+MIN_SIZE_JOBS = 200  # per-size medians are compared for the GPU counts with this many real jobs
+
+
+def interarrival_cv(trace: Trace) -> float:
+    """Coefficient of variation of the gaps between consecutive submissions."""
+    gaps = np.diff(np.sort(trace.jobs["submit_time"].drop_nulls().to_numpy()))
+    return float(gaps.std() / gaps.mean()) if len(gaps) and gaps.mean() > 0 else float("nan")
+
+
+def same_second_share(trace: Trace) -> float:
+    """Share of submissions in the same second as the previous one."""
+    gaps = np.diff(np.sort(trace.jobs["submit_time"].drop_nulls().to_numpy()))
+    return float((gaps == 0).mean()) if len(gaps) else float("nan")
+
+
+def daily_counts(trace: Trace) -> np.ndarray:
+    """Submissions per day from the trace's first local midnight (whole days of 86,400 s)."""
+    start, days = window(trace.jobs["submit_time"], trace.timezone)
+    return np.bincount((trace.jobs["submit_time"].drop_nulls().to_numpy() - start) // 86400,
+                       minlength=int(np.ceil(days)))
+
+
+def gini(counts: np.ndarray) -> float:
+    """Gini coefficient of non-negative counts (0: all equal, towards 1: one holds everything)."""
+    x = np.sort(np.asarray(counts, dtype=float))
+    if len(x) == 0 or x.sum() == 0:
+        return float("nan")
+    ranks = np.arange(1, len(x) + 1)
+    return float((2 * ranks - len(x) - 1) @ x / (len(x) * x.sum()))
+
+
+def user_gini(trace: Trace) -> float:
+    """Gini of jobs per user (NaN when the trace has no users)."""
+    users = trace.jobs["user"].drop_nulls() if "user" in trace.jobs.columns else pl.Series([], dtype=pl.String)
+    return gini(users.value_counts()["count"].to_numpy()) if users.len() else float("nan")
+
+
+def size_medians(trace: Trace) -> dict[int, float]:
+    """Median duration per GPU count."""
+    per = trace.jobs.group_by("gpu_num").agg(pl.col("duration").median())
+    return {int(g): float(m) for g, m in per.iter_rows() if m is not None}
+
+
+def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
+    # kind: "relative" (generated / real - 1), "distance" (the generated value is a distance from the real)
+    error = None
+    if kind == "relative" and real not in (None, 0) and generated is not None and not math.isnan(real) \
+            and not math.isnan(generated):
+        error = generated / real - 1.0
+    return {"metric": metric, "real": real, "generated": generated, "relative_error": error}
+
+
+def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
+    """The fidelity table: marginals, arrival process, per-size medians and per-user concentration."""
+    near = closeness(real, generated)
+    days_r, days_g = daily_counts(real), daily_counts(generated)
+    rows = [
+        _row("jobs", float(real.jobs.height), float(generated.jobs.height), "relative"),
+        _row("jobs per day", jobs_per_day(real), jobs_per_day(generated), "relative"),
+        _row("duration KS distance", None, near["ks_duration"], "distance"),
+        _row("GPU-count TV distance", None, near["tv_gpu_mix"], "distance"),
+        _row("median duration s", real.jobs["duration"].median(), generated.jobs["duration"].median(), "relative"),
+        _row("mean duration s", real.jobs["duration"].mean(), generated.jobs["duration"].mean(), "relative"),
+        _row("mean GPUs per job", real.jobs["gpu_num"].mean(), generated.jobs["gpu_num"].mean(), "relative"),
+        _row("inter-arrival CV", interarrival_cv(real), interarrival_cv(generated), "relative"),
+        _row("same-second share", same_second_share(real), same_second_share(generated), "relative"),
+        _row("daily count CV", float(days_r.std() / days_r.mean()), float(days_g.std() / days_g.mean()), "relative"),
+        _row("daily count min", float(days_r.min()), float(days_g.min()), "relative"),
+        _row("daily count max", float(days_r.max()), float(days_g.max()), "relative"),
+        _row("jobs-per-user Gini", user_gini(real), user_gini(generated), "relative"),
+    ]
+    counts = real.jobs["gpu_num"].value_counts()
+    medians_g = size_medians(generated)
+    medians_r = size_medians(real)
+    for g in sorted(int(x) for x in counts.filter(pl.col("count") >= MIN_SIZE_JOBS)["gpu_num"]):
+        rows.append(_row(f"median duration s, {g} GPU", medians_r.get(g), medians_g.get(g), "relative"))
+    schema = {"metric": pl.String, "real": pl.Float64, "generated": pl.Float64, "relative_error": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)

@@ -8,19 +8,13 @@ import polars as pl
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.synth.calendar import HOUR, hour_bins, local_midnight, weekly_rates
+from dlcluster.synth.fit_batches import fit_batches
+from dlcluster.synth.fit_quantiles import N_QUANTILES, log_quantiles
 from dlcluster.synth.model import ANY, BUCKETS, OUTCOMES, Bucket, Dist, Model, Queue, Users
 from dlcluster.trace import Trace
 
-N_QUANTILES = 101
 MIN_CELL = 200  # fewer jobs than this in a (bucket, status) cell: use the bucket's pooled durations
 DIGITS = 4
-
-
-def log_quantiles(values: pl.Series, n: int = N_QUANTILES) -> Dist:
-    """Empirical quantiles of ``log1p(values)`` at ``n`` evenly spaced probabilities."""
-    logs = np.log1p(values.cast(pl.Float64).to_numpy())
-    q = np.quantile(logs, np.linspace(0.0, 1.0, n))
-    return Dist(tuple(round(float(x), DIGITS) for x in np.maximum.accumulate(q)))
 
 
 def _mix(counts: pl.DataFrame, key: str) -> dict:
@@ -80,8 +74,11 @@ def window(submits: pl.Series, timezone: str) -> tuple[int, float]:
 
 
 def fit(trace: Trace, *, cluster: ClusterSpec | None = None, name: str | None = None,
-        provenance: str = "") -> Model:
-    """Fit a model to a canonical trace; VC sizes from ``cluster`` or the trace's own spec."""
+        provenance: str = "", batched: bool = True) -> Model:
+    """Fit a model to a canonical trace; VC sizes from ``cluster`` or the trace's own spec.
+
+    ``batched=False`` fits the plain model (Poisson arrivals, jobs independent of each other).
+    """
     jobs = trace.jobs.filter(pl.col("status").cast(pl.String).is_in(OUTCOMES))
     if jobs.height == 0:
         raise InputError("no finished jobs to fit a workload model to", path=trace.source or None)
@@ -106,6 +103,13 @@ def fit(trace: Trace, *, cluster: ClusterSpec | None = None, name: str | None = 
     vc_counts = jobs.group_by("vc").agg(pl.len().alias("n"))
     if spec is not None:
         vc_counts = vc_counts.filter(pl.col("vc").is_in(list(spec.vcs)))
+    buckets = dict(sorted(buckets.items()))
+    batches, vc_jobs = None, {}
+    if batched:
+        capacity = {vc: sum(n) for vc, n in spec.vcs.items()} if spec is not None else {}
+        buckets, batches, vc_jobs = fit_batches(
+            jobs, buckets, start=start, days=days, timezone=trace.timezone, jobs_per_day=jobs_per_day,
+            profile=tuple(float(x) for x in profile), vc_capacity=capacity)
     return Model(
         name=name or trace.name,
         cluster=str(jobs["cluster"].mode().sort()[0]),
@@ -115,9 +119,11 @@ def fit(trace: Trace, *, cluster: ClusterSpec | None = None, name: str | None = 
         jobs_per_day=round(jobs_per_day, 4),
         weekly_profile=tuple(float(x) for x in profile),
         gpu_mix=gpu_mix,
-        buckets=dict(sorted(buckets.items())),
+        buckets=buckets,
         users=_users(jobs),
         vcs=dict(spec.vcs) if spec is not None else {},
         vc_share=_normalise(_mix(vc_counts, "vc")) if vc_counts.height else {},
         provenance=provenance or f"fitted by dlcluster.synth.fit from {trace.source or trace.name}",
+        batches=batches,
+        vc_jobs=vc_jobs,
     )

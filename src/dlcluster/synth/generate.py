@@ -11,6 +11,7 @@ from scipy.special import ndtr, ndtri
 
 from dlcluster.errors import ConfigError
 from dlcluster.schema import conform
+from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
 from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of
 from dlcluster.trace import Trace
@@ -25,6 +26,9 @@ def _p(weights: list[float] | np.ndarray) -> np.ndarray:
 def sample_seconds(dist: Dist, rng: np.random.Generator, size: int) -> np.ndarray:
     """Draw ``size`` whole-second values from a distribution."""
     u = rng.random(size)
+    if dist.quantiles and dist.tail:
+        probs, q = dist.grid()
+        return np.rint(np.expm1(np.interp(u, probs, q))).astype(np.int64)
     if dist.quantiles:
         q = np.asarray(dist.quantiles)
         return np.rint(np.expm1(np.interp(u * (len(q) - 1), np.arange(len(q)), q))).astype(np.int64)
@@ -89,6 +93,8 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     check_scale(days, float(load))
     rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
+    if model.batches is not None:
+        return _finish(model, _batched_columns(model, days, float(load), t0, rng))
 
     starts, exposure, how = hour_bins(t0, days, model.timezone)
     lam = model.jobs_per_day / 24.0 * load * np.asarray(model.weekly_profile)[how] * exposure
@@ -143,8 +149,82 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     if model.users is not None:
         idx = rng.choice(model.users.count, size=n, p=_user_weights(model.users))
         cols["user"] = pl.Series(_hash_ids("u", model.name, model.users.count)).gather(idx)
+    return _finish(model, cols)
+
+
+def _finish(model: Model, cols: dict[str, object]) -> Trace:
     jobs = pl.DataFrame(cols).with_columns(
         (pl.col("submit_time") + pl.col("queue_delay")).alias("start_time"),
     ).with_columns((pl.col("start_time") + pl.col("duration")).alias("end_time"))
     return Trace(conform(jobs), format="synth", timezone=model.timezone, cluster=model.cluster_spec,
                  source=f"synth:{model.name}")
+
+
+def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.random.Generator) -> dict[str, object]:
+    """The job columns of a batched model: one draw per batch for VC, size and user, per job for the rest."""
+    batches = model.batches
+    assert batches is not None
+    submit, owner, size, vc_b, gpus_b = batched.arrivals(model, days, load, t0, rng)
+    n, nb = len(submit), len(size)
+    vc_index = vc_b if model.vc_jobs else None
+    gpus = gpus_b[owner]
+
+    statuses = sorted({s for b in model.buckets.values() for s in b.status_mix})
+    labels = batched.BUCKET_LABELS
+    sizes = np.unique(gpus)
+    bucket = np.array([labels.index(bucket_of(int(g))) for g in sizes], dtype=np.int64)[np.searchsorted(sizes, gpus)]
+    status = np.zeros(n, dtype=np.int64)
+    queue = np.zeros(n, dtype=np.int64)
+    for i, label in enumerate(labels):
+        in_bucket = bucket == i
+        k = int(in_bucket.sum())
+        if k == 0:
+            continue
+        spec = model.buckets[label]
+        names = sorted(spec.status_mix)
+        drawn = rng.choice(len(names), size=k, p=_p([spec.status_mix[s] for s in names]))
+        status[in_bucket] = np.array([statuses.index(s) for s in names])[drawn]
+        waits = rng.random(k) >= spec.queue.zero_share
+        if spec.queue.positive is not None:
+            q = np.zeros(k, dtype=np.int64)
+            q[waits] = np.maximum(sample_seconds(spec.queue.positive, rng, int(waits.sum())), 1)
+            queue[in_bucket] = q
+
+    user_b = None
+    user_shift = np.zeros(n)
+    if model.users is not None:
+        user_b = rng.choice(model.users.count, size=nb, p=_user_weights(model.users))
+        if batches.user_sd > 0:
+            user_shift = (rng.standard_normal(model.users.count) * batches.user_sd)[user_b[owner]]
+    shift, spread = np.zeros(nb), np.ones(nb)
+    if vc_index is not None:
+        for i, vc in enumerate(model.vc_share):
+            own = model.vc_jobs.get(vc)
+            if own is None:
+                continue
+            for g, z in own.shifts.items():
+                cell = (vc_index == i) & (gpus_b == g)
+                shift[cell], spread[cell] = z, own.spreads.get(g, 1.0)
+    score = batched.scores(batches, owner, nb, shift[owner], spread[owner], user_shift, rng)
+    duration = batched.durations(model, gpus, status, statuses, score)
+
+    cols: dict[str, object] = {
+        "job_id": pl.int_range(n, eager=True).cast(pl.String),
+        "cluster": pl.repeat(model.cluster, n, eager=True),
+        "gpu_num": gpus.astype(np.int32),
+        "submit_time": submit,
+        "queue_delay": queue,
+        "duration": duration,
+        "status": pl.Series(statuses).gather(status),
+    }
+    if vc_index is not None:
+        cols["vc"] = pl.Series(list(model.vc_share)).gather(vc_index[owner])
+    elif model.vc_share:
+        # VCs by GPU time or by share among those that fit, one draw per batch
+        batch_time = np.bincount(owner, weights=gpus * duration, minlength=nb)
+        cols["vc"] = pl.Series(list(model.vc_share)).gather(_vcs(model, gpus_b, batch_time, rng)[owner])
+    else:
+        cols["vc"] = pl.repeat("default", n, eager=True)
+    if user_b is not None and model.users is not None:
+        cols["user"] = pl.Series(_hash_ids("u", model.name, model.users.count)).gather(user_b[owner])
+    return cols

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+
+import numpy as np
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ BUCKETS: tuple[tuple[str, int, int], ...] = (("0", 0, 0), ("1", 1, 1), ("2-4", 2
 # statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
+TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
 
 
 def bucket_of(gpus: int) -> str:
@@ -42,6 +45,17 @@ class Dist:
     mu: float | None = None
     sigma: float | None = None
     max_seconds: float | None = None
+    # optional finer top: quantiles at TAIL_P, between the last two evenly spaced ones (the top percent
+    # of a heavy tail interpolated in one step would put its mass log-uniformly up to the maximum)
+    tail: tuple[float, ...] = ()
+
+    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities and ``log1p`` quantiles to interpolate between (quantile distributions)."""
+        q = np.asarray(self.quantiles)
+        probs = np.linspace(0.0, 1.0, len(q))
+        if not self.tail:
+            return probs, q
+        return (np.concatenate([probs[:-1], TAIL_P, [1.0]]), np.concatenate([q[:-1], self.tail, [q[-1]]]))
 
     def __post_init__(self) -> None:
         if bool(self.quantiles) == (self.mu is not None):
@@ -93,10 +107,41 @@ class Bucket:
     status_mix: dict[str, float]
     durations: dict[str, Dist]
     queue: Queue = field(default_factory=Queue)
+    # durations of single GPU counts with enough jobs of their own (used before ``durations`` by batched models)
+    by_size: dict[int, Dist] = field(default_factory=dict)
 
     def duration_for(self, status: str) -> Dist:
         """The duration distribution of jobs ending with ``status``."""
         return self.durations.get(status) or self.durations[ANY]
+
+
+@dataclass(frozen=True)
+class Batches:
+    """Bursty arrivals and correlated jobs: batches of jobs from one submitter, on a day-varying rate.
+
+    A batch's jobs share GPU count, VC and user; their duration normal scores (the job's
+    quantile in its size's distribution, as a standard normal) are ``vc shift + user shift +
+    batch score + job score``, so the marginals stay those of the model.
+    """
+
+    sizes: dict[int, float]  # share of batches with this many jobs
+    gaps: Queue  # seconds between a batch's consecutive submissions (zero_share: the same second)
+    day_rates: tuple[float, ...] = ()  # quantiles of the daily rate multiplier (mean 1); empty: no day variation
+    day_corr: float = 0.0  # lag-1 correlation of consecutive days' multipliers (as normal scores)
+    batch_sd: float = 0.0  # spread of a batch's duration score around its VC's (and user's)
+    job_sd: float = 1.0  # spread of a job's duration score around its batch's
+    user_sd: float = 0.0  # spread of users' duration-score shifts
+    max_gap: int = 60  # the fit's batch rule: same submitter and size, at most this many seconds apart
+    by_bucket: dict[str, dict[int, float]] = field(default_factory=dict)  # batch sizes per GPU bucket (else sizes)
+
+
+@dataclass(frozen=True)
+class VcJobs:
+    """One VC's own jobs (batched models): its GPU-count mix and, per GPU count, its duration scores' mean and spread."""
+
+    gpu_mix: dict[int, float]
+    shifts: dict[int, float] = field(default_factory=dict)
+    spreads: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +176,9 @@ class Model:
     # (presets whose VC mix is assumed); False: each VC's share of jobs, as fitted from a trace
     vc_share_of_gpu_time: bool = False
     provenance: str = ""
+    # optional (absent in models saved before them; None/empty reproduces the unbatched generator exactly)
+    batches: Batches | None = None
+    vc_jobs: dict[str, VcJobs] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.weekly_profile) != 168:
@@ -142,6 +190,13 @@ class Model:
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
+        if self.batches is not None and abs(sum(self.batches.sizes.values()) - 1.0) > 1e-3:
+            raise ConfigError(f"model {self.name!r}: batch sizes sum to {sum(self.batches.sizes.values()):.4f}, not 1")
+        for vc, own in self.vc_jobs.items():
+            if abs(sum(own.gpu_mix.values()) - 1.0) > 1e-3:
+                raise ConfigError(f"model {self.name!r}: vc_jobs {vc} gpu_mix sums to {sum(own.gpu_mix.values()):.4f}, not 1")
+            if vc not in self.vc_share:
+                raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
 
     @property
     def cluster_spec(self) -> ClusterSpec | None:
@@ -150,7 +205,7 @@ class Model:
 
     def to_json(self) -> str:
         """Compact, stable JSON (sorted keys) for preset files."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")) + "\n"
+        return json.dumps(_without_defaults(asdict(self)), sort_keys=True, separators=(",", ":")) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str = "<model>") -> Model:
@@ -162,10 +217,22 @@ class Model:
             raise InputError(f"not a dlcluster synth model ({type(exc).__name__}: {exc})", path=source) from exc
 
 
+# fields added after the first presets: left out at their defaults, so a model without them is written as before
+_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail"})
+
+
+def _without_defaults(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        return {k: _without_defaults(v) for k, v in raw.items() if not (k in _OPTIONAL and not v)}
+    if isinstance(raw, list):
+        return [_without_defaults(v) for v in raw]
+    return raw
+
+
 def _dist(raw: dict[str, Any] | None) -> Dist | None:
     if raw is None:
         return None
-    return Dist(tuple(raw["quantiles"]), raw["mu"], raw["sigma"], raw["max_seconds"])
+    return Dist(tuple(raw["quantiles"]), raw["mu"], raw["sigma"], raw["max_seconds"], tuple(raw.get("tail", ())))
 
 
 def _model(raw: dict[str, Any]) -> Model:
@@ -174,10 +241,12 @@ def _model(raw: dict[str, Any]) -> Model:
             b["status_mix"],
             {s: d for s, d in ((s, _dist(d)) for s, d in b["durations"].items()) if d is not None},
             Queue(b["queue"]["zero_share"], _dist(b["queue"]["positive"])),
+            {int(g): _required(d) for g, d in b.get("by_size", {}).items()},
         )
         for label, b in raw["buckets"].items()
     }
     users = raw.get("users")
+    batches = raw.get("batches")
     return Model(
         name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=int(raw["start"]),
         days=float(raw["days"]), jobs_per_day=float(raw["jobs_per_day"]),
@@ -189,7 +258,27 @@ def _model(raw: dict[str, Any]) -> Model:
         vc_share=raw.get("vc_share", {}),
         vc_share_of_gpu_time=bool(raw.get("vc_share_of_gpu_time", False)),
         provenance=raw.get("provenance", ""),
+        batches=_batches(batches) if batches else None,
+        vc_jobs={vc: VcJobs({int(g): p for g, p in v["gpu_mix"].items()},
+                            {int(g): float(x) for g, x in v["shifts"].items()},
+                            {int(g): float(x) for g, x in v["spreads"].items()})
+                 for vc, v in raw.get("vc_jobs", {}).items()},
     )
+
+
+def _required(raw: dict[str, Any]) -> Dist:
+    dist = _dist(raw)
+    if dist is None:
+        raise ValueError("a distribution is null")
+    return dist
+
+
+def _batches(raw: dict[str, Any]) -> Batches:
+    gaps = raw["gaps"]
+    return Batches({int(k): float(p) for k, p in raw["sizes"].items()}, Queue(gaps["zero_share"], _dist(gaps["positive"])),
+                   tuple(raw["day_rates"]), float(raw["day_corr"]), float(raw["batch_sd"]), float(raw["job_sd"]),
+                   float(raw["user_sd"]), int(raw["max_gap"]),
+                   {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()})
 
 
 def preset_names() -> list[str]:

@@ -1,0 +1,146 @@
+"""Fit the bursty, correlated part of a model: per-size durations, batches, daily rates, VC and user structure.
+
+A *batch* is a run of jobs from one submitter (the user, or the VC when the trace has no
+users) with one GPU count, each submitted at most ``max_gap`` seconds after the previous one.
+Durations are compared through normal scores: a job's rank in its size's distribution,
+mapped to a standard normal, so that shifts and spreads do not depend on the size's scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+from scipy.special import ndtri
+
+from dlcluster.synth.calendar import DAY, hour_bins
+from dlcluster.synth.fit_quantiles import log_quantiles
+from dlcluster.synth.model import BUCKETS, Batches, Bucket, Dist, Queue, VcJobs
+
+MAX_GAP = 60  # seconds: a longer pause between one submitter's same-size jobs starts a new batch
+MIN_CELL = 200  # a GPU count needs this many timed jobs for a duration distribution of its own
+DIGITS = 4
+
+
+def _quantiles(values: np.ndarray) -> Dist:
+    return log_quantiles(pl.Series(values))
+
+
+def size_durations(jobs: pl.DataFrame) -> dict[str, dict[int, Dist]]:
+    """Per bucket, the durations of each GPU count with ``MIN_CELL`` timed jobs, in buckets holding several counts."""
+    timed = jobs.filter(pl.col("duration").is_not_null())
+    out: dict[str, dict[int, Dist]] = {}
+    for label, _, _ in BUCKETS:
+        part = timed.filter(pl.col("bucket") == label)
+        sizes = part.group_by("gpu_num").agg(pl.len().alias("n")).sort("gpu_num")
+        if sizes.height < 2:
+            continue  # the bucket's own distribution is already this size's
+        own = {int(g): _quantiles(part.filter(pl.col("gpu_num") == g)["duration"].to_numpy())
+               for g, n in sizes.iter_rows() if n >= MIN_CELL}
+        if own:
+            out[label] = own
+    return out
+
+
+def _scores(by_size: dict[str, dict[int, Dist]]) -> pl.Expr:
+    """Each timed job's duration normal score within the cell it is sampled from (its size, else its bucket)."""
+    sized = sorted({g for sizes in by_size.values() for g in sizes})
+    cell = pl.when(pl.col("gpu_num").is_in(sized)).then(pl.col("gpu_num").cast(pl.String)).otherwise(pl.col("bucket"))
+    rank = pl.col("duration").rank("average").over(cell)
+    n = pl.col("duration").count().over(cell)
+    return ((rank - 0.5) / n).map_batches(lambda s: pl.Series(ndtri(s.to_numpy())), return_dtype=pl.Float64)
+
+
+def batch_column(jobs: pl.DataFrame, max_gap: int = MAX_GAP) -> pl.DataFrame:
+    """``jobs`` in submit order with ``submitter`` and a ``batch`` number (see the module doc)."""
+    has_user = "user" in jobs.columns and jobs["user"].null_count() < jobs.height
+    who = pl.coalesce(pl.col("user").cast(pl.String), pl.lit("")) if has_user else pl.col("vc").cast(pl.String)
+    df = jobs.with_columns(who.fill_null("").alias("submitter")).sort("submit_time", maintain_order=True)
+    df = df.with_row_index("order").sort(["submitter", "submit_time", "order"])
+    new = ((pl.col("submitter") != pl.col("submitter").shift()) | (pl.col("gpu_num") != pl.col("gpu_num").shift())
+           | ((pl.col("submit_time") - pl.col("submit_time").shift()) > max_gap)).fill_null(True)
+    df = df.with_columns(new.cum_sum().alias("batch"),
+                         pl.when(new).then(None).otherwise(pl.col("submit_time") - pl.col("submit_time").shift())
+                         .alias("gap"))
+    return df.sort("order").drop("order")
+
+
+def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_per_day: float,
+              profile: tuple[float, ...]) -> tuple[tuple[float, ...], float]:
+    """Quantiles of each day's count of ``submits`` over what the weekly profile expects (mean 1), and their lag-1
+    correlation (``jobs_per_day`` only scales the expectation)."""
+    bins, exposure, how = hour_bins(start, days, timezone)
+    expected_hour = jobs_per_day / 24.0 * np.asarray(profile)[how] * exposure
+    day_of_bin = (bins - start) // DAY
+    expected = np.bincount(day_of_bin, weights=expected_hour)
+    counts = np.bincount((submits - start) // DAY, minlength=len(expected))[: len(expected)]
+    ok = expected > 0
+    mult = counts[ok] / expected[ok]
+    mult = mult / mult.mean()
+    q = np.maximum.accumulate(np.quantile(mult, np.linspace(0.0, 1.0, 101)))
+    corr = 0.0
+    if len(mult) > 3:
+        ranks = pl.Series(mult).rank("average").to_numpy()
+        z = ndtri((ranks - 0.5) / len(mult))
+        corr = float(np.corrcoef(z[:-1], z[1:])[0, 1]) if z.std() > 0 else 0.0
+    return tuple(round(float(x), DIGITS) for x in q), round(max(0.0, corr), DIGITS)
+
+
+def _share_mix(values: pl.Series) -> dict[int, float]:
+    counts = values.value_counts().sort(values.name)
+    total = counts["count"].sum()
+    mix = {int(g): round(n / total, 6) for g, n in counts.iter_rows()}
+    top = max(mix, key=mix.__getitem__)
+    return {**mix, top: round(mix[top] + 1.0 - sum(mix.values()), 6)}
+
+
+def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, days: float, timezone: str,
+                jobs_per_day: float, profile: tuple[float, ...], vc_capacity: dict[str, int],
+                ) -> tuple[dict[str, Bucket], Batches, dict[str, VcJobs]]:
+    """Per-size durations added to ``buckets``, the batch and day-rate model, and each VC's own jobs."""
+    by_size = size_durations(jobs)
+    buckets = {label: Bucket(b.status_mix, b.durations, b.queue, by_size.get(label, {})) for label, b in buckets.items()}
+    df = batch_column(jobs).with_columns(_scores(by_size).alias("z"))
+    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first())
+    sizes = per_batch["n"]
+    by_bucket = {str(b[0]): _share_mix(part["n"]) for b, part in per_batch.group_by("bucket")}
+    gaps = df["gap"].drop_nulls().to_numpy()
+    positive = gaps[gaps > 0]
+    gap_model = Queue(round(1.0 - len(positive) / max(len(gaps), 1), 6),
+                      _quantiles(positive) if len(positive) else None)
+    # days vary by their count of batches: job counts would add the batch sizes' spread a second time
+    rates, corr = day_rates(df.filter(pl.col("gap").is_null())["submit_time"].to_numpy(), start, days, timezone, jobs_per_day, profile)
+
+    # duration-score variance components: VC shift, user shift, batch, job
+    timed = df.filter(pl.col("z").is_not_null())
+    # a VC's jobs of one size: mean and spread of their scores; the rest is standardised residual
+    cell_sd = pl.col("z").std(ddof=0).over("vc", "gpu_num")
+    timed = timed.with_columns(((pl.col("z") - pl.col("z").mean().over("vc", "gpu_num"))
+                                / pl.when(cell_sd > 0).then(cell_sd).otherwise(1.0)).alias("r"))
+    shift = timed.group_by("vc", "gpu_num").agg(pl.col("z").mean(), pl.col("z").std(ddof=0).alias("sd"))
+    user_sd = 0.0
+    if "user" in timed.columns and timed["user"].null_count() < timed.height:
+        user_mean = pl.col("r").mean().over("user")
+        user_sd = math.sqrt(max(0.0, float(timed.select(user_mean.var()).item() or 0.0)))
+        timed = timed.with_columns((pl.col("r") - user_mean).alias("r"))
+    within = timed.with_columns((pl.col("r") - pl.col("r").mean().over("batch")).alias("w"),
+                                pl.len().over("batch").alias("k")).filter(pl.col("k") > 1)
+    # pooled within-batch variance, with the k-1 degrees of freedom of each batch
+    dof = float(within.group_by("batch").agg(pl.len() - 1)["len"].sum()) if within.height else 0.0
+    job_var = float((within["w"] ** 2).sum()) / dof if dof > 0 else float(timed["r"].var() or 1.0)
+    batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var)
+    batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
+                      round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())))
+
+    vc_jobs = {}
+    for vc, part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
+        # a VC's jobs larger than the VC could never run there: they are left out of its mix
+        fits = part.filter(pl.col("gpu_num") <= vc_capacity[str(vc[0])])
+        if fits.height:
+            own = shift.filter(pl.col("vc") == vc[0])
+            cells = own.filter(pl.col("gpu_num") <= vc_capacity[str(vc[0])]).sort("gpu_num")
+            vc_jobs[str(vc[0])] = VcJobs(_share_mix(fits["gpu_num"]),
+                                         {int(g): round(float(z), DIGITS) for _, g, z, _ in cells.iter_rows()},
+                                         {int(g): round(float(sd), DIGITS) for _, g, _, sd in cells.iter_rows()})
+    return buckets, batches, dict(sorted(vc_jobs.items()))

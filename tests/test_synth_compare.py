@@ -1,0 +1,180 @@
+"""``dlcluster synth compare``: the fidelity table, the downstream queueing, the offline report (issue 13)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dlcluster.io import read_trace
+from dlcluster.io.cluster_spec import read_cluster_spec
+from dlcluster.io.parquet import write as write_parquet
+from dlcluster.schema import conform
+from dlcluster.synth import generate, load_preset
+from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share
+from dlcluster.synth.compare_report import write as write_report
+from dlcluster.synth.downstream import downstream, markdown
+from dlcluster.trace import Trace
+
+ROOT = Path(__file__).resolve().parents[1]
+PHILLY = ROOT.parent / "shared" / "data" / "philly"
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOC_SEED = 1  # the docs' downstream table: the philly preset with this seed against the real table
+
+
+def _trace(submits: list[int], users: list[str] | None = None) -> Trace:
+    n = len(submits)
+    jobs = pl.DataFrame({"job_id": [str(i) for i in range(n)], "cluster": "t", "vc": "a", "gpu_num": 1,
+                         "submit_time": submits, "duration": [100 + i for i in range(n)], "status": "completed"})
+    if users is not None:
+        jobs = jobs.with_columns(pl.Series("user", users))
+    return Trace(conform(jobs), format="hand", timezone="UTC")
+
+
+def test_arrival_statistics_by_hand() -> None:
+    t = _trace([0, 0, 0, 10, 20, 1000])
+    gaps = np.array([0, 0, 10, 10, 980])
+    assert same_second_share(t) == pytest.approx(2 / 5)
+    assert interarrival_cv(t) == pytest.approx(gaps.std() / gaps.mean())
+    assert gini(np.array([5, 5, 5, 5])) == pytest.approx(0.0)
+    assert gini(np.array([0, 0, 0, 12])) == pytest.approx(0.75)  # n-1 of n hold nothing: (n-1)/n
+
+
+def test_fidelity_table_rows_and_errors() -> None:
+    real = _trace([i * 120 for i in range(300)], users=["a"] * 200 + ["b"] * 100)  # a 10-hour window
+    gen = _trace([i * 60 for i in range(300)], users=["a"] * 150 + ["b"] * 150)  # 5 hours
+    table = fidelity(real, gen)
+    rows = {r["metric"]: r for r in table.iter_rows(named=True)}
+    assert rows["jobs"]["relative_error"] == pytest.approx(0.0)
+    assert rows["jobs per day"]["relative_error"] == pytest.approx(1.0)  # half the window
+    assert rows["jobs-per-user Gini"]["real"] == pytest.approx(gini(np.array([200, 100])))
+    assert rows["jobs-per-user Gini"]["generated"] == pytest.approx(0.0)
+    assert rows["median duration s, 1 GPU"]["real"] == pytest.approx(249.5)
+    assert rows["duration KS distance"]["generated"] == pytest.approx(0.0)
+
+
+def test_cli_compare_exits_0_and_prints_both_tables(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    model = load_preset("helios-venus")
+    write_parquet(generate(model, days=2, seed=1), a)
+    write_parquet(generate(model, days=2, seed=2, load=1.5), b)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(a), str(b), "--loads", "2"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "inter-arrival CV" in done.stdout and "same-second share" in done.stdout
+    assert re.search(r"│\s+2 │ fifo\s+│ mean", done.stdout) and re.search(r"│\s+2 │ sjf\s+│ p99", done.stdout)
+    # the generated trace has half again the jobs: its row says so
+    assert re.search(r"jobs per day\s+│[^│]+│[^│]+│\s+\+(4[0-9]|5[0-9])\.\d%", done.stdout)
+
+
+def test_cli_compare_without_a_cluster_still_exits_0(tmp_path: Path) -> None:
+    a = tmp_path / "a.csv"
+    _trace([i * 60 for i in range(50)]).jobs.select("job_id", "submit_time", "duration", "gpu_num").write_csv(a)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(a), str(a), "--real-format",
+                           "csv", "--generated-format", "csv"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "no downstream queueing" in done.stderr and "inter-arrival CV" in done.stdout
+
+
+def test_report_is_deterministic(tmp_path: Path) -> None:
+    model = load_preset("helios-venus")
+    real, gen = generate(model, days=2, seed=1), generate(model, days=2, seed=2)
+    assert real.cluster is not None
+    table, queueing = fidelity(real, gen), downstream(real, gen, real.cluster, loads=(2.0,))
+    one = write_report(tmp_path / "one", real, gen, table, queueing, ("r", "g")).read_bytes()
+    two = write_report(tmp_path / "two", real, gen, table, queueing, ("r", "g")).read_bytes()
+    assert one == two and b"<svg" in one and b"http" not in one.replace(b"http://www.w3.org", b"")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium at /usr/bin/chromium")
+def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    model = load_preset("helios-venus")
+    real, gen = generate(model, days=3, seed=1), generate(model, days=3, seed=2)
+    assert real.cluster is not None
+    page_path = write_report(tmp_path / "report", real, gen, fidelity(real, gen),
+                             downstream(real, gen, real.cluster, loads=(2.0, 3.0)), ("real", "generated"))
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_path.resolve().as_uri(), wait_until="load")
+            figures = page.locator("figure.report-figure")
+            assert figures.count() == 6
+            for i in range(figures.count()):
+                svg = figures.nth(i).locator("svg").first
+                svg.scroll_into_view_if_needed()
+                box = svg.bounding_box()
+                assert svg.is_visible() and box is not None and box["width"] > 100 and box["height"] > 100, \
+                    figures.nth(i).get_attribute("id")
+            assert page.locator("nav a").count() == 4
+            assert page.locator("#fidelity-table table tbody tr").count() >= 13
+            assert "inter-arrival CV" in page.locator("#fidelity-table").inner_text()
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert [u for u in requests if not u.startswith("file:")] == []
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+# --- downstream on the Philly VCs (issue 13 acceptance) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def philly_load2() -> pl.DataFrame:
+    if not PHILLY.is_dir():
+        pytest.skip("shared sample philly not available")
+    real = read_trace(PHILLY / "jobs_processed.csv")
+    generated = generate(load_preset("philly"), seed=DOC_SEED)
+    return downstream(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(2.0,))
+
+
+def test_docs_downstream_table_is_regenerated_verbatim(philly_load2: pl.DataFrame) -> None:
+    doc = (ROOT / "docs" / "synth.md").read_text(encoding="utf-8")
+    rows = markdown(philly_load2).splitlines()[2:]
+    assert len(rows) == 2
+    for row in rows:
+        assert row in doc, row
+
+
+def test_philly_real_queueing_lies_within_the_seeds_at_load_2(philly_load2: pl.DataFrame) -> None:
+    # the documented claim: seed 1 is not the only outcome; at load 2 the real table's four numbers lie inside
+    # the range of seeds 1-3, and the seeds spread widely (the 30% target is met by seed 1, not robustly)
+    real = read_trace(PHILLY / "jobs_processed.csv")
+    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
+    runs = [philly_load2] + [downstream(real, generate(load_preset("philly"), seed=s), spec, loads=(2.0,))
+                             for s in (2, 3)]
+    generated = pl.concat([r.select("policy", "statistic", "real_s", "generated_s") for r in runs])
+    spread = generated.group_by("policy", "statistic").agg(pl.col("real_s").first(), pl.col("generated_s").min()
+                                                           .alias("lo"), pl.col("generated_s").max().alias("hi"))
+    assert spread.height == 4
+    assert ((spread["lo"] <= spread["real_s"]) & (spread["real_s"] <= spread["hi"])).all(), spread
+    fifo_mean = spread.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
+    assert fifo_mean["hi"][0] / fifo_mean["lo"][0] > 2.0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nope.csv", "nope.csv"], "error: nope.csv: no such file or folder"),
+    (["{a}", "{a}", "--loads", "0"], "error: --loads '0': give positive numbers separated by commas"),
+    (["{a}", "{a}", "--loads", "x"], "error: --loads 'x': give numbers separated by commas"),
+])
+def test_cli_compare_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    a = tmp_path / "a.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=0.5, seed=1), a)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare",
+                           *(x.format(a=a) for x in args)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1
