@@ -14,7 +14,7 @@ import sys
 import typer
 from rich.console import Console
 
-from dlcluster.errors import DlclusterError
+from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
 app = typer.Typer(
     name="dlcluster",
@@ -42,13 +42,21 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _register()
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
     try:
+        _check_paths(args)
         code = app(args=argv, standalone_mode=False)
     except DlclusterError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {_one_line(str(exc))}", soft_wrap=True)
+        sys.exit(2)
+    except OSError as exc:  # the machine's answer (no permission, disk full, a path through a file): not a bug
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"[bold red]error:[/] {_one_line(where + os_reason(exc))}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; no partial output was left behind")
@@ -71,6 +79,24 @@ def main(argv: list[str] | None = None) -> None:
         if code == 130:
             err_console.print("interrupted; no partial output was left behind")
         sys.exit(code)
+
+
+PATH_OPTIONS = ("-o", "--output", "--save-model", "--cluster", "--fit", "--model", "--power-model", "--sim-jobs",
+                "--estimates")
+
+
+def _check_paths(args: list[str]) -> None:
+    """Refuse an empty path option (``-o ""`` would mean the current folder)."""
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in PATH_OPTIONS and ((eq and not value.strip()) or
+                                     (not eq and i + 1 < len(args) and not args[i + 1].strip())):
+            raise ConfigError(f"{name}: the path is empty")
+
+
+def _one_line(text: str) -> str:
+    # a value quoted in a message may hold a line break; the message stays one line
+    return " ".join(text.splitlines())
 
 
 def run() -> None:

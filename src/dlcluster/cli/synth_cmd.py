@@ -37,7 +37,7 @@ def synth(
     sources = [s for s in (preset, fit_trace, model_file) if s is not None]
     if len(sources) != 1:
         raise ConfigError("give exactly one of --preset NAME, --fit TRACE or --model FILE")
-    check_scale(days, load)
+    check_scale(days, load, seed)
     writer = output_writer(output, fmt)
 
     began = time.perf_counter()

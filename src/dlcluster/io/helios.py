@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from dlcluster.atomic import write_atomic
+from dlcluster.atomic import make_folder, write_atomic
 from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
@@ -155,7 +155,7 @@ def _gpu_number_table(trace: Trace) -> pl.DataFrame:
 def write(trace: Trace, target: str | Path) -> Path:
     """Write the trace as a Helios folder (``cluster_log.csv`` and, with a cluster spec, ``cluster_gpu_number.csv``)."""
     folder = Path(target)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     log = conform(trace.jobs).select(
         "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
         pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),

@@ -33,7 +33,7 @@ import ijson
 import numpy as np
 import polars as pl
 
-from dlcluster.atomic import atomic_path, write_text_atomic
+from dlcluster.atomic import atomic_path, make_folder, write_text_atomic
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
     MAX_TIME,
@@ -376,7 +376,7 @@ def write(trace: Trace, target: str | Path) -> Path:
     Times are America/Los_Angeles wall clock, what the format means, whatever the trace's zone.
     """
     folder = Path(target)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     records = _records(trace)
     with atomic_path(folder / JOB_LOG) as tmp, tmp.open("w", encoding="utf-8") as out:
         out.write("[")
