@@ -57,13 +57,13 @@ def read_cluster_spec(path: str | Path, date: str | None = None) -> ClusterSpec:
     raw = read_csv_text(path)
     cols = set(raw.columns)
     if {"date", "total"} <= cols:
-        return _helios(raw, path, date)
+        return _some_nodes(_helios(raw, path, date), path)
     if date is not None:
         raise InputError(f"a date ({date}) was given but this is not a Helios cluster_gpu_number.csv", path=path)
     if {_MACHINE_ID, _MACHINE_GPUS} <= cols:
-        return _machine_list(raw, path)
+        return _some_nodes(_machine_list(raw, path), path)
     if "vc" in cols:
-        return _vc_nodes(raw, path)
+        return _some_nodes(_vc_nodes(raw, path), path)
     have = ", ".join(c for c in raw.columns if c != ROW)
     raise InputError(
         "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs' or 'vc,nodes' columns "
@@ -85,6 +85,13 @@ def check_spec_size(vcs: Mapping[str, Iterable[int]], source: str | Path | None,
                                  path=source)
     if nodes > MAX_NODES:
         raise InputError(f"the cluster has {nodes:,} nodes; at most {MAX_NODES:,} are supported", path=source)
+
+
+def _some_nodes(spec: ClusterSpec, path: Path) -> ClusterSpec:
+    """``spec``, unless it has no node at all (nothing could ever run on it)."""
+    if not any(spec.vcs.values()):
+        raise InputError("the cluster spec has no nodes", path=path)
+    return spec
 
 
 def _node_total(nodes: int, path: Path) -> None:
