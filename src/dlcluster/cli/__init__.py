@@ -13,6 +13,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     try:
         _check_paths(args)
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False, prog_name="dlcluster")
     except DlclusterError as exc:
         if debug:
             raise
@@ -67,12 +68,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error of typer's (vendored) click
-            exc.show()
+            if type(exc).__name__ == "NoArgsIsHelpError" or not hasattr(exc, "format_message"):
+                exc.show()
+            else:  # one line, like every other refusal
+                command = getattr(getattr(exc, "ctx", None), "command_path", "dlcluster")
+                err_console.print(f"[bold red]error:[/] {_one_line(exc.format_message())} (see {command} --help)",
+                                  soft_wrap=True)
             sys.exit(exc.exit_code)
         if debug:
             raise
-        err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug for details)",
-                          soft_wrap=True)
+        err_console.print(f"[bold red]internal error:[/] {_one_line(f'{type(exc).__name__}: {exc}')} "
+                          "(run with --debug for details)", soft_wrap=True)
         sys.exit(1)
     # not standalone, typer returns an Exit's code instead of raising it, and turns Ctrl-C into Exit(130)
     if isinstance(code, int) and code:
@@ -95,8 +101,8 @@ def _check_paths(args: list[str]) -> None:
 
 
 def _one_line(text: str) -> str:
-    # a value quoted in a message may hold a line break; the message stays one line
-    return " ".join(text.splitlines())
+    # a value quoted in a message may hold a line break, or brackets rich would take for markup
+    return escape(" ".join(text.splitlines()))
 
 
 def run() -> None:

@@ -118,9 +118,9 @@ def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict:
     """
     _require_utf8(path)
     out: list[tuple[int, int]] = []
-    quoting = csv.QUOTE_NONE if quote_char is None else csv.QUOTE_MINIMAL
     with path.open("r", encoding="utf-8-sig", errors="replace", newline="") as fh:
-        reader = csv.reader(fh, delimiter=separator, quotechar=quote_char or '"', quoting=quoting, strict=strict)
+        reader = (csv.reader(fh, delimiter=separator, quoting=csv.QUOTE_NONE, strict=strict) if quote_char is None
+                  else csv.reader(fh, delimiter=separator, quotechar=quote_char, strict=strict))
         line = 1
         try:
             for record in reader:

@@ -13,6 +13,7 @@ are seconds. :func:`write` produces a canonical CSV this reader reads back lossl
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -116,7 +117,7 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
         unit = unit or "s"
         seconds = raw_number(source) / UNITS[unit]
         values = df.select(to_int(seconds.floor())).to_series()
-        return values, f"epoch {unit}", time_limit(source, seconds, lambda v, unit=unit: _unit_hint(v, unit))
+        return values, f"epoch {unit}", time_limit(source, seconds, partial(_unit_hint, unit=unit))
     raw_s = _slash_dates(raw_s, source, path)
     try:
         # eager on purpose: only a Series infers a zone-aware type from text like '...+02:00'

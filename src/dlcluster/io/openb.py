@@ -34,6 +34,7 @@ from dlcluster.io._common import (
     map_status,
     negative,
     parse_int,
+    raw_number,
     read_csv_text,
     require_columns,
     required_value,
@@ -71,7 +72,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     df = raw.with_columns(_ints(numeric))
     checks = [required_value("name"), duplicate("name")]
     for col in numeric:
-        limit = time_limit(col, pl.col(f"{col}_")) if col in TIMED else count_limit(col)
+        limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)
         checks += [limit, unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
     checks += [
         required_value("num_gpu_", "num_gpu"),

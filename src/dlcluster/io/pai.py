@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -103,6 +104,10 @@ def _number_checks(cols: tuple[str, ...], what: str) -> list[Check]:
                                         unparsable(col, f"{col}_", what), negative(f"{col}_", col))]
 
 
+def _too_many(job: object, what: str) -> str:
+    return f"job {job!r}: its tasks ask for more than {MAX_COUNT:,} {what} in all"
+
+
 def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter[str]]:
     """Per-job aggregates of the task table, the jobs that lost a task row, and the drop counts."""
     raw, path = _table(folder, "pai_task_table", TASK_COLUMNS)
@@ -156,8 +161,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         dropped["job with a dropped task row"] += before - df.height
     df = df.join(tasks, on="job_name", how="left", maintain_order="left")
     # only now is the first task's start known: a job must not end before it, nor start before its submission
-    too_many = [Check("job_name", pl.col(pct) / 100 > MAX_COUNT, f"out-of-range {what}",
-                      lambda v, what=what: f"job {v!r}: its tasks ask for more than {MAX_COUNT:,} {what} in all")
+    too_many = [Check("job_name", pl.col(pct) / 100 > MAX_COUNT, f"out-of-range {what}", partial(_too_many, what=what))
                 for pct, what in (("_gpu_pct", "GPUs"), ("_cpu_pct", "CPUs"))]
     df, late = apply_checks(df, [*too_many, ends_before("end_time_", "_task_start", "end_time"),
                                  starts_before("_task_start", "start_time_", "start_time")],

@@ -11,6 +11,7 @@ cluster = the ``Cluster`` column, else the file's stem.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -79,6 +80,10 @@ def _gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
     return count, bad
 
 
+def _bad_count(tres: object, what: str) -> str:
+    return f"{what} in {tres!r}"
+
+
 def _elapsed() -> pl.Expr:
     parts = [pl.col("Elapsed").str.strip_chars().str.extract(_ELAPSED, i).cast(pl.Int64) for i in range(1, 5)]
     return parts[0].fill_null(0) * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
@@ -132,7 +137,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
                                                               ("End", "end_time"))),
         seconds_limit("Elapsed", pl.col("elapsed")),
         count_limit("NCPUS"), count_limit("NNodes"),
-        *(Check(col, (tres == col) & bad, reason, lambda v, what=what: f"{what} in {v!r}")
+        *(Check(col, (tres == col) & bad, reason, partial(_bad_count, what=what))
           for col in ("AllocTRES", "ReqTRES")
           for bad, reason, what in ((pl.col("gpu_num") < 0, f"negative GPUs in {col}", "negative GPU count"),
                                     (pl.col("gpu_num") > MAX_COUNT, f"out-of-range {col}",
