@@ -4,7 +4,7 @@ exactly one stderr line that names the file (exit 2); never an internal error (e
 Each format starts from a small valid file; Hypothesis corrupts it (a cell replaced by a hostile value,
 a row made wider or narrower, bytes that are not UTF-8, a byte order mark, CRLF line ends, the file cut
 short, JSON nested deeply or given the wrong types) and the command runs in-process. Examples are
-derandomised, so a run is repeatable; a few dozen per format keep the whole file to well under a minute.
+derandomised, so a run is repeatable; a hundred per format keep the whole file to well under a minute.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from dlcluster.cli import main
 
 # a longer hunt: DLCLUSTER_FUZZ_EXAMPLES=1000 DLCLUSTER_FUZZ_RANDOM=1 (new examples every run)
-EXAMPLES = int(os.environ.get("DLCLUSTER_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("DLCLUSTER_FUZZ_EXAMPLES", "100"))
 DERANDOMIZE = not os.environ.get("DLCLUSTER_FUZZ_RANDOM")
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
