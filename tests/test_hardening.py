@@ -489,6 +489,11 @@ def test_an_unreadable_input_is_one_line(tmp_path: Path, monkeypatch: pytest.Mon
     assert refused("info", str(jobs), "--format", "csv") == f"error: {jobs}: permission denied"
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_a_device_is_not_read_forever() -> None:
+    assert refused("info", "/dev/zero", "--format", "csv") == "error: /dev/zero: is not a regular file"
+
+
 def test_a_usage_error_is_one_line(tmp_path: Path) -> None:
     assert refused("info", str(tmp_path), "--bogus") == "error: No such option: --bogus (see dlcluster info --help)"
 

@@ -151,6 +151,8 @@ def require_file(path: str | Path) -> None:
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, expected a file", path=path)
+    if path.exists() and not path.is_file():  # a device or a pipe could be read forever
+        raise InputError("is not a regular file", path=path)
     if not path.is_file():
         raise InputError("no such file", path=path)
 
