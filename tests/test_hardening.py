@@ -30,6 +30,7 @@ from dlcluster.sim import simulate
 # the packages export functions of these names: the modules themselves
 sim_prepare = importlib.import_module("dlcluster.sim.prepare")
 sim_results = importlib.import_module("dlcluster.sim.results")
+sim_engine = importlib.import_module("dlcluster.sim.engine")
 synth_generate = importlib.import_module("dlcluster.synth.generate")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -430,6 +431,14 @@ def test_load_1e_minus_9_runs_with_a_coarse_timeline(tmp_path: Path) -> None:
     assert np.allclose(done["submit"].to_numpy(), [0, 100_000 * 10**9, 200_000 * 10**9], rtol=0, atol=1)
 
 
+def test_a_periodic_controller_over_an_absurd_span_is_refused_up_front(tmp_path: Path) -> None:
+    jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,10\nb,100000,1,10\n")
+    line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--load", "1e-9",
+                   "--power", "ces", "-o", str(tmp_path / "out"))
+    assert line.startswith(f"error: a periodic controller (such as --power ces) would step more than "
+                           f"{sim_engine.MAX_TICKS:,} times over the 99,999,999,999,99")
+
+
 # --- every exception path mapped ---------------------------------------------------------------------------
 
 def test_output_under_a_file_is_one_line(tmp_path: Path) -> None:
@@ -610,3 +619,4 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {synth_generate.MAX_DAYS:,} days (100 years) |" in text and synth_generate.MAX_DAYS == 36_525
     assert f"| {synth_generate.MAX_JOBS:,} |" in text
     assert f"| {sim_results.MAX_SAMPLES:,}; a longer run samples every k·60 s |" in text
+    assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
