@@ -158,11 +158,11 @@ def _slash_dates(raw: pl.Series, source: str, path: Path) -> pl.Series:
             "every date reads both as day/month and as month/day"
         raise InputError(f"cannot tell whether {example!r} is day/month/year or month/day/year ({why}); "
                          "write dates as YYYY-MM-DD", path=path, field=source)
-    day, month = ("1", "2") if day_first else ("2", "1")
+    day, month = (1, 2) if day_first else (2, 1)
     iso = pl.concat_str([pl.col("y"), pl.col("m").str.zfill(2), pl.col("d").str.zfill(2)], separator="-")
     frame = pl.DataFrame({"raw": raw}).with_columns(pl.col("raw").str.extract(_SLASH, 3).alias("y"),
-                                                   pl.col("raw").str.extract(_SLASH, int(month)).alias("m"),
-                                                   pl.col("raw").str.extract(_SLASH, int(day)).alias("d"))
+                                                   pl.col("raw").str.extract(_SLASH, month).alias("m"),
+                                                   pl.col("raw").str.extract(_SLASH, day).alias("d"))
     return frame.select(pl.when(pl.col("y").is_not_null())
                         .then(iso + pl.col("raw").str.replace(_SLASH, "")).otherwise(pl.col("raw"))).to_series()
 
