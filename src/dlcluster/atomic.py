@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from dlcluster.errors import OutputError, os_reason
+
 
 @contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
@@ -17,17 +19,42 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     crash never leaves half a result under the final name.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes files owner-only; outputs are ordinary files
+    if not target.name or target.name in (".", ".."):
+        raise OutputError(f"cannot write {str(target)!r}: expected a file name")
     try:
+        make_folder(target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {os_reason(exc)}") from exc
+    tmp_path = Path(tmp)
+    try:
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes files owner-only; outputs are ordinary files
         yield tmp_path
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as exc:
         tmp_path.unlink(missing_ok=True)
+        if _is_os_error(exc):  # a full disk, a lost permission: the user's to fix, not a bug
+            raise OutputError(f"cannot write {target}: {os_reason(exc)}") from exc
         raise
+
+
+def make_folder(folder: str | Path) -> Path:
+    """``mkdir -p`` with a one-line error naming the part of the path that is in the way."""
+    folder = Path(folder)
+    for part in (folder, *folder.parents):
+        if part.exists() and not part.is_dir():
+            raise OutputError(f"cannot write into {folder}: {part} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write into {folder}: {os_reason(exc)}") from exc
+    return folder
+
+
+def _is_os_error(exc: BaseException) -> bool:
+    # Polars and Arrow report a failed write as their own error type, with the OS error in the text
+    return isinstance(exc, OSError) or "(os error " in str(exc) or "No space left on device" in str(exc)
 
 
 def _umask() -> int:

@@ -41,3 +41,15 @@ class InputError(DlclusterError):
 
 class ConfigError(DlclusterError):
     """A bad option or configuration value."""
+
+
+class OutputError(DlclusterError):
+    """An output that cannot be written: a folder that is a file, no permission, a full disk."""
+
+
+def os_reason(exc: BaseException) -> str:
+    """The reason of an operating-system error in a few words (``[Errno 28] ...`` → ``no space left on device``)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[0].lower() + exc.strerror[1:]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dlcluster.errors import DlclusterError
+from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
 app = typer.Typer(
     name="dlcluster",
@@ -44,13 +44,21 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     _register()
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
     try:
-        code = app(args=argv, standalone_mode=False)
+        _check_paths(args)
+        code = app(args=argv, standalone_mode=False, prog_name="dlcluster")
     except DlclusterError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)  # a message is text, not markup
+        err_console.print(f"[bold red]error:[/] {_one_line(str(exc))}", soft_wrap=True)
+        sys.exit(2)
+    except OSError as exc:  # the machine's answer (no permission, disk full, a path through a file): not a bug
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"[bold red]error:[/] {_one_line(where + os_reason(exc))}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; no partial output was left behind")
@@ -61,18 +69,41 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except Exception as exc:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error of typer's (vendored) click
-            exc.show()
+            if type(exc).__name__ == "NoArgsIsHelpError" or not hasattr(exc, "format_message"):
+                exc.show()
+            else:  # one line, like every other refusal
+                command = getattr(getattr(exc, "ctx", None), "command_path", "dlcluster")
+                err_console.print(f"[bold red]error:[/] {_one_line(exc.format_message())} (see {command} --help)",
+                                  soft_wrap=True)
             sys.exit(exc.exit_code)
         if debug:
             raise
-        err_console.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (run with --debug for details)",
-                          soft_wrap=True)
+        err_console.print(f"[bold red]internal error:[/] {_one_line(f'{type(exc).__name__}: {exc}')} "
+                          "(run with --debug for details)", soft_wrap=True)
         sys.exit(1)
     # not standalone, typer returns an Exit's code instead of raising it, and turns Ctrl-C into Exit(130)
     if isinstance(code, int) and code:
         if code == 130:
             err_console.print("interrupted; no partial output was left behind")
         sys.exit(code)
+
+
+PATH_OPTIONS = ("-o", "--output", "--save-model", "--cluster", "--fit", "--model", "--power-model", "--sim-jobs",
+                "--estimates")
+
+
+def _check_paths(args: list[str]) -> None:
+    """Refuse an empty path option (``-o ""`` would mean the current folder)."""
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in PATH_OPTIONS and ((eq and not value.strip()) or
+                                     (not eq and i + 1 < len(args) and not args[i + 1].strip())):
+            raise ConfigError(f"{name}: the path is empty")
+
+
+def _one_line(text: str) -> str:
+    # a value quoted in a message may hold a line break, or brackets rich would take for markup
+    return escape(" ".join(text.splitlines()))
 
 
 def run() -> None:

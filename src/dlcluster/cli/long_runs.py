@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+import math
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from zoneinfo import ZoneInfo
 
 import polars as pl
 from rich.console import Console
@@ -14,14 +17,51 @@ from dlcluster.errors import ConfigError
 
 
 def wall_instant(text: str, option: str, timezone: str, wall: bool) -> int:
-    """A ``YYYY-MM-DD[ HH:MM:SS]`` wall-clock time → epoch seconds (UTC, or the naive wall clock if ``wall``)."""
+    """A ``YYYY-MM-DD[ HH:MM:SS]`` wall-clock time → epoch seconds (UTC, or the naive wall clock if ``wall``).
+
+    A time with an explicit offset (``Z``, ``+05:00``) is that instant, whatever ``timezone``; a wall-clock
+    time in the repeated hour of a daylight-saving change is its earlier instant, and one in the skipped
+    hour is an error.
+    """
+    given = _parse_time(text, option)
+    zone = ZoneInfo(timezone)
+    if given.tzinfo is not None:
+        if not wall:
+            return math.floor(given.timestamp())
+        given = given.astimezone(zone).replace(tzinfo=None)
+    if wall:
+        return math.floor(given.replace(tzinfo=datetime.UTC).timestamp())
+    local = given.replace(tzinfo=zone, fold=0)
+    if local.astimezone(datetime.UTC).astimezone(zone).replace(tzinfo=None) != given:
+        raise ConfigError(f"{option} {text!r}: no such time in {timezone} (the clocks skip it when daylight saving "
+                          "time begins); give a time outside the gap or with an offset like +01:00")
+    return math.floor(local.timestamp())
+
+
+def _parse_time(text: str, option: str) -> datetime.datetime:
     try:
+        return datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        pass
+    try:  # the other layouts Polars recognises, as before
         parsed = pl.Series([text.strip()]).str.to_datetime(strict=True, time_unit="us")
-    except pl.exceptions.PolarsError as exc:
+        value = parsed[0]
+    except (pl.exceptions.PolarsError, OverflowError, ValueError) as exc:
         raise ConfigError(f"{option} {text!r}: expected a time like 2017-10-01 00:00:00") from exc
-    if not wall:
-        parsed = parsed.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="raise")
-    return int(parsed.dt.epoch("s")[0])
+    if not isinstance(value, datetime.datetime):
+        raise ConfigError(f"{option} {text!r}: expected a time like 2017-10-01 00:00:00")
+    return value
+
+
+def submit_window(start: str | None, end: str | None, timezone: str, wall: bool) -> tuple[int, int] | None:
+    """The ``--start``/``--end`` window of submit times as epoch seconds (None when neither is given)."""
+    if not start and not end:
+        return None
+    lo = wall_instant(start, "--start", timezone, wall) if start else -(2**62)
+    hi = wall_instant(end, "--end", timezone, wall) if end else 2**62
+    if lo > hi:
+        raise ConfigError(f"--start {start!r} is after --end {end!r}: the window holds no time")
+    return lo, hi
 
 
 def progress_bar(console: Console) -> Progress:

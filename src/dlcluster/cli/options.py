@@ -67,6 +67,8 @@ def parse_mapping(spec: str | None) -> dict[str, str] | None:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise ConfigError(f"--map: expected canonical=source, got {item!r}")
+        if key.strip() in out:
+            raise ConfigError(f"--map: {key.strip()!r} is mapped twice")
         out[key.strip()] = value.strip()
     return out
 

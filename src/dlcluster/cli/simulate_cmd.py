@@ -12,7 +12,7 @@ from rich.table import Table
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
-from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
+from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.cli.sim_tables import LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError
@@ -185,11 +185,7 @@ def simulate(
             raise ConfigError(f"--cpus-per-gpu: the cluster spec ({spec.source or trace_path}) already gives CPUs per node")
         spec = spec.with_cpus_per_gpu(cpus_per_gpu)
     wall = compat is not None
-    window = None
-    if start or end:
-        lo = wall_instant(start, "--start", trace.timezone, wall) if start else -(2**62)
-        hi = wall_instant(end, "--end", trace.timezone, wall) if end else 2**62
-        window = (lo, hi)
+    window = submit_window(start, end, trace.timezone, wall)
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None

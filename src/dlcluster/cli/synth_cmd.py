@@ -60,7 +60,7 @@ def synth(
                                           ("--time-unit", time_unit), ("--tz", tz)) if value]
         if given:
             raise ConfigError(f"{', '.join(given)}: options of the --fit trace; give --fit TRACE")
-    check_scale(days, load)
+    check_scale(days, load, seed)
     writer = output_writer(output, fmt)
 
     began = time.perf_counter()

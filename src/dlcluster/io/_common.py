@@ -8,10 +8,15 @@ the reasons. Nothing is coerced silently.
 
 from __future__ import annotations
 
+import codecs
+import csv
+import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -22,6 +27,13 @@ from dlcluster.trace import local_datetime
 ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
 NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "null", "NULL", "Unknown")
 
+# Documented input limits (docs/errors.md): a value outside them is a row error, never an overflow.
+MAX_COUNT = 2**31 - 1  # GPUs, CPUs, nodes of a job: the canonical table's int32
+MAX_SECONDS = 3_155_760_000  # durations and delays: 100 years
+MIN_TIME, MAX_TIME = -2_208_988_800, 7_258_118_400  # 1900-01-01 .. 2200-01-01 UTC
+TIME_RANGE = "a time between 1900-01-01 and 2200-01-01 UTC"
+_INT_LIMIT = 2.0**62  # floats beyond this never become Int64: no cast can overflow
+
 
 @dataclass(frozen=True)
 class Check:
@@ -31,6 +43,10 @@ class Check:
     bad: pl.Expr
     reason: str
     describe: Callable[[object], str]
+    names_field: bool = True  # False: the error names the row only (``field`` is then just where the value is)
+
+
+WIDE = "_wide"  # on a row with more fields than the header: what is wrong (null elsewhere)
 
 
 def read_csv_text(
@@ -42,30 +58,92 @@ def read_csv_text(
     comment_prefix: str | None = None,
     quote_char: str | None = '"',
 ) -> pl.DataFrame:
-    """Read a delimited file with every column as text plus a ``_row`` line-number column."""
+    """Read a delimited file with every column as text plus a ``_row`` line-number column.
+
+    ``_row`` is the physical line a row starts on, even after a quoted field spanning lines.
+    A row with more fields than the header gets a ``_wide`` text (see :func:`apply_checks`).
+    """
     require_file(path)
+    options: dict[str, Any] = {
+        "glob": False,  # a file name with '*' or '[' is a name, not a pattern
+        "separator": separator, "has_header": has_header,
+        "new_columns": list(new_columns) if new_columns else None,
+        "infer_schema": False, "comment_prefix": comment_prefix, "quote_char": quote_char,
+    }
+    wide: dict[int, int] = {}
     try:
-        df = pl.read_csv(
-            path,
-            glob=False,  # a file name with '*' or '[' is a name, not a pattern
-            separator=separator,
-            has_header=has_header,
-            new_columns=list(new_columns) if new_columns else None,
-            infer_schema=False,
-            comment_prefix=comment_prefix,
-            quote_char=quote_char,
-            truncate_ragged_lines=False,
-        )
-    except pl.exceptions.ComputeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise InputError(f"not a readable CSV file ({first})", path=path) from exc
+        try:
+            df = pl.read_csv(path, truncate_ragged_lines=False, **options)
+        except pl.exceptions.ComputeError as exc:
+            records = _scan_records(Path(path), separator, quote_char, strict=True)
+            width = records[0][1] if has_header and records else len(new_columns or ()) or None
+            wide = {i: n for i, (_, n) in enumerate(records) if width is not None and n > width}
+            if not wide:
+                first = str(exc).strip().splitlines()[0]
+                raise InputError(f"not a readable CSV file ({first})", path=path) from exc
+            df = pl.read_csv(path, truncate_ragged_lines=True, **options)
     except pl.exceptions.NoDataError as exc:
         raise InputError("the file is empty", path=path) from exc
+    except pl.exceptions.PolarsError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"not a readable CSV file ({first})", path=path) from exc
     if has_header:
+        twice = next((c for c in df.columns if re.search(r"_duplicated_\d+$", c)), None)
+        if twice is not None:
+            name = re.sub(r"_duplicated_\d+$", "", twice).strip()
+            raise InputError(f"column {name!r} appears more than once in the header", path=path, row=1)
         df = df.rename({c: c.strip() for c in df.columns})
-    df = df.with_row_index(ROW, offset=2 if has_header else 1).with_columns(pl.col(ROW).cast(pl.Int64))
+    offset = 2 if has_header else 1
+    df = df.with_row_index(ROW, offset=offset).with_columns(pl.col(ROW).cast(pl.Int64))
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    if text and df.select(pl.any_horizontal(pl.col(text).str.contains("\n", literal=True).any())).item():
+        lines = [line for line, _ in _scan_records(Path(path), separator, quote_char, strict=False)]
+        if len(lines) == df.height + offset - 1:  # one record per row (and the header): map rows onto lines
+            df = df.with_columns(pl.Series(ROW, lines[offset - 1:], pl.Int64))
+    if wide:
+        expected = len(df.columns) - 1
+        first_row = 1 if has_header else 0
+        df = df.with_columns(pl.Series(WIDE, [
+            f"has {wide[i]} fields, the header names {expected}" if i in wide else None
+            for i in range(first_row, first_row + df.height)], pl.String))
     # blank lines (e.g. a trailing empty line) come back as all-null rows: not data
-    return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c != ROW]))
+    return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c not in (ROW, WIDE)]))
+
+
+def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict: bool) -> list[tuple[int, int]]:
+    """(first physical line, number of fields) of every record, read with Python's csv module.
+
+    Only on the slow paths: a file Polars refused (``strict``: a malformed one is an error
+    naming its line) or one whose quoted fields span lines.
+    """
+    _require_utf8(path)
+    out: list[tuple[int, int]] = []
+    with path.open("r", encoding="utf-8-sig", errors="replace", newline="") as fh:
+        reader = (csv.reader(fh, delimiter=separator, quoting=csv.QUOTE_NONE, strict=strict) if quote_char is None
+                  else csv.reader(fh, delimiter=separator, quotechar=quote_char, strict=strict))
+        line = 1
+        try:
+            for record in reader:
+                out.append((line, len(record)))
+                line = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV ({exc})", path=path, row=line) from exc
+    return out
+
+
+def _require_utf8(path: Path) -> None:
+    """Raise naming the line of the first byte that is not UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                at = max(exc.start - len(exc.object) + len(chunk), 0)
+                raise InputError(f"not UTF-8 text (byte {chunk[at:at + 1]!r} cannot be decoded)", path=path,
+                                 row=lines + chunk.count(b"\n", 0, at) + 1) from exc
+            lines += chunk.count(b"\n")
 
 
 def require_file(path: str | Path) -> None:
@@ -73,6 +151,8 @@ def require_file(path: str | Path) -> None:
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, expected a file", path=path)
+    if path.exists() and not path.is_file():  # a device or a pipe could be read forever
+        raise InputError("is not a regular file", path=path)
     if not path.is_file():
         raise InputError("no such file", path=path)
 
@@ -134,10 +214,20 @@ def wall_clock_text(col: str, tz: str, fmt: str) -> pl.Expr:
     return local_datetime(pl.col(col), tz).dt.strftime(fmt).alias(col)
 
 
+def to_int(value: pl.Expr) -> pl.Expr:
+    """A float expression as Int64, null where it is not finite or beyond ±2**62: a cast that cannot overflow."""
+    return pl.when(value.is_finite() & (value.abs() < _INT_LIMIT)).then(value).otherwise(None).cast(pl.Int64)
+
+
+def raw_number(col: str) -> pl.Expr:
+    """A raw text cell as a float (``inf`` and ``1e30`` included; null where empty or not a number)."""
+    return cell_text(col).cast(pl.Float64, strict=False)
+
+
 def parse_int(col: str) -> pl.Expr:
-    """Parse an integer text column (accepts ``12.0``; null where empty or not integral)."""
-    as_float = cell_text(col).cast(pl.Float64, strict=False)
-    return pl.when(as_float == as_float.floor()).then(as_float).otherwise(None).cast(pl.Int64)
+    """Parse an integer text column (accepts ``12.0``; null where empty, not integral or beyond ±2**62)."""
+    as_float = raw_number(col)
+    return to_int(pl.when(as_float == as_float.floor()).then(as_float).otherwise(None))
 
 
 def parse_float(col: str) -> pl.Expr:
@@ -153,6 +243,36 @@ def unparsable(col: str, parsed: str, what: str) -> Check:
         f"unparsable {col}",
         lambda v, what=what: f"cannot parse {v!r} as {what}",
     )
+
+
+def out_of_range(field: str, value: pl.Expr, low: float, high: float, allowed: str,
+                 hint: Callable[[object], str] | None = None) -> Check:
+    """A check failing where ``value`` (a float or parsed column) is infinite or outside ``[low, high]``."""
+    return Check(field, value.is_infinite() | (value < low) | (value > high), f"out-of-range {field}",
+                 lambda v: f"{v!r} is out of range (expected {allowed})" + (hint(v) if hint else ""))
+
+
+def count_limit(col: str, value: pl.Expr | None = None) -> Check:
+    """A check failing where a GPU/CPU/node count (raw ``col`` unless ``value``) exceeds :data:`MAX_COUNT`."""
+    return out_of_range(col, raw_number(col) if value is None else value, -math.inf, MAX_COUNT,
+                        f"a count of at most {MAX_COUNT:,}")
+
+
+def seconds_limit(col: str, value: pl.Expr | None = None) -> Check:
+    """A check failing where a duration or delay (raw ``col`` unless ``value``) exceeds :data:`MAX_SECONDS`."""
+    return out_of_range(col, raw_number(col) if value is None else value, -math.inf, MAX_SECONDS,
+                        f"at most {MAX_SECONDS:,} seconds, 100 years")
+
+
+def time_limit(col: str, value: pl.Expr, hint: Callable[[object], str] | None = None) -> Check:
+    """A check failing where epoch seconds ``value`` of ``col`` lie outside :data:`MIN_TIME`..:data:`MAX_TIME`."""
+    return out_of_range(col, value, MIN_TIME, MAX_TIME, TIME_RANGE, hint)
+
+
+def starts_before(start: str, submit: str, source_col: str) -> Check:
+    """A check failing where parsed time ``start`` is earlier than parsed ``submit`` (a negative queueing delay)."""
+    return Check(source_col, pl.col(start) < pl.col(submit), "start before submit",
+                 lambda v: f"{v!r} is before the submit time (negative queueing delay)")
 
 
 def required_value(col: str, source_col: str | None = None) -> Check:
@@ -190,24 +310,26 @@ def apply_checks(
     row_label: str = "line",
 ) -> tuple[pl.DataFrame, Counter[str]]:
     """Strict: raise on the first bad row. Lenient: drop bad rows, return counts by reason."""
+    if WIDE in df.columns:
+        checks = [Check(WIDE, pl.col(WIDE).is_not_null(), "too many fields", str, names_field=False), *checks]
     if not checks or df.height == 0:
-        return df, Counter()
+        return df.drop(WIDE, strict=False), Counter()
     flags = [f"_bad{i}" for i in range(len(checks))]
     flagged = df.with_columns([c.bad.fill_null(False).alias(f) for c, f in zip(checks, flags, strict=True)])
     any_bad = pl.any_horizontal(flags)
     bad_rows = flagged.filter(any_bad)
     if bad_rows.height == 0:
-        return df, Counter()
+        return df.drop(WIDE, strict=False), Counter()
     if not lenient:
         first = bad_rows.sort(ROW).row(0, named=True)
         for check, flag in zip(checks, flags, strict=True):
             if first[flag]:
                 value = first.get(check.field)
-                raise InputError(check.describe(value), path=path, row=first[ROW], field=check.field,
-                                 row_label=row_label)
+                raise InputError(check.describe(value), path=path, row=first[ROW],
+                                 field=check.field if check.names_field else None, row_label=row_label)
     reason = pl.coalesce([pl.when(pl.col(f)).then(pl.lit(c.reason)) for c, f in zip(checks, flags, strict=True)])
     counts = Counter(dict(bad_rows.select(reason.alias("r"))["r"].value_counts().iter_rows()))
-    return flagged.filter(~any_bad).drop(flags), counts
+    return flagged.filter(~any_bad).drop(*flags, WIDE, strict=False), counts
 
 
 def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:

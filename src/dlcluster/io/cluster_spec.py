@@ -10,12 +10,17 @@ Three layouts are told apart by their header:
   is one pool VC ``philly`` of heterogeneous nodes, in file order (0-GPU machines kept).
 - ``vc,nodes[,gpus_per_node][,cpus_per_node]`` (``node num`` also accepted; 8 GPUs per
   node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
-  rows for the same VC add up, in file order.
+  rows for the same VC add up, in file order (one row per VC and node shape: a repeated
+  row is refused, as it is more likely a mistake than a second batch of nodes).
+
+Limits (checked before any node is built): at most :data:`MAX_NODES` nodes in all and
+:data:`MAX_GPUS_PER_NODE` GPUs and :data:`MAX_CPUS_PER_NODE` CPUs per node.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import polars as pl
@@ -24,11 +29,14 @@ from dlcluster.atomic import write_text_atomic
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
+    MAX_COUNT,
     ROW,
     Check,
     apply_checks,
     negative,
+    out_of_range,
     parse_int,
+    raw_number,
     read_csv_text,
     require_columns,
     required_value,
@@ -36,6 +44,9 @@ from dlcluster.io._common import (
 )
 
 GPUS_PER_NODE = 8
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 1_024
+MAX_CPUS_PER_NODE = 1_000_000
 PHILLY_POOL = "philly"
 _MACHINE_ID, _MACHINE_GPUS = "machineId", "number of GPUs"
 
@@ -46,13 +57,13 @@ def read_cluster_spec(path: str | Path, date: str | None = None) -> ClusterSpec:
     raw = read_csv_text(path)
     cols = set(raw.columns)
     if {"date", "total"} <= cols:
-        return _helios(raw, path, date)
+        return _some_nodes(_helios(raw, path, date), path)
     if date is not None:
         raise InputError(f"a date ({date}) was given but this is not a Helios cluster_gpu_number.csv", path=path)
     if {_MACHINE_ID, _MACHINE_GPUS} <= cols:
-        return _machine_list(raw, path)
+        return _some_nodes(_machine_list(raw, path), path)
     if "vc" in cols:
-        return _vc_nodes(raw, path)
+        return _some_nodes(_vc_nodes(raw, path), path)
     have = ", ".join(c for c in raw.columns if c != ROW)
     raise InputError(
         "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs' or 'vc,nodes' columns "
@@ -61,12 +72,42 @@ def read_cluster_spec(path: str | Path, date: str | None = None) -> ClusterSpec:
     )
 
 
-def _counts(raw: pl.DataFrame, path: Path, columns: list[str], what: str) -> pl.DataFrame:
-    """Parse integer count columns strictly: present, whole, not negative."""
+def check_spec_size(vcs: Mapping[str, Iterable[int]], source: str | Path | None,
+                    cpus: Mapping[str, Iterable[int]] | None = None) -> None:
+    """Raise a one-line error unless a spec's node count and node sizes are within the documented limits."""
+    nodes = 0
+    for sizes, limit, what in ((vcs, MAX_GPUS_PER_NODE, "GPUs"), (cpus or {}, MAX_CPUS_PER_NODE, "CPUs")):
+        for vc, per_node in sizes.items():
+            per_node = list(per_node)
+            nodes += len(per_node) if what == "GPUs" else 0
+            if per_node and max(per_node) > limit:
+                raise InputError(f"VC {vc!r} has a node of {max(per_node):,} {what}; at most {limit:,} are supported",
+                                 path=source)
+    if nodes > MAX_NODES:
+        raise InputError(f"the cluster has {nodes:,} nodes; at most {MAX_NODES:,} are supported", path=source)
+
+
+def _some_nodes(spec: ClusterSpec, path: Path) -> ClusterSpec:
+    """``spec``, unless it has no node at all (nothing could ever run on it)."""
+    if not any(spec.vcs.values()):
+        raise InputError("the cluster spec has no nodes", path=path)
+    return spec
+
+
+def _node_total(nodes: int, path: Path) -> None:
+    if nodes > MAX_NODES:
+        raise InputError(f"the cluster has {nodes:,} nodes; at most {MAX_NODES:,} are supported", path=path)
+
+
+def _counts(raw: pl.DataFrame, path: Path, columns: list[str], what: str,
+            limits: Mapping[str, int] | None = None) -> pl.DataFrame:
+    """Parse integer count columns strictly: present, whole, not negative, within ``limits`` (default: int32)."""
     parsed = raw.with_columns(parse_int(c).alias(f"_{c}") for c in columns)
     checks: list[Check] = []
     for c in columns:
-        checks += [unparsable(c, f"_{c}", what), required_value(f"_{c}", c), negative(f"_{c}", c)]
+        limit = (limits or {}).get(c, MAX_COUNT)
+        checks += [out_of_range(c, raw_number(c), -float("inf"), limit, f"at most {limit:,}"),
+                   unparsable(c, f"_{c}", what), required_value(f"_{c}", c), negative(f"_{c}", c)]
     parsed, _ = apply_checks(parsed, checks, path=path, lenient=False)
     return parsed
 
@@ -82,6 +123,7 @@ def _helios(raw: pl.DataFrame, path: Path, date: str | None) -> ClusterSpec:
     if rows.height == 0:
         raise InputError(f"no row for date {day!r} (the file covers {df['date'][0]}..{df['date'][-1]})", path=path)
     row = rows.row(0, named=True)
+    _node_total(sum(-(-row[f"_{vc}"] // GPUS_PER_NODE) for vc in vcs), path)
     spec: dict[str, tuple[int, ...]] = {}
     for vc in vcs:
         gpus = row[f"_{vc}"]
@@ -92,7 +134,8 @@ def _helios(raw: pl.DataFrame, path: Path, date: str | None) -> ClusterSpec:
 
 
 def _machine_list(raw: pl.DataFrame, path: Path) -> ClusterSpec:
-    df = _counts(raw, path, [_MACHINE_GPUS], "a whole number of GPUs")
+    df = _counts(raw, path, [_MACHINE_GPUS], "a whole number of GPUs", {_MACHINE_GPUS: MAX_GPUS_PER_NODE})
+    _node_total(df.height, path)
     dup = Check(_MACHINE_ID, pl.col(_MACHINE_ID).is_first_distinct().not_(), "duplicate machineId",
                 lambda v: f"machine {v!r} is listed more than once")
     df, _ = apply_checks(df, [required_value(_MACHINE_ID), dup], path=path, lenient=False)
@@ -103,8 +146,13 @@ def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
     nodes_col = "nodes" if "nodes" in raw.columns else "node num"
     require_columns(raw, ["vc", nodes_col], path)
     optional = [c for c in ("gpus_per_node", "cpus_per_node") if c in raw.columns]
-    df = _counts(raw, path, [nodes_col, *optional], "a whole number")
-    df, _ = apply_checks(df, [required_value("vc")], path=path, lenient=False)
+    df = _counts(raw, path, [nodes_col, *optional], "a whole number",
+                 {nodes_col: MAX_NODES, "gpus_per_node": MAX_GPUS_PER_NODE, "cpus_per_node": MAX_CPUS_PER_NODE})
+    shape = [pl.col("vc").str.strip_chars(), *(pl.col(f"_{c}") for c in optional)]
+    again = Check("vc", ~pl.struct(shape).is_first_distinct(), "duplicate VC row",
+                  lambda v: f"VC {v!r} is listed twice with the same node shape (give one row per VC and node shape)")
+    df, _ = apply_checks(df, [required_value("vc"), again], path=path, lenient=False)
+    _node_total(int(df[f"_{nodes_col}"].sum()), path)
     size = pl.col("_gpus_per_node") if "gpus_per_node" in optional else pl.lit(GPUS_PER_NODE)
     has_cpus = "cpus_per_node" in optional
     cores = pl.col("_cpus_per_node") if has_cpus else pl.lit(0)

@@ -13,6 +13,7 @@ are seconds. :func:`write` produces a canonical CSV this reader reads back lossl
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -20,11 +21,15 @@ import polars as pl
 from dlcluster.atomic import write_atomic
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.io._common import (
+    MAX_TIME,
+    MIN_TIME,
     ROW,
+    WIDE,
     Check,
     apply_checks,
     cell_text,
     check_timezone,
+    count_limit,
     duplicate,
     ends_before,
     header_has,
@@ -32,9 +37,14 @@ from dlcluster.io._common import (
     negative,
     parse_float,
     parse_int,
+    raw_number,
     read_csv_text,
     require_file,
     required_value,
+    seconds_limit,
+    starts_before,
+    time_limit,
+    to_int,
     unknown_status,
     unparsable,
 )
@@ -84,7 +94,7 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
     unknown = [c for c in mapping if c not in JOB_SCHEMA]
     if unknown:
         raise ConfigError(f"--map: {unknown[0]!r} is not a canonical column ({', '.join(JOB_SCHEMA)})")
-    have = [c for c in df.columns if c != ROW]
+    have = [c for c in df.columns if c not in (ROW, WIDE)]
     for canonical, source in mapping.items():
         if source not in have:
             raise InputError(f"missing column '{source}' (mapped to {canonical}; found: {', '.join(have)})", path=path)
@@ -96,14 +106,19 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
     return sources
 
 
-def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path) -> tuple[pl.Series, str]:
-    """One time column as UTC epoch seconds (aligned with ``df``), and what it was expected to be."""
+def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str
+          ) -> tuple[pl.Series, str, Check]:
+    """One time column as UTC epoch seconds (aligned with ``df``, to be named ``name``), what it was expected to be,
+    and its range check (on the unrounded number for numeric epochs, so 1e20 is out of range, not unparsable)."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
     first = present[0] if present.len() else None
     if unit is not None or first is None or _is_number(first):
         unit = unit or "s"
-        return (raw_s.cast(pl.Float64, strict=False) / UNITS[unit]).floor().cast(pl.Int64), f"epoch {unit}"
+        seconds = raw_number(source) / UNITS[unit]
+        values = df.select(to_int(seconds.floor())).to_series()
+        return values, f"epoch {unit}", time_limit(source, seconds, partial(_unit_hint, unit=unit))
+    raw_s = _slash_dates(raw_s, source, path)
     try:
         # eager on purpose: only a Series infers a zone-aware type from text like '...+02:00'
         parsed = raw_s.str.to_datetime(strict=False, time_unit="us")
@@ -112,7 +127,44 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
     assert isinstance(parsed.dtype, pl.Datetime)
     zoned = parsed.dt.convert_time_zone("UTC") if parsed.dtype.time_zone else parsed.dt.replace_time_zone(
         timezone, ambiguous="earliest", non_existent="null")
-    return zoned.dt.epoch("s"), "a date-time like the first one"
+    return zoned.dt.epoch("s"), "a date-time like the first one", time_limit(source, pl.col(name))
+
+
+def _unit_hint(value: object, unit: str) -> str:
+    """'; did you mean --time-unit ms?' when the value read in a finer unit is a sane time."""
+    try:
+        seconds = float(str(value)) / UNITS[unit]
+    except ValueError:
+        return ""
+    for other, scale in UNITS.items():
+        if scale > UNITS[unit] and MIN_TIME <= seconds * UNITS[unit] / scale <= MAX_TIME:
+            return f"; did you mean --time-unit {other}?"
+    return ""
+
+
+_SLASH = r"^(\d{1,2})/(\d{1,2})/(\d{4})"
+
+
+def _slash_dates(raw: pl.Series, source: str, path: Path) -> pl.Series:
+    """Dates like 01/02/2020 rewritten as ISO, day or month first as the column's values prove; ambiguous → error."""
+    parts = raw.str.extract_groups(_SLASH)
+    first, second = (parts.struct.field(k).cast(pl.Int64) for k in ("1", "2"))
+    if first.is_null().all():
+        return raw
+    day_first, month_first = bool((first > 12).any()), bool((second > 12).any())
+    if day_first == month_first:
+        example = raw.filter(first.is_not_null())[0]
+        why = "some dates need day first and others month first" if day_first else \
+            "every date reads both as day/month and as month/day"
+        raise InputError(f"cannot tell whether {example!r} is day/month/year or month/day/year ({why}); "
+                         "write dates as YYYY-MM-DD", path=path, field=source)
+    day, month = (1, 2) if day_first else (2, 1)
+    iso = pl.concat_str([pl.col("y"), pl.col("m").str.zfill(2), pl.col("d").str.zfill(2)], separator="-")
+    frame = pl.DataFrame({"raw": raw}).with_columns(pl.col("raw").str.extract(_SLASH, 3).alias("y"),
+                                                   pl.col("raw").str.extract(_SLASH, month).alias("m"),
+                                                   pl.col("raw").str.extract(_SLASH, day).alias("d"))
+    return frame.select(pl.when(pl.col("y").is_not_null())
+                        .then(iso + pl.col("raw").str.replace(_SLASH, "")).otherwise(pl.col("raw"))).to_series()
 
 
 def _is_number(text: str) -> bool:
@@ -143,14 +195,14 @@ def read(
     checks: list[Check] = []
     for c in TIMES:
         if c in src:
-            series, what = _time(df, src[c], time_unit, timezone, path)
+            series, what, limit = _time(df, src[c], time_unit, timezone, path, f"_{c}")
             parsed.append(pl.lit(series.alias(f"_{c}")))
-            checks.append(unparsable(src[c], f"_{c}", what))
+            checks += [limit, unparsable(src[c], f"_{c}", what)]
     for c in COUNTS + SPANS:
         if c in src:
-            parsed.append((parse_int(src[c]) if c in COUNTS else parse_float(src[c]).floor().cast(pl.Int64))
-                          .alias(f"_{c}"))
-            checks += [unparsable(src[c], f"_{c}", "a whole number" if c in COUNTS else "seconds"),
+            parsed.append((parse_int(src[c]) if c in COUNTS else to_int(parse_float(src[c]).floor())).alias(f"_{c}"))
+            checks += [count_limit(src[c]) if c in COUNTS else seconds_limit(src[c]),
+                       unparsable(src[c], f"_{c}", "a whole number" if c in COUNTS else "seconds"),
                        negative(f"_{c}", src[c])]
     if "status" in src:
         parsed.append(map_status(src["status"], STATUS_WORDS).alias("_status"))
@@ -165,6 +217,8 @@ def read(
     checks.append(duplicate("_job_id", src.get("job_id")))
     if "start_time" in src and "end_time" in src:
         checks.append(ends_before("_end_time", "_start_time", src["end_time"]))
+    if "start_time" in src:
+        checks.append(starts_before("_start_time", "_submit_time", src["start_time"]))
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
 
     def have(c: str) -> pl.Expr:

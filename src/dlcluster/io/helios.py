@@ -18,11 +18,12 @@ from pathlib import Path
 
 import polars as pl
 
-from dlcluster.atomic import write_atomic
+from dlcluster.atomic import make_folder, write_atomic
 from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
     apply_checks,
+    count_limit,
     duplicate,
     ends_before,
     header_has,
@@ -33,6 +34,9 @@ from dlcluster.io._common import (
     read_csv_text,
     require_columns,
     required_value,
+    seconds_limit,
+    starts_before,
+    time_limit,
     unknown_status,
     unparsable,
     wall_clock_text,
@@ -80,10 +84,13 @@ def _checks() -> list[Check]:
               "missing end_time",
               lambda v: "value is empty (required unless the job is pending, running or cancelled)"),
         ends_before("end_time_", "start_time_", "end_time"),
+        starts_before("start_time_", "submit_time_", "start_time"),
     ]
+    checks[:0] = [time_limit(c, pl.col(f"{c}_")) for c in ("submit_time", "start_time", "end_time")]
     counts = (("gpu_num", "GPUs"), ("cpu_num", "CPUs"), ("node_num", "nodes"), ("duration", "seconds"),
               ("queue", "seconds"))
     for col, unit in counts:
+        checks.append(seconds_limit(col) if unit == "seconds" else count_limit(col))
         checks.append(unparsable(col, f"{col}_", f"a whole number of {unit}"))
         if col == "gpu_num":  # the one count the canonical table requires
             checks.append(required_value("gpu_num_", "gpu_num"))
@@ -148,7 +155,7 @@ def _gpu_number_table(trace: Trace) -> pl.DataFrame:
 def write(trace: Trace, target: str | Path) -> Path:
     """Write the trace as a Helios folder (``cluster_log.csv`` and, with a cluster spec, ``cluster_gpu_number.csv``)."""
     folder = Path(target)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     log = conform(trace.jobs).select(
         "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
         pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),

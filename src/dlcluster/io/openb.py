@@ -20,21 +20,26 @@ from pathlib import Path
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
+from dlcluster.io.cluster_spec import check_spec_size
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
     ROW,
     Check,
     apply_checks,
     cell_text,
+    count_limit,
     duplicate,
     ends_before,
     header_has,
     map_status,
     negative,
     parse_int,
+    raw_number,
     read_csv_text,
     require_columns,
     required_value,
+    starts_before,
+    time_limit,
     unknown_status,
     unparsable,
 )
@@ -67,7 +72,8 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     df = raw.with_columns(_ints(numeric))
     checks = [required_value("name"), duplicate("name")]
     for col in numeric:
-        checks += [unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
+        limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)
+        checks += [limit, unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
     checks += [
         required_value("num_gpu_", "num_gpu"),
         Check("gpu_milli", (pl.col("num_gpu_") > 0) & ~pl.col("gpu_milli_").is_between(1, 1000), "bad gpu_milli",
@@ -76,7 +82,8 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     if timed:
         df = df.with_columns(map_status("pod_phase", PHASES).alias("status"))
         checks += [required_value("creation_time_", "creation_time"), unknown_status("pod_phase", "status"),
-                   ends_before("deletion_time_", "scheduled_time_", "deletion_time")]
+                   ends_before("deletion_time_", "scheduled_time_", "deletion_time"),
+                   starts_before("scheduled_time_", "creation_time_", "scheduled_time")]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
 
     if timed:
@@ -116,11 +123,13 @@ def _node_list(folder: Path) -> ClusterSpec | None:
     df = raw.with_columns(_ints(tuple(counts)))
     checks: list[Check] = []
     for col, what in counts.items():
-        checks += [unparsable(col, f"{col}_", what), required_value(f"{col}_", col), negative(f"{col}_", col)]
+        checks += [count_limit(col), unparsable(col, f"{col}_", what), required_value(f"{col}_", col),
+                   negative(f"{col}_", col)]
     # a broken node list is a broken cluster description: never silently shrink it, even when lenient
     df, _ = apply_checks(df, checks, path=path, lenient=False)
     nodes = df.filter(pl.col("gpu_") > 0).sort(ROW)
     if nodes.height == 0:
         raise InputError("node list has no GPU nodes", path=path)
     cpus = {"openb": tuple(c // 1000 for c in nodes["cpu_milli_"].to_list())} if "cpu_milli" in counts else None
+    check_spec_size({"openb": nodes["gpu_"].to_list()}, path, cpus)
     return ClusterSpec({"openb": tuple(int(g) for g in nodes["gpu_"].to_list())}, cpus, source=str(path))

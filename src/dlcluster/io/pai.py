@@ -19,13 +19,16 @@ with a dropped task row is dropped too (its demand would be wrong).
 
 from __future__ import annotations
 
+import csv
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
+    MAX_COUNT,
     ROW,
     Check,
     apply_checks,
@@ -35,9 +38,13 @@ from dlcluster.io._common import (
     is_null_token,
     map_status,
     negative,
+    out_of_range,
     parse_float,
     read_csv_text,
     required_value,
+    starts_before,
+    time_limit,
+    to_int,
     unknown_status,
     unparsable,
 )
@@ -75,19 +82,30 @@ def _table(folder: Path, name: str, documented: tuple[str, ...]) -> tuple[pl.Dat
         missing = [c for c in documented if c not in columns]
         if missing:
             raise InputError(f"header lacks column '{missing[0]}'", path=header)
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        width = fh.readline().count(",") + 1
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
+        width = len(next(csv.reader([fh.readline()]), [""]))  # a quoted comma is not a separator
     if width != len(columns):
         raise InputError(f"line 1 has {width} fields but the header names {len(columns)}", path=path)
     return read_csv_text(path, has_header=False, new_columns=columns), path
 
 
 def _seconds(col: str) -> pl.Expr:
-    return (parse_float(col).round(0).cast(pl.Int64) - SHIFT).alias(f"{col}_")
+    return (to_int(parse_float(col).round(0)) - SHIFT).alias(f"{col}_")
+
+
+def _time_checks(col: str) -> list[Check]:
+    return [time_limit(col, parse_float(col) - SHIFT), unparsable(col, f"{col}_", "seconds")]
 
 
 def _number_checks(cols: tuple[str, ...], what: str) -> list[Check]:
-    return [c for col in cols for c in (unparsable(col, f"{col}_", what), negative(f"{col}_", col))]
+    # a task's share beyond the count limit could only add up to a job beyond it
+    return [c for col in cols for c in (out_of_range(col, pl.col(f"{col}_"), -float("inf"), MAX_COUNT * 100.0,
+                                                     f"at most {MAX_COUNT * 100:,}"),
+                                        unparsable(col, f"{col}_", what), negative(f"{col}_", col))]
+
+
+def _too_many(job: object, what: str) -> str:
+    return f"job {job!r}: its tasks ask for more than {MAX_COUNT:,} {what} in all"
 
 
 def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter[str]]:
@@ -100,6 +118,7 @@ def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter
         parse_float("start_time").alias("start_time_"),
     )
     checks = [required_value("job_name")] + _number_checks(("inst_num", "plan_cpu", "plan_gpu"), "a number") + [
+        time_limit("start_time", pl.col("start_time_") - SHIFT),
         unparsable("start_time", "start_time_", "seconds"),
         required_value("inst_num_", "inst_num"),
     ]
@@ -129,8 +148,8 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     )
     checks = [
         required_value("job_name"), duplicate("job_name"),
-        unparsable("start_time", "start_time_", "seconds"), required_value("start_time_", "start_time"),
-        unparsable("end_time", "end_time_", "seconds"),
+        *_time_checks("start_time"), required_value("start_time_", "start_time"),
+        *_time_checks("end_time"),
         unknown_status("status", "status_"),
     ]
     df, dropped = apply_checks(df, checks, path=job_path, lenient=lenient)
@@ -141,8 +160,12 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         df = df.filter(~pl.col("job_name").is_in(sorted(lost)))
         dropped["job with a dropped task row"] += before - df.height
     df = df.join(tasks, on="job_name", how="left", maintain_order="left")
-    # only now is the first task's start known: a job must not end before it
-    df, late = apply_checks(df, [ends_before("end_time_", "_task_start", "end_time")], path=job_path, lenient=lenient)
+    # only now is the first task's start known: a job must not end before it, nor start before its submission
+    too_many = [Check("job_name", pl.col(pct) / 100 > MAX_COUNT, f"out-of-range {what}", partial(_too_many, what=what))
+                for pct, what in (("_gpu_pct", "GPUs"), ("_cpu_pct", "CPUs"))]
+    df, late = apply_checks(df, [*too_many, ends_before("end_time_", "_task_start", "end_time"),
+                                 starts_before("_task_start", "start_time_", "start_time")],
+                            path=job_path, lenient=lenient)
     dropped.update(late)
     gpus = (pl.col("_gpu_pct").fill_null(0) / 100).ceil()
     jobs = conform(df.with_columns(

@@ -10,7 +10,20 @@ import polars as pl
 from dlcluster.atomic import write_atomic
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
-from dlcluster.io._common import require_file
+from dlcluster.io._common import (
+    ROW,
+    Check,
+    apply_checks,
+    check_timezone,
+    count_limit,
+    ends_before,
+    negative,
+    require_file,
+    seconds_limit,
+    starts_before,
+    time_limit,
+)
+from dlcluster.io.cluster_spec import check_spec_size
 from dlcluster.schema import JOB_SCHEMA, conform, validate
 from dlcluster.trace import Trace
 
@@ -35,8 +48,17 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
     raw = (table.schema.metadata or {}).get(META_KEY)
-    meta = json.loads(raw) if raw else {}
-    df = pl.from_arrow(table)
+    try:
+        meta = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        raise InputError(f"its dlcluster metadata is not valid JSON ({exc})", path=path) from exc
+    if not isinstance(meta, dict):
+        raise InputError("its dlcluster metadata is not a JSON object", path=path)
+    try:
+        df = pl.from_arrow(table)
+    except Exception as exc:  # an Arrow type Polars has no counterpart for
+        raise InputError(f"not readable as a table ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                         path=path) from exc
     assert isinstance(df, pl.DataFrame)
     if "status" in df.columns and df.schema["status"] != JOB_SCHEMA["status"]:
         df = df.with_columns(pl.col("status").cast(pl.String).cast(JOB_SCHEMA["status"], strict=False))
@@ -44,19 +66,47 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     if missing:
         raise InputError(f"missing column '{missing[0]}' (not a dlcluster canonical table; use --format csv)",
                          path=path)
+    for name, dtype in JOB_SCHEMA.items():
+        have = df.schema[name]
+        castable = have.is_integer() or have == pl.Null() or (
+            dtype == pl.String() and (have == pl.String() or isinstance(have, pl.Categorical | pl.Enum)))
+        if have != dtype and not castable:
+            raise InputError(f"expected type {dtype}, found {have}", path=path, field=name)
+    df, dropped = apply_checks(df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)),
+                               _checks(), path=path, lenient=lenient, row_label="row")
     jobs = validate(conform(df), source=str(path))
     cluster = meta.get("cluster")
+    try:
+        spec = _spec(cluster, meta.get("cluster_cpus"), str(path)) if cluster else None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"its dlcluster metadata holds no valid cluster spec ({exc})", path=path) from exc
     return Trace(
         jobs,
-        format=meta.get("format", "parquet"),
-        timezone=meta.get("timezone", "UTC"),
-        cluster=_spec(cluster, meta.get("cluster_cpus"), str(path)) if cluster else None,
+        format=str(meta.get("format", "parquet")),
+        timezone=check_timezone(str(meta.get("timezone", "UTC"))),
+        cluster=spec,
         source=str(path),
+        dropped=dropped,
     )
 
 
+def _checks() -> list[Check]:
+    """The range checks every reader applies to its text, here on the typed columns."""
+    as_float = {c: pl.col(c).cast(pl.Float64) for c in JOB_SCHEMA if JOB_SCHEMA[c].is_integer()}
+    checks = [check for c in ("gpu_num", "gpu_milli", "cpu_num", "node_num")
+              for check in (count_limit(c, as_float[c]), negative(c))]
+    checks += [time_limit(c, as_float[c]) for c in ("submit_time", "start_time", "end_time")]
+    checks += [check for c in ("duration", "queue_delay") for check in (seconds_limit(c, as_float[c]), negative(c))]
+    return [*checks, ends_before("end_time", "start_time", "end_time"),
+            starts_before("start_time", "submit_time", "start_time")]
+
+
 def _spec(gpus: dict[str, list[int]], cpus: dict[str, list[int]] | None, source: str) -> ClusterSpec:
-    """The cluster spec stored in the file's metadata (CPU counts only when they were known)."""
+    """The cluster spec stored in the file's metadata (CPU counts only when they were known), within the limits."""
+    for nodes in [*gpus.values(), *(cpus or {}).values()]:
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in nodes):
+            raise ValueError("node sizes must be whole numbers")
+    check_spec_size({k: v for k, v in gpus.items()}, source)
     return ClusterSpec({k: tuple(v) for k, v in gpus.items()},
                        cpus={k: tuple(v) for k, v in cpus.items()} if cpus else None, source=source)
 

@@ -30,12 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import ijson
+import numpy as np
 import polars as pl
 
-from dlcluster.atomic import atomic_path, write_text_atomic
+from dlcluster.atomic import atomic_path, make_folder, write_text_atomic
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
+    MAX_TIME,
+    MIN_TIME,
     ROW,
+    TIME_RANGE,
     Check,
     apply_checks,
     duplicate,
@@ -44,6 +48,7 @@ from dlcluster.io._common import (
     parse_datetime,
     require_file,
     required_value,
+    time_limit,
     unknown_status,
     unparsable,
     wall_clock_text,
@@ -63,6 +68,7 @@ _WRITE_STATUS = {"completed": "Pass", "cancelled": "Killed", "failed": "Failed",
                  "pending": "Pass", "timeout": "Failed", "node_fail": "Failed", "other": "Failed"}
 GPUS_PER_SERVER = 8
 _CHUNK = 20_000
+MAX_DEPTH = 64  # JSON nesting accepted in the job log (a record needs 6): deeper input is refused before parsing
 
 
 def _log_path(path: Path) -> Path:
@@ -141,6 +147,8 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
         if fh.read(64).lstrip()[:1] != b"[":
             raise InputError("expected a JSON array of jobs", path=log)
         fh.seek(0)
+        _check_depth(fh, log)
+        fh.seek(0)
         i = -1
         try:
             for i, rec in enumerate(ijson.items(fh, "item")):
@@ -155,7 +163,8 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
                 jobs.append((i, *job, len(atts)))
                 attempts.extend((i, *a) for a in atts)
         except ijson.JSONError as exc:
-            raise InputError(f"not valid JSON ({exc})", path=log, row=i + 1, row_label="record") from exc
+            first = (str(exc).strip().splitlines() or ["parse error"])[0].strip()
+            raise InputError(f"not valid JSON ({first})", path=log, row=i + 1, row_label="record") from exc
     job_df = pl.DataFrame(jobs, schema={ROW: pl.Int64, "jobid": pl.String, "user": pl.String, "vc": pl.String,
                                         "status": pl.String, "submitted_time": pl.String, "n_attempts": pl.Int64},
                           orient="row")
@@ -165,19 +174,51 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
     return job_df, att_df, errors, dropped
 
 
+def _check_depth(fh: Any, log: Path) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` before a parser builds it (its cost grows with the
+    square of the depth): brackets are counted outside strings, chunk by chunk, in bounded memory."""
+    depth, in_string, carry = 0, False, b""
+    while chunk := fh.read(1 << 22):
+        chunk = carry + chunk
+        carry = b""
+        if (len(chunk) - len(chunk.rstrip(b"\\"))) % 2:  # an escape split over two chunks
+            chunk, carry = chunk[:-1], b"\\"
+        # escaped backslashes first, then escaped quotes: what remains of '"' delimits strings
+        chunk = chunk.replace(b"\\\\", b"").replace(b'\\"', b"")
+        kept = chunk.translate(None, _NOT_STRUCTURE)
+        for k, part in enumerate(kept.split(b'"')):
+            if k:
+                in_string = not in_string
+            if in_string or not part:
+                continue
+            steps = np.where(np.isin(np.frombuffer(part, dtype=np.uint8), _OPENERS), 1, -1)
+            levels = depth + np.cumsum(steps)
+            if int(levels.max()) > MAX_DEPTH:
+                raise InputError(f"JSON nested deeper than {MAX_DEPTH} levels", path=log)
+            depth = int(levels[-1])
+
+
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_OPENERS = np.frombuffer(b"[{", dtype=np.uint8)
+
+
 def _attempt_issues(att: pl.DataFrame) -> pl.DataFrame:
-    """Attempts with an unparsable time: record, attempt, field, raw value, one row each."""
+    """Attempts with an unparsable or out-of-range time: record, attempt, field, raw value, what, one row each."""
     parts = [
-        att.filter(~is_null_token(col) & pl.col(f"{col}_").is_null()).select(
-            ROW, "attempt", pl.lit(order).alias("_order"), pl.lit(col).alias("col"), pl.col(col).alias("value"))
+        att.filter((~is_null_token(col) & pl.col(f"{col}_").is_null())
+                   | ~pl.col(f"{col}_").is_between(MIN_TIME, MAX_TIME)).select(
+            ROW, "attempt", pl.lit(order).alias("_order"), pl.lit(col).alias("col"), pl.col(col).alias("value"),
+            pl.col(f"{col}_").is_null().alias("unparsable"))
         for order, col in enumerate(("start_time", "end_time"))
     ]
     return pl.concat(parts).sort(ROW, "attempt", "_order")
 
 
 def _attempt_error(issue: dict[str, Any], log: Path) -> InputError:
-    return InputError(f"cannot parse {issue['value']!r} as {TIME_TEXT}", path=log, row=issue[ROW],
-                      field=f"attempts[{issue['attempt']}].{issue['col']}", row_label="record")
+    what = (f"cannot parse {issue['value']!r} as {TIME_TEXT}" if issue["unparsable"]
+            else f"{issue['value']!r} is out of range (expected {TIME_RANGE})")
+    return InputError(what, path=log, row=issue[ROW], field=f"attempts[{issue['attempt']}].{issue['col']}",
+                      row_label="record")
 
 
 def _job_checks() -> list[Check]:
@@ -187,10 +228,13 @@ def _job_checks() -> list[Check]:
         required_value("vc"),
         required_value("status"),
         unknown_status("status", "status_"),
+        time_limit("submitted_time", pl.col("submit_time")),
         unparsable("submitted_time", "submit_time", TIME_TEXT),
         required_value("submit_time", "submitted_time"),
         Check("attempts", pl.col("end_time") < pl.col("start_time"), "negative duration",
               lambda v: "the last attempt ends before the first attempt starts"),
+        Check("attempts", pl.col("start_time") < pl.col("submit_time"), "start before submit",
+              lambda v: "the first attempt starts before submitted_time (negative queueing delay)"),
     ]
 
 
@@ -211,7 +255,8 @@ def _validate(jobs: pl.DataFrame, att: pl.DataFrame, errors: list[InputError], l
     jobs, counts = apply_checks(jobs, _job_checks(), path=log, lenient=True, row_label="record")
     dropped.update(counts)
     bad = issues.unique(ROW, keep="first", maintain_order=True).join(jobs.select(ROW), on=ROW, how="semi")
-    dropped.update(f"unparsable attempts.{c}" for c in bad["col"])
+    dropped.update(f"{'unparsable' if u else 'out-of-range'} attempts.{c}" for c, u in bad.select("col", "unparsable")
+                   .iter_rows())
     return jobs.join(bad.select(ROW), on=ROW, how="anti")
 
 
@@ -331,7 +376,7 @@ def write(trace: Trace, target: str | Path) -> Path:
     Times are America/Los_Angeles wall clock, what the format means, whatever the trace's zone.
     """
     folder = Path(target)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     records = _records(trace)
     with atomic_path(folder / JOB_LOG) as tmp, tmp.open("w", encoding="utf-8") as out:
         out.write("[")

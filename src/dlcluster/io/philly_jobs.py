@@ -15,6 +15,7 @@ import polars as pl
 from dlcluster.io._common import (
     ROW,
     apply_checks,
+    count_limit,
     header_has,
     negative,
     parse_datetime,
@@ -22,6 +23,8 @@ from dlcluster.io._common import (
     read_csv_text,
     require_columns,
     required_value,
+    seconds_limit,
+    time_limit,
     unparsable,
 )
 from dlcluster.schema import conform
@@ -47,6 +50,9 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         parse_int("num_gpus").alias("gpu_num"),
     )
     checks = [
+        time_limit("timestamp", pl.col("submit_time")),
+        seconds_limit("duration"),
+        count_limit("num_gpus"),
         unparsable("timestamp", "submit_time", "a time (YYYY-MM-DD HH:MM:SS)"),
         required_value("submit_time", "timestamp"),
         unparsable("duration", "duration_", "a whole number of seconds"),

@@ -11,14 +11,17 @@ cluster = the ``Cluster`` column, else the file's stem.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from dlcluster.io._common import (
+    MAX_COUNT,
     ROW,
     Check,
     apply_checks,
+    count_limit,
     duplicate,
     ends_before,
     first_line,
@@ -29,6 +32,9 @@ from dlcluster.io._common import (
     read_csv_text,
     require_columns,
     required_value,
+    seconds_limit,
+    starts_before,
+    time_limit,
     unknown_status,
     unparsable,
 )
@@ -43,7 +49,7 @@ STATES = {
     "REVOKED": "other", "RESIZING": "other", "SPECIAL_EXIT": "other", "STOPPED": "other",
 }
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
-_ELAPSED = r"^(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)$"
+_ELAPSED = r"^(?:(\d{1,9})-)?(\d{1,9}):([0-5]\d):([0-5]\d)$"  # digits bounded: no sum can overflow
 # columns an export may leave out (sacct --format picks them): read as all empty
 OPTIONAL = ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition", "Account",
             "User", "JobName")
@@ -65,11 +71,17 @@ def _gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
     untyped = pl.col(col).str.extract(r"(?:^|,)gres/gpu=([^,]*)", 1)
     typed = pl.col(col).str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=[^,]*").list.eval(
         pl.element().str.extract(r"=([^,]*)$", 1))
-    typed_n = typed.list.eval(pl.element().cast(pl.Int64, strict=False))
-    untyped_n = untyped.cast(pl.Int64, strict=False)
+    # at most 12 digits: a sum of counts cannot overflow, and the range check sees the true value
+    typed_n = typed.list.eval(pl.when(pl.element().str.len_chars() <= 12).then(pl.element())
+                              .cast(pl.Int64, strict=False))
+    untyped_n = pl.when(untyped.str.len_chars() <= 12).then(untyped).cast(pl.Int64, strict=False)
     bad = (untyped.is_not_null() & untyped_n.is_null()) | typed_n.list.eval(pl.element().is_null()).list.any()
     count = pl.when(untyped.is_not_null()).then(untyped_n).when(typed.list.len() > 0).then(typed_n.list.sum())
     return count, bad
+
+
+def _bad_count(tres: object, what: str) -> str:
+    return f"{what} in {tres!r}"
 
 
 def _elapsed() -> pl.Expr:
@@ -117,6 +129,19 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         negative("node_num", "NNodes"),
         unknown_status("State", "status"),
         ends_before("end_time", "start_time", "End"),
+        starts_before("start_time", "submit_time", "Start"),
+    ]
+    tres = pl.when(_text("AllocTRES").is_not_null()).then(pl.lit("AllocTRES")).otherwise(pl.lit("ReqTRES"))
+    checks[:0] = [
+        *(time_limit(raw, pl.col(parsed)) for raw, parsed in (("Submit", "submit_time"), ("Start", "start_time"),
+                                                              ("End", "end_time"))),
+        seconds_limit("Elapsed", pl.col("elapsed")),
+        count_limit("NCPUS"), count_limit("NNodes"),
+        *(Check(col, (tres == col) & bad, reason, partial(_bad_count, what=what))
+          for col in ("AllocTRES", "ReqTRES")
+          for bad, reason, what in ((pl.col("gpu_num") < 0, f"negative GPUs in {col}", "negative GPU count"),
+                                    (pl.col("gpu_num") > MAX_COUNT, f"out-of-range {col}",
+                                     f"GPU count above {MAX_COUNT:,}"))),
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
     out = conform(df.with_columns(

@@ -27,12 +27,19 @@ import polars as pl
 from dlcluster.atomic import atomic_path
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
+    MAX_TIME,
+    MIN_TIME,
     ROW,
+    TIME_RANGE,
     Check,
     apply_checks,
+    count_limit,
     duplicate,
     first_line,
+    out_of_range,
     read_csv_text,
+    seconds_limit,
+    time_limit,
 )
 from dlcluster.schema import conform
 from dlcluster.trace import Trace
@@ -65,6 +72,8 @@ def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str
         if key == "UnixStartTime":
             if not re.fullmatch(r"-?\d+", value):
                 raise InputError(f"cannot parse {value!r} as epoch seconds", path=path, row=line, field=key)
+            if not MIN_TIME <= int(value) <= MAX_TIME:
+                raise InputError(f"{value!r} is out of range (expected {TIME_RANGE})", path=path, row=line, field=key)
             base = int(value)
         elif key == "TimeZoneString":
             try:
@@ -79,10 +88,18 @@ def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str
     return base, tz, queues
 
 
-def _record_checks() -> list[Check]:
+def _record_checks(base: int) -> list[Check]:
     checks = []
     for name in FIELDS:
         value = pl.col(name).cast(pl.Float64, strict=False)
+        if name == "submit time":
+            checks.append(time_limit(name, value + base))
+        elif name in ("wait time", "run time"):
+            checks.append(seconds_limit(name, value))
+        elif name in ("allocated processors", "requested processors"):
+            checks.append(count_limit(name, value))
+        elif name in USED:
+            checks.append(out_of_range(name, value.abs(), 0, 2**53, "a number below 2**53"))
         if name in USED:
             checks.append(Check(name, value.is_null() | (value != value.floor()), f"unparsable {name}",
                                 lambda v: f"cannot parse {v!r} as a whole number"))
@@ -120,7 +137,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         dropped["wrong field count"] = wrong.height
         records = records.filter(width == len(FIELDS))
     records = records.with_columns(pl.col("_tokens").list.get(i).alias(name) for i, name in enumerate(FIELDS))
-    records, bad = apply_checks(records, _record_checks(), path=path, lenient=lenient)
+    records, bad = apply_checks(records, _record_checks(base), path=path, lenient=lenient)
     dropped.update(bad)
 
     v = {name: pl.col(name).cast(pl.Float64).cast(pl.Int64) for name in USED}

@@ -11,9 +11,11 @@ from dlcluster.errors import InputError
 from dlcluster.io._common import (
     ROW,
     apply_checks,
+    negative,
     parse_float,
     read_csv_text,
     required_value,
+    seconds_limit,
     unparsable,
 )
 from dlcluster.predict.duration import ESTIMATORS
@@ -31,14 +33,24 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
         raise InputError(f"expected columns job_id,duration (or jobname,priority); found: {have}", path=path)
     key, value = layout
     df = raw.with_columns(pl.col(key).str.strip_chars().alias("job_id"), parse_float(value).alias("estimate"))
-    checks = [required_value("job_id", key), unparsable(value, "estimate", "a number of seconds"),
-              required_value("estimate", value)]
+    checks = [required_value("job_id", key), seconds_limit(value), unparsable(value, "estimate", "a number of seconds"),
+              required_value("estimate", value), negative("estimate", value)]
     df, _ = apply_checks(df, checks, path=path, lenient=False)
     again = df.sort(ROW).filter(~pl.col("job_id").is_first_distinct())
     if again.height:
         first = again.row(0, named=True)
         raise InputError(f"job {first['job_id']!r} has a second estimate", path=path, row=first[ROW], field=key)
-    return df.select("job_id", "estimate")
+    out = df.select("job_id", "estimate")
+    setattr(out, _SOURCE, str(path))  # so that an error about a job the file lacks can name the file
+    return out
+
+
+_SOURCE = "dlcluster_source"
+
+
+def estimates_source(estimates: pl.DataFrame) -> str | None:
+    """The file :func:`read_estimates` read ``estimates`` from (None for a frame made otherwise)."""
+    return getattr(estimates, _SOURCE, None)
 
 
 def is_estimator_name(source: str | Path) -> bool:

@@ -16,9 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dlcluster.errors import ConfigError
+
 NodeChange = tuple[int, int, str]  # (group, node, new state)
 NONE: list[Any] = []  # shared empty list for seconds without such events (never appended to)
 NEVER = 2**63  # an integer "never": the clock stays an int
+MAX_TICKS = 5_000_000  # periodic ticks a run may need at least (its arrivals' span over the shortest period)
 
 
 class Handler(Protocol):
@@ -148,6 +151,10 @@ class Engine:
         if handler.unobserved and not self._nodes and not self._ticks:
             self._run_plain(times, handler)
             return
+        if self._ticks and len(times) and (int(times[-1]) - int(times[0])) // min(self._periods) > MAX_TICKS:
+            raise ConfigError(f"a periodic controller (such as --power ces) would step more than {MAX_TICKS:,} times "
+                              f"over the {int(times[-1]) - int(times[0]):,} s of arrivals; shorten the trace or "
+                              "raise --load")
         ends, wakes, nodes, ticks = self._ends, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events

@@ -12,6 +12,8 @@ from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim.compat import HELIOS_ARTIFACT, artifact_order, wall_seconds
 
 NEEDED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
+LOAD_RANGE = (1e-9, 1e9)  # documented limits of the load factor
+MAX_SPAN = 2**53  # seconds: a scaled span beyond this loses whole seconds in the float scaling
 UNKNOWN_VC = ("error", "unschedulable")
 
 
@@ -45,9 +47,15 @@ def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
     """Divide inter-arrival times by ``load`` (floored to whole seconds), keeping the first submit."""
     if not (0 < load < math.inf):  # also rejects NaN
         raise ConfigError(f"--load must be a positive finite number, got {load}")
+    if not LOAD_RANGE[0] <= load <= LOAD_RANGE[1]:
+        raise ConfigError(f"--load {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
     if load == 1 or df.height == 0:
         return df
     first = df["submit"].min()
+    span = (int(df["submit"].max()) - int(first)) / load  # type: ignore[arg-type]
+    if span > MAX_SPAN:
+        raise ConfigError(f"--load {load:g} stretches the {int(span * load):,} s of arrivals beyond {MAX_SPAN:,} s; "
+                          "use a larger --load")
     return df.with_columns((first + ((pl.col("submit") - first) / load).floor()).cast(pl.Int64).alias("submit"))
 
 

@@ -1,5 +1,9 @@
 """Result tables of a run: ``jobs`` (one row per job), ``timeline`` (per VC every 60 s) and ``summary``.
 
+The timeline's step is 60 s unless a VC would then get more than :data:`MAX_SAMPLES` rows
+(a run spanning about two years or more): the step becomes the smallest multiple of 60 s
+that keeps every VC within that bound, so memory follows the jobs, not the simulated span.
+
 Everything here is computed after the run from start/end intervals, vectorised; the
 simulation loop only records what happened.
 """
@@ -19,6 +23,13 @@ from dlcluster.schema import STATUSES
 
 TAU = 10  # seconds: the bounded-slowdown threshold
 SAMPLE = 60  # seconds between timeline samples
+MAX_SAMPLES = 1_048_576  # timeline rows per VC, at most: beyond it the step grows in multiples of SAMPLE
+
+
+def timeline_step(t0: int, last: int) -> int:
+    """Seconds between timeline samples from ``t0`` to ``last``: :data:`SAMPLE`, or a multiple within the bound."""
+    rows = (last - t0) // SAMPLE + 1
+    return SAMPLE * -(-rows // MAX_SAMPLES)
 
 
 @dataclass
@@ -103,20 +114,21 @@ def _placements(run: GroupRun) -> pl.DataFrame:
     })
 
 
-def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """At each sample t0 + SAMPLE·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
-    # sample k lies in [s, e) exactly when ceil((s - t0) / SAMPLE) <= k < ceil((e - t0) / SAMPLE)
-    a, b = _first_sample(starts, t0, n), _first_sample(ends, t0, n)
+def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None,
+              step: int = SAMPLE) -> np.ndarray:
+    """At each sample t0 + step·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
+    # sample k lies in [s, e) exactly when ceil((s - t0) / step) <= k < ceil((e - t0) / step)
+    a, b = _first_sample(starts, t0, n, step), _first_sample(ends, t0, n, step)
     diff = np.bincount(a, weights, minlength=n + 1) - np.bincount(b, weights, minlength=n + 1)
     # integer weights sum exactly in float64 (far below 2**53), so the cast loses nothing
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
-def _first_sample(times: np.ndarray, t0: int, n: int) -> np.ndarray:
-    """Per time, the first sample at or after it, ceil((t - t0) / SAMPLE), within [0, n] (one array, in place:
+def _first_sample(times: np.ndarray, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
+    """Per time, the first sample at or after it, ceil((t - t0) / step), within [0, n] (one array, in place:
     with millions of segments every temporary array costs page faults)."""
     k = t0 - times
-    k //= SAMPLE
+    k //= step
     np.negative(k, out=k)
     return np.clip(k, 0, n, out=k)
 
@@ -155,34 +167,35 @@ def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[
     return times[:-1][keep], times[1:][keep], jobs[:-1][keep]
 
 
-def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | None = None) -> pl.DataFrame:
+def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | None = None,
+              step: int = SAMPLE) -> pl.DataFrame:
     seg = run.seg
-    n = (_int(jobs["end"].max()) - t0) // SAMPLE + 1
-    busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"])
+    n = (_int(jobs["end"].max()) - t0) // step + 1
+    busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"], step)
     js, je, jg = (jobs[c].to_numpy() for c in ("submit", "end", "gpu_num"))
-    present_gpus = _covering(js, je, t0, n, jg)
-    present = _covering(js, je, t0, n)
-    running = _covering(seg["start"], seg["end"], t0, n)
+    present_gpus = _covering(js, je, t0, n, jg, step)
+    present = _covering(js, je, t0, n, None, step)
+    running = _covering(seg["start"], seg["end"], t0, n, None, step)
     lv_start, lv_end, lv_jobs = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
     shared = lv_jobs > 1
     total = sum(run.sizes)
     cpus = {}
     if run.cpus is not None:
         total_cpus = sum(run.cpus)
-        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus)
+        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus, step)
         cpus = {"total_cpus": np.full(n, total_cpus, dtype=np.int64), "idle_cpus": total_cpus - held}
     return pl.DataFrame({
-        "time": np.arange(n, dtype=np.int64) * SAMPLE + t0,
+        "time": np.arange(n, dtype=np.int64) * step + t0,
         "vc": pl.repeat(run.name, n, eager=True),
         "total_gpus": np.full(n, total, dtype=np.int64),
         "idle_gpus": total - busy,
         "pending_gpus": present_gpus - busy,
         "running_jobs": running,
         "pending_jobs": present - running,
-        "nodes_busy": _covering(lv_start, lv_end, t0, n),
-        "nodes_shared": _covering(lv_start[shared], lv_end[shared], t0, n),
+        "nodes_busy": _covering(lv_start, lv_end, t0, n, None, step),
+        "nodes_shared": _covering(lv_start[shared], lv_end[shared], t0, n, None, step),
         **cpus,
-        **(states.counts(run.name, len(run.sizes), t0, n) if states is not None else {}),
+        **(states.counts(run.name, len(run.sizes), t0, n, step) if states is not None else {}),
     })
 
 
@@ -397,7 +410,8 @@ def build_results(
     log = node_state_table(rec, list(prep.spec.vcs))
     spans = node_spans(log)
     states = NodeStates(spans) if log.height else None
-    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states) for r in runs],
+    step = timeline_step(t0, _int(ran["end"].max()) if ran.height else t0)
+    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states, step) for r in runs],
                        TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
@@ -432,7 +446,8 @@ def _powered_utilization(timeline: pl.DataFrame, prep: Prepared) -> float | None
     powered = (timeline["nodes_on"] + timeline.get_column("nodes_booting", default=0)).to_numpy() \
         if "nodes_on" in timeline.columns else \
         timeline["vc"].replace_strict({vc: len(s) for vc, s in prep.spec.vcs.items()}, return_dtype=pl.Int64).to_numpy()
-    k = (timeline["time"].to_numpy() - int(timeline["time"].min())) // SAMPLE  # type: ignore[arg-type]
+    # every VC samples the same instants: number them densely (a coarsened step leaves no gaps to fill)
+    k = np.unique(timeline["time"].to_numpy(), return_inverse=True)[1]
     busy = np.bincount(k, timeline["nodes_busy"].to_numpy())
     on = np.bincount(k, powered)
     keep = on > 0
@@ -453,14 +468,14 @@ class NodeStates:
         self.states = sorted(spans["state"].unique().to_list())
         self.by_vc = {vc: part for (vc,), part in spans.partition_by("vc", as_dict=True).items()}
 
-    def counts(self, vc: str, nodes: int, t0: int, n: int) -> dict[str, np.ndarray]:
-        """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + SAMPLE·k, k < n."""
+    def counts(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE) -> dict[str, np.ndarray]:
+        """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + step·k, k < n."""
         out = {f"nodes_{st}": np.zeros(n, dtype=np.int64) for st in self.states}
         mine = self.by_vc.get(vc)
         changed = 0
         if mine is not None:
             for (st,), part in mine.partition_by("state", as_dict=True).items():
-                out[f"nodes_{st}"] = _covering(part["time"].to_numpy(), part["until"].to_numpy(), t0, n)
+                out[f"nodes_{st}"] = _covering(part["time"].to_numpy(), part["until"].to_numpy(), t0, n, None, step)
             changed = mine.filter(pl.col("time") == NEVER).height
         out["nodes_on"] += nodes - changed  # nodes that never changed state are on throughout
         return out

@@ -35,6 +35,7 @@ from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import Prepared, prepare
 from dlcluster.sim.power import NODE_STATES_SCHEMA
+from dlcluster.predict.estimates import estimates_source
 from dlcluster.sim.results import build_results
 from dlcluster.sim.simulation import Progress, Simulation
 
@@ -68,7 +69,7 @@ def _estimates(group: pl.DataFrame, estimates: pl.DataFrame | None, policy: str)
     missing = joined.filter(pl.col("estimate").is_null())
     if missing.height:
         raise InputError(f"no duration estimate for job {missing['job_id'][0]!r} "
-                         f"({missing.height} simulated job(s) lack one)", field="job_id")
+                         f"({missing.height} simulated job(s) lack one)", path=estimates_source(estimates), field="job_id")
     return joined["estimate"].cast(pl.Float64).to_list()
 
 

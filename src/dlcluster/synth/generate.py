@@ -78,19 +78,35 @@ def _vcs(model: Model, gpus: np.ndarray, gpu_time: np.ndarray, rng: np.random.Ge
     return out
 
 
-def check_scale(days: float | None, load: float) -> None:
-    """Raise a one-line error unless ``days`` (when given) and ``load`` are positive finite numbers."""
+MAX_DAYS = 36_525  # 100 years
+LOAD_RANGE = (1e-9, 1e9)
+MAX_JOBS = 50_000_000  # expected jobs of one synthetic trace
+
+
+def check_scale(days: float | None, load: float, seed: int = 0) -> None:
+    """Raise a one-line error unless ``days`` (when given) and ``load`` are positive, finite and within the
+    documented limits, and ``seed`` is a non-negative integer."""
     if days is not None and not (math.isfinite(days) and days > 0):
         raise ConfigError(f"--days must be a positive number, got {days}")
+    if days is not None and days > MAX_DAYS:
+        raise ConfigError(f"--days {days:g} is above the limit of {MAX_DAYS:,} days (100 years)")
     if not (math.isfinite(load) and load > 0):
         raise ConfigError(f"--load must be a positive number, got {load}")
+    if not LOAD_RANGE[0] <= load <= LOAD_RANGE[1]:
+        raise ConfigError(f"--load {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
+    if seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
 
 
 def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed: int = 0,
              start: int | None = None) -> Trace:
     """A synthetic trace of ``days`` days (default: the source's span) from ``start`` (UTC epoch)."""
     days = model.days if days is None else float(days)
-    check_scale(days, float(load))
+    check_scale(days, float(load), seed)
+    expected = model.jobs_per_day * days * load
+    if expected > MAX_JOBS:
+        raise ConfigError(f"{days:g} days at load {load:g} would make about {expected:,.0f} jobs; "
+                          f"the limit is {MAX_JOBS:,} (use fewer --days or a lower --load)")
     rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
     if model.batches is not None:
