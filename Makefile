@@ -14,18 +14,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The demo: four weeks of a Philly-like workload, its summary, four policies compared at 4x the
-# arrival rate, the characterisation report of the trace and of the FIFO run, and the report of the
-# simulated runs (their queueing: the generated trace itself never waits).
+# The demo: two weeks of a Helios-Venus-like workload: its summary, how well the duration estimators predict
+# it, four policies at twice the arrival rate with the report of their runs, the characterisation report of
+# the trace, then a sweep of five policies with and without CES at two loads and its comparison report.
 demo: $(STAMP)
-	$(BIN)/dlcluster synth --preset philly --days 28 --seed 1 -o demo-out/philly-28d.parquet
-	$(BIN)/dlcluster info demo-out/philly-28d.parquet
-	$(BIN)/dlcluster simulate demo-out/philly-28d.parquet --policy fifo,sjf,qssf,srtf --estimates lgbm \
-		--load 4 -o demo-out/sim
-	$(BIN)/dlcluster characterize demo-out/philly-28d.parquet --sim-jobs demo-out/sim/fifo/jobs.parquet \
-		-o demo-out/report
+	$(BIN)/dlcluster synth --preset helios-venus --days 14 --seed 1 -o demo-out/venus-14d.parquet
+	$(BIN)/dlcluster info demo-out/venus-14d.parquet
+	$(BIN)/dlcluster predict eval demo-out/venus-14d.parquet --estimator history
+	$(BIN)/dlcluster predict eval demo-out/venus-14d.parquet --estimator lgbm
+	$(BIN)/dlcluster simulate demo-out/venus-14d.parquet --policy fifo,sjf,qssf,srtf --estimates lgbm \
+		--load 2 -o demo-out/sim
 	$(BIN)/dlcluster report demo-out/sim -o demo-out/sim-report
-	@echo "open demo-out/report/index.html (the trace) and demo-out/sim-report/index.html (the runs)"
+	$(BIN)/dlcluster characterize demo-out/venus-14d.parquet --sim-jobs demo-out/sim/fifo/jobs.parquet \
+		-o demo-out/report
+	$(BIN)/dlcluster sweep examples/sweeps/demo.toml -o demo-out/sweep
+	$(BIN)/dlcluster compare demo-out/sweep -o demo-out/comparison
+	@echo "open demo-out/comparison/index.html (the sweep), demo-out/sim-report/index.html (the runs)" \
+		"and demo-out/report/index.html (the trace)"
 
 # the type check runs first; the tests run even when it fails, and either failing fails the target
 test: $(STAMP)
