@@ -23,6 +23,12 @@ def _command() -> Any:
     return typer.main.get_command(cli.app).commands["simulate"]  # type: ignore[attr-defined]
 
 
+@cache
+def _context() -> Any:
+    """A parsing context of ``simulate`` (made once: each value is then parsed by its own parameter alone)."""
+    return _command().make_context("simulate", ["trace", "-o", "out"])
+
+
 def _long_names() -> dict[str, Any]:
     """Option name (long flag without dashes, ``-`` → ``_``) → the CLI parameter."""
     out = {}
@@ -59,7 +65,7 @@ def _parse(name: str, value: Any, path: Path, where: str) -> None:
             raise InputError(f"expected true or false, got {value!r}", path=path, field=where)
         return
     try:
-        _command().make_context("simulate", ["trace", "-o", "out", *arguments({name: value})])
+        param.process_value(_context(), str(value))
     except Exception as exc:  # the CLI parser's own error type (typer's vendored click)
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         raise InputError(message, path=path, field=where) from None
