@@ -218,9 +218,18 @@ def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.Monk
         return real(path, **kwargs)
 
     monkeypatch.setattr(dlcluster.io, "read_trace", counting)
-    outcomes = [run_cell(CellTask(i, f"c{i}", str(trace), ("--policy", p))) for i, p in enumerate(("fifo", "sjf"))]
+    cells = tmp_path / "cells"
+    cells.mkdir()
+
+    def task(i: int, policy: str) -> CellTask:
+        return CellTask(i, f"c{i}", str(trace), ("--policy", policy), str(cells), {"cell": i})
+
+    outcomes = [run_cell(task(i, p)) for i, p in enumerate(("fifo", "sjf"))]
     assert [o.error for o in outcomes] == [None, None] and len(reads) == 1
-    assert json.loads(outcomes[1].files["summary.json"])["policy"] == "sjf"
+    assert outcomes[1].summary is not None and outcomes[1].summary["policy"] == "sjf"
+    assert json.loads((cells / "c1/summary.json").read_text())["policy"] == "sjf"
+    assert json.loads((cells / "c1/cell.json").read_text())["cell"] == 1
     # a changed file is read again
     assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "4", "-o", str(trace)).returncode == 0
-    assert run_cell(CellTask(2, "c2", str(trace), ("--policy", "fifo"))).error is None and len(reads) == 2
+    assert run_cell(task(2, "fifo")).error is None and len(reads) == 2
+    assert sorted(p.name for p in cells.iterdir()) == ["c0", "c1", "c2"]  # no staging folder left

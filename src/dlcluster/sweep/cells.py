@@ -1,8 +1,7 @@
 """One cell of a sweep: its content hash, and running it (``dlcluster simulate`` in the worker's process).
 
-A worker runs a cell into a private temporary folder and hands back the files it wrote, so the driver alone
-writes the results folder (atomically, cell by cell) whether the worker is a local process or a Ray task on
-another machine.
+A worker writes its cell's folder into the results folder itself (on a cluster of several machines, that
+folder must be on a shared file system) and hands back the run's summary, or its error.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import contextlib
 import hashlib
 import io
 import json
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,47 +43,60 @@ def cell_id(trace_digest: str, args: list[str], file_digests: dict[str, str]) ->
 
 @dataclass(frozen=True)
 class CellTask:
-    """What a worker needs to run one cell: the trace file, ``simulate``'s other arguments."""
+    """What a worker needs to run one cell: the trace file, ``simulate``'s other arguments, where the cell goes."""
 
     index: int
     cell_id: str
-    trace: str  # path of the trace file (on the worker)
+    trace: str  # path of the trace file (as the worker sees it)
     args: tuple[str, ...]
+    cells: str  # the results folder's ``cells/``: the cell's folder is ``cells/CELL_ID``
+    record: dict[str, Any]  # what ``cell.json`` says of the cell (its parameters)
 
 
 @dataclass
 class CellOutcome:
-    """What a worker hands back: the files ``simulate`` wrote (name → bytes), or the error it reported."""
+    """What a worker hands back: the run's summary, or the error ``simulate`` reported."""
 
     index: int
     cell_id: str
-    files: dict[str, bytes]
+    summary: dict[str, Any] | None
     error: str | None
     wall_seconds: float
 
 
 def run_cell(task: CellTask) -> CellOutcome:
-    """Run ``dlcluster simulate`` for ``task`` in this process; never raises for a cell's own error."""
+    """Run ``dlcluster simulate`` for ``task`` in this process into the cell's folder; never raises for a cell's
+    own error.
+
+    The run is written under a temporary name beside the cell's folder and renamed when whole, so a cell
+    folder is either complete or absent, whatever stops the worker.
+    """
     from dlcluster.cli import main
     from dlcluster.cli.options import keep_traces
 
     keep_traces()  # a worker reads each trace once, not once per cell
     began = time.perf_counter()
     err = io.StringIO()
-    with tempfile.TemporaryDirectory(prefix="dlcluster-cell-") as tmp:
-        out = Path(tmp) / "run"
-        code: Any = 0
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            try:
-                main(["simulate", task.trace, *task.args, "-o", str(out)])
-            except SystemExit as exc:
-                code = exc.code
-            except Exception as exc:  # an internal error of one cell must not stop the sweep
-                code, _ = 1, err.write(f"internal error: {type(exc).__name__}: {exc}\n")
-        wall = time.perf_counter() - began
-        if code:
-            lines = [line for line in err.getvalue().splitlines() if line.strip()]
-            message = lines[-1].removeprefix("error: ") if lines else f"simulate exited with status {code}"
-            return CellOutcome(task.index, task.cell_id, {}, message, wall)
-        files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
-    return CellOutcome(task.index, task.cell_id, files, None, wall)
+    cells = Path(task.cells)
+    staging, final = cells / f".{task.cell_id}.partial", cells / task.cell_id
+    shutil.rmtree(staging, ignore_errors=True)
+    code: Any = 0
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            main(["simulate", task.trace, *task.args, "-o", str(staging)])
+        except SystemExit as exc:
+            code = exc.code
+        except Exception as exc:  # an internal error of one cell must not stop the sweep
+            code, _ = 1, err.write(f"internal error: {type(exc).__name__}: {exc}\n")
+    wall = time.perf_counter() - began
+    if code:
+        shutil.rmtree(staging, ignore_errors=True)
+        lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("note: ")]
+        message = lines[-1].removeprefix("error: ") if lines else f"simulate exited with status {code}"
+        return CellOutcome(task.index, task.cell_id, None, message, wall)
+    summary = json.loads((staging / "summary.json").read_text(encoding="utf-8"))
+    (staging / "cell.json").write_text(json.dumps({**task.record, "wall_seconds": wall}, indent=2) + "\n",
+                                       encoding="utf-8")
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    return CellOutcome(task.index, task.cell_id, summary, None, wall)

@@ -16,7 +16,6 @@ so re-running the same file skips what is done, and a changed input runs again.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.errors import ConfigError
 from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest
 from dlcluster.sweep.executors import Executor
-from dlcluster.sweep.experiment import Cell, Experiment, TraceSource
+from dlcluster.sweep.experiment import Experiment, TraceSource
 from dlcluster.sweep.results import metric_columns, table
 from dlcluster.sweep.simulate_options import arguments, flag_of, resolve
 
@@ -79,7 +78,9 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
         resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
         args = [*_read_arguments(cell.trace), *arguments(resolved)]
         key = cell_id(digests[path], [*_read_arguments(cell.trace), *arguments(cell.params)], _file_options(resolved))
-        tasks.append(CellTask(cell.index, key, str(path), tuple(args)))
+        record = {"cell": cell.index, "cell_id": key, "trace": cell.trace.name, "trace_file": str(path),
+                  "params": cell.params, "args": args}
+        tasks.append(CellTask(cell.index, key, str(path), tuple(args), str(outdir.resolve() / "cells"), record))
     ids = [t.cell_id for t in tasks]
     if len(set(ids)) != len(ids):
         first = next(i for i in ids if ids.count(i) > 1)
@@ -98,31 +99,11 @@ def _read_arguments(source: TraceSource) -> list[str]:
     return out
 
 
-def _cell_record(cell: Cell, task: CellTask) -> dict[str, Any]:
-    return {"cell": cell.index, "cell_id": task.cell_id, "trace": cell.trace.name, "trace_file": task.trace,
-            "params": cell.params, "args": list(task.args)}
-
-
-def _store(outcome: CellOutcome, cell: Cell, task: CellTask, outdir: Path) -> None:
-    """Write one finished cell into the results folder: all its files appear at once (a folder rename)."""
-    record = {**_cell_record(cell, task), "wall_seconds": outcome.wall_seconds}
-    failed = outdir / "failed" / f"{task.cell_id}.json"
-    if outcome.error is not None:
-        failed.parent.mkdir(exist_ok=True)
-        write_text_atomic(failed, json.dumps({**record, "error": outcome.error}, indent=2) + "\n")
-        return
-    cells = outdir / "cells"
-    cells.mkdir(exist_ok=True)
-    staging = cells / f".{task.cell_id}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for name, data in outcome.files.items():
-        (staging / name).write_bytes(data)
-    (staging / "cell.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    final = cells / task.cell_id
-    shutil.rmtree(final, ignore_errors=True)
-    staging.rename(final)
-    failed.unlink(missing_ok=True)
+def _record_failure(outcome: CellOutcome, task: CellTask, outdir: Path) -> None:
+    failed = outdir / "failed"
+    failed.mkdir(exist_ok=True)
+    write_text_atomic(failed / f"{task.cell_id}.json", json.dumps(
+        {**task.record, "wall_seconds": outcome.wall_seconds, "error": outcome.error}, indent=2) + "\n")
 
 
 def _done(outdir: Path, task: CellTask) -> dict[str, Any] | None:
@@ -151,14 +132,15 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     skipped, failed, total = len(outcomes), 0, len(tasks)
     if progress:
         progress(skipped, 0, total)
+    (outdir / "cells").mkdir(exist_ok=True)
     for outcome in executor.run(todo):
-        cell, task = exp.cells[outcome.index], tasks[outcome.index]
-        _store(outcome, cell, task, outdir)
+        task = tasks[outcome.index]
         if outcome.error is None:
-            summary = json.loads(outcome.files["summary.json"])
+            (outdir / "failed" / f"{task.cell_id}.json").unlink(missing_ok=True)
             outcomes[outcome.index] = {"cell_id": task.cell_id, "status": "ok", "error": None,
-                                       "wall_seconds": outcome.wall_seconds, "summary": summary}
+                                       "wall_seconds": outcome.wall_seconds, "summary": outcome.summary}
         else:
+            _record_failure(outcome, task, outdir)
             failed += 1
             outcomes[outcome.index] = {"cell_id": task.cell_id, "status": "failed", "error": outcome.error,
                                        "wall_seconds": outcome.wall_seconds, "summary": None}
