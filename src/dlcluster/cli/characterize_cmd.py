@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import typer
 from rich.console import Console
 
 from dlcluster.cli import app
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, report_folder
 from dlcluster.errors import ConfigError
 
 MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes DuckDB's memory_limit accepts
@@ -37,7 +36,7 @@ def characterize(
     from dlcluster.report import build_report
     from dlcluster.report.build import read_sim_jobs, read_sim_placements, read_sim_summary
 
-    _check_output(output)
+    report_folder(output)
     if not MEMORY.fullmatch(memory_limit):
         raise ConfigError(f"--memory-limit {memory_limit!r}: expected a size such as 1GB, 512MB or 2GiB")
     spec = read_cluster_spec(cluster) if cluster is not None else None
@@ -51,14 +50,3 @@ def characterize(
                         memory_limit=memory_limit, sim_summary=summary)
     Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
 
-
-def _check_output(output: Path) -> None:
-    """Fail before any work when the report folder cannot be written (a file, or not writable)."""
-    if output.exists() and not output.is_dir():
-        raise ConfigError(f"-o {output}: is a file; the report is written as a folder")
-    # the folder is created only once the report is written, so check the nearest existing ancestor
-    base = next(p for p in (output, *output.absolute().parents) if p.exists())
-    if not base.is_dir():
-        raise ConfigError(f"-o {output}: {base} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise ConfigError(f"-o {output}: {base} is not writable")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -139,3 +140,18 @@ def zone_unknown(fmt: str) -> bool:
 
     param = inspect.signature(importlib.import_module(FORMATS[fmt][0]).read).parameters.get("timezone")
     return param is not None and param.default == "UTC"
+
+
+def report_folder(output: Path, results: Path | None = None) -> None:
+    """Fail before any work when the report folder ``output`` cannot be written (a file, not writable), or would be
+    the folder ``results`` the report reads."""
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"-o {output}: is a file; the report is written as a folder")
+    if results is not None and output.resolve() == results.resolve():
+        raise ConfigError(f"-o {output}: is the results folder itself; choose another folder for the report")
+    # the folder is created only once the report is written, so check the nearest existing ancestor
+    base = next(p for p in (output, *output.absolute().parents) if p.exists())
+    if not base.is_dir():
+        raise ConfigError(f"-o {output}: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ConfigError(f"-o {output}: {base} is not writable")

@@ -8,8 +8,7 @@ import typer
 from rich.console import Console
 
 from dlcluster.cli import app
-from dlcluster.cli.characterize_cmd import _check_output
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, report_folder
 
 
 @app.command()
@@ -29,7 +28,7 @@ def report(
     from dlcluster.report.runs import read_runs
     from dlcluster.report.sim_build import build_sim_report
 
-    _check_output(output)
+    report_folder(output)
     sims = read_runs(runs)
     observed = (load(trace, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
                 if trace is not None else None)
