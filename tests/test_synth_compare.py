@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from browser import needs_chromium, offline_page, visible_figures
 
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
@@ -23,9 +24,6 @@ from dlcluster.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PHILLY = ROOT.parent / "shared" / "data" / "philly"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DOC_SEED = 1  # the docs' downstream table: the philly preset with this seed against the real table
 
 
@@ -93,40 +91,19 @@ def test_report_is_deterministic(tmp_path: Path) -> None:
     assert one == two and b"<svg" in one and b"http" not in one.replace(b"http://www.w3.org", b"")
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium at /usr/bin/chromium")
+@needs_chromium
 def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
     model = load_preset("helios-venus")
     real, gen = generate(model, days=3, seed=1), generate(model, days=3, seed=2)
     assert real.cluster is not None
     page_path = write_report(tmp_path / "report", real, gen, fidelity(real, gen),
                              downstream(real, gen, real.cluster, loads=(2.0, 3.0)), ("real", "generated"))
-    errors: list[str] = []
-    requests: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_path.resolve().as_uri(), wait_until="load")
-            figures = page.locator("figure.report-figure")
-            assert figures.count() == 6
-            for i in range(figures.count()):
-                svg = figures.nth(i).locator("svg").first
-                svg.scroll_into_view_if_needed()
-                box = svg.bounding_box()
-                assert svg.is_visible() and box is not None and box["width"] > 100 and box["height"] > 100, \
-                    figures.nth(i).get_attribute("id")
-            assert page.locator("nav a").count() == 4
-            assert page.locator("#fidelity-table table tbody tr").count() >= 13
-            assert "inter-arrival CV" in page.locator("#fidelity-table").inner_text()
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
-    assert errors == []
-    assert [u for u in requests if not u.startswith("file:")] == []
+    with offline_page(page_path) as page:
+        assert len(visible_figures(page)) == 6
+        assert page.locator("nav a").count() == 4
+        assert page.locator("#fidelity-table table tbody tr").count() >= 13
+        assert "inter-arrival CV" in page.locator("#fidelity-table").inner_text()
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
