@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -125,28 +126,8 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     bucket = np.array([labels.index(bucket_of(int(g))) for g in sizes])[np.searchsorted(sizes, gpus)]
 
     statuses = sorted({s for b in model.buckets.values() for s in b.status_mix})
-    status = np.zeros(n, dtype=np.int64)
     duration = np.zeros(n, dtype=np.int64)
-    queue = np.zeros(n, dtype=np.int64)
-    for i, label in enumerate(labels):
-        in_bucket = bucket == i
-        k = int(in_bucket.sum())
-        if k == 0:
-            continue
-        spec = model.buckets[label]
-        names = sorted(spec.status_mix)
-        drawn = rng.choice(len(names), size=k, p=_p([spec.status_mix[s] for s in names]))
-        status[in_bucket] = np.array([statuses.index(s) for s in names])[drawn]
-        part = np.zeros(k, dtype=np.int64)
-        for j, s in enumerate(names):
-            cell = drawn == j
-            part[cell] = sample_seconds(spec.duration_for(s), rng, int(cell.sum()))
-        duration[in_bucket] = part
-        waits = rng.random(k) >= spec.queue.zero_share
-        if spec.queue.positive is not None:
-            q = np.zeros(k, dtype=np.int64)
-            q[waits] = np.maximum(sample_seconds(spec.queue.positive, rng, int(waits.sum())), 1)
-            queue[in_bucket] = q
+    status, queue = _per_bucket(model, bucket, labels, statuses, rng, duration)
 
     cols: dict[str, object] = {
         "job_id": pl.int_range(n, eager=True).cast(pl.String),
@@ -166,6 +147,39 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
         idx = rng.choice(model.users.count, size=n, p=_user_weights(model.users))
         cols["user"] = pl.Series(_hash_ids("u", model.name, model.users.count)).gather(idx)
     return _finish(model, cols)
+
+
+def _per_bucket(model: Model, bucket: np.ndarray, labels: Sequence[str], statuses: list[str],
+                rng: np.random.Generator, duration: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's status (index into ``statuses``) and queueing delay, drawn by its GPU bucket (``bucket``: index
+    into ``labels``); with ``duration``, each job's run time by its status is written into it too.
+
+    Per bucket the draws come in this order (status, run times, waits): a model and seed give the same trace.
+    """
+    n = len(bucket)
+    status = np.zeros(n, dtype=np.int64)
+    queue = np.zeros(n, dtype=np.int64)
+    for i, label in enumerate(labels):
+        in_bucket = bucket == i
+        k = int(in_bucket.sum())
+        if k == 0:
+            continue
+        spec = model.buckets[label]
+        names = sorted(spec.status_mix)
+        drawn = rng.choice(len(names), size=k, p=_p([spec.status_mix[s] for s in names]))
+        status[in_bucket] = np.array([statuses.index(s) for s in names])[drawn]
+        if duration is not None:
+            part = np.zeros(k, dtype=np.int64)
+            for j, s in enumerate(names):
+                cell = drawn == j
+                part[cell] = sample_seconds(spec.duration_for(s), rng, int(cell.sum()))
+            duration[in_bucket] = part
+        waits = rng.random(k) >= spec.queue.zero_share
+        if spec.queue.positive is not None:
+            q = np.zeros(k, dtype=np.int64)
+            q[waits] = np.maximum(sample_seconds(spec.queue.positive, rng, int(waits.sum())), 1)
+            queue[in_bucket] = q
+    return status, queue
 
 
 def _finish(model: Model, cols: dict[str, object]) -> Trace:
@@ -189,22 +203,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     labels = batched.BUCKET_LABELS
     sizes = np.unique(gpus)
     bucket = np.array([labels.index(bucket_of(int(g))) for g in sizes], dtype=np.int64)[np.searchsorted(sizes, gpus)]
-    status = np.zeros(n, dtype=np.int64)
-    queue = np.zeros(n, dtype=np.int64)
-    for i, label in enumerate(labels):
-        in_bucket = bucket == i
-        k = int(in_bucket.sum())
-        if k == 0:
-            continue
-        spec = model.buckets[label]
-        names = sorted(spec.status_mix)
-        drawn = rng.choice(len(names), size=k, p=_p([spec.status_mix[s] for s in names]))
-        status[in_bucket] = np.array([statuses.index(s) for s in names])[drawn]
-        waits = rng.random(k) >= spec.queue.zero_share
-        if spec.queue.positive is not None:
-            q = np.zeros(k, dtype=np.int64)
-            q[waits] = np.maximum(sample_seconds(spec.queue.positive, rng, int(waits.sum())), 1)
-            queue[in_bucket] = q
+    status, queue = _per_bucket(model, bucket, labels, statuses, rng)
 
     user_b = None
     user_shift = np.zeros(n)
