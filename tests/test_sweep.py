@@ -106,15 +106,18 @@ def test_killed_sweep_reruns_only_the_missing_cells(tmp_path: Path) -> None:
 
 
 def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
-    # qssf without estimates fails in simulate; fifo runs
-    exp = _write(tmp_path, SMALL.replace('["fifo", "sjf"]', '["fifo", "qssf"]').replace("seed = [1, 2]", "seed = [1]"))
+    # an estimates file that lacks the trace's jobs: known only once the cell has read its trace; fifo runs
+    (tmp_path / "est.csv").write_text("job_id,duration\nnot-a-job,60\n")
+    exp = _write(tmp_path, SMALL.replace('policy = ["fifo", "sjf"]\n', "").replace("seed = [1, 2]", "seed = [1]")
+                 + '[[case]]\npolicy = "fifo"\n[[case]]\npolicy = "qssf"\nestimates = "est.csv"\n')
     res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
     assert res.returncode == 0, res.stderr
     assert "2 cells, 0 already done, 2 run now, 1 failed" in res.stderr
     table = pl.read_parquet(tmp_path / "out/results.parquet")
     assert table["status"].to_list() == ["ok", "failed"]
-    assert table["error"].to_list() == [None, "policy 'qssf' needs duration estimates (--estimates FILE, or "
-                                               "--estimates history|oracle)"]
+    assert table["error"][0] is None
+    assert table["error"][1].startswith(f"{(tmp_path / 'est.csv').resolve()}, field 'job_id': no duration estimate "
+                                        "for job ")
     assert table["mean_jct"][1] is None and table["mean_jct"][0] > 0
     failed = list((tmp_path / "out/failed").iterdir())
     assert len(failed) == 1 and json.loads(failed[0].read_text())["params"]["policy"] == "qssf"
@@ -129,7 +132,10 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("days = 2", "days = -1"), "field 'trace[0].days': expected a positive number of days, got -1"),
     (SMALL.replace('preset = "helios-venus"', 'preset = "nope"'), "field 'trace[0].preset': unknown preset 'nope'"),
     (SMALL + "[simulate]\noutput = \"x\"\n", "field 'simulate.output': set by the sweep itself"),
-    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'simulate.power': 'sometimes' is not one of: none, on, ces"),
+    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'cell 0 (power=sometimes, policy=fifo, seed=1)': "
+                                                    "--power 'sometimes': choose none, on or ces"),
+    (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'cell 0 (ces_preset=venus, policy=fifo, seed=1)': "
+                                                      "--ces-preset need --power ces"),
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 from rich.console import Console
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep
     from dlcluster.sim.failures import FailureModel
     from dlcluster.sim.framework import Policy
     from dlcluster.sim.power import PowerModel
+    from dlcluster.sim.cycle import SpeedModel
 
 
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
@@ -67,6 +68,51 @@ def _check_estimates_cover(simulated: pl.Series, est: pl.DataFrame, path: str) -
     if missing.len():
         raise InputError(f"no duration estimate for job {missing[0]!r} ({missing.len()} simulated job(s) lack one)",
                          path=path, field="job_id")
+
+
+class Settings(NamedTuple):
+    """What ``simulate``'s options make before any trace is read (each checked): the policies and the models."""
+
+    names: list[str]
+    classes: dict[str, type[Policy]]
+    placement: str
+    speed: SpeedModel | None
+    failure_model: FailureModel | None
+    make_power: Callable[[], tuple[PowerManager | None, PowerModel]] | None
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """Check every option of ``simulate`` that does not need the trace, and make what they name: ``options`` are
+    the command's parameters by name (``dlcluster sweep`` checks each of its cells with this before running any)."""
+    from dlcluster.sim.policies import get_policy
+    from dlcluster.sim.speed import speed_model as make_speed_model
+
+    o = options
+    names = [p.strip() for p in o["policy"].split(",") if p.strip()]
+    if not names:
+        raise ConfigError("--policy: give at least one policy")
+    classes = {name: get_policy(name) for name in names}  # every name checked before the first run
+    compat = o["compat"]
+    _check_policies(classes, compat, o["estimates"])
+    if compat is not None:  # checked before the trace is read (the library refuses them too, later)
+        for given, refused, why in (
+                (f"--speed-model {o['speed_model']}", o["speed_model"] != "none", "runs every job at full speed"),
+                (f"--failures {o['failures']}", o["failures"] != "none", "replays no failures"),
+                ("--power ces", o["power"] == "ces", "keeps every node on, as the artifact does; use --power on for "
+                 "its energy")):
+            if refused:
+                raise ConfigError(f"{given}: compatibility mode (--compat {compat}) {why}")
+    speed = make_speed_model(o["speed_model"])  # a file is read and checked before any run
+    failure_model = _failure_model(o["failures"], o["retries"], o["no_retry_within"], o["validation_minutes"],
+                                   o["validation_gpus"], o["keep_progress"])
+    make_power = _power_manager(o["power"], o["ces_rule"], o["ces_preset"], o["buffer"], o["risk"],
+                                o["boot_seconds"], o["power_model"], o["holidays"], o["events"])
+    placement = o["placement"]
+    if o["relax_after"] is not None:
+        if placement != "relax":
+            raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
+        placement = f"relax:{o['relax_after']}"
+    return Settings(names, classes, placement, speed, failure_model, make_power)
 
 
 @app.command()
@@ -143,33 +189,11 @@ def simulate(
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
     from dlcluster.predict.online import OnlineEstimates
     from dlcluster.sim import simulate as run
-    from dlcluster.sim.policies import get_policy
 
-    names = [p.strip() for p in policy.split(",") if p.strip()]
-    if not names:
-        raise ConfigError("--policy: give at least one policy")
-    classes = {name: get_policy(name) for name in names}  # every name checked before the first run
-    _check_policies(classes, compat, estimates)
+    # (locals() here are exactly the command's parameters: settings checks them as the sweep's cells are checked)
+    names, classes, placement, speed, failure_model, make_power = settings(locals())
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
-    if compat is not None:  # checked before the trace is read (the library refuses them too, later)
-        for given, refused, why in (
-                (f"--speed-model {speed_model}", speed_model != "none", "runs every job at full speed"),
-                (f"--failures {failures}", failures != "none", "replays no failures"),
-                ("--power ces", power == "ces", "keeps every node on, as the artifact does; use --power on for its "
-                 "energy")):
-            if refused:
-                raise ConfigError(f"{given}: compatibility mode (--compat {compat}) {why}")
-    from dlcluster.sim.speed import speed_model as make_speed_model
-
-    speed = make_speed_model(speed_model)  # a file is read and checked before any run
-    failure_model = _failure_model(failures, retries, no_retry_within, validation_minutes, validation_gpus,
-                                   keep_progress)
-    make_power = _power_manager(power, ces_rule, ces_preset, buffer, risk, boot_seconds, power_model, holidays, events)
-    if relax_after is not None:
-        if placement != "relax":
-            raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
-        placement = f"relax:{relax_after}"
     extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra)
     if cluster is not None:

@@ -22,9 +22,9 @@ def sweep(
     from dlcluster.sweep.executors import make_executor
     from dlcluster.sweep.experiment import read_experiment
     from dlcluster.sweep.run import run_sweep
-    from dlcluster.sweep.simulate_options import checks
+    from dlcluster.sweep.simulate_options import check_cell, checks
 
-    exp = read_experiment(experiment, checks())
+    exp = read_experiment(experiment, checks(), check_cell)
     runner = make_executor(executor, workers)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),

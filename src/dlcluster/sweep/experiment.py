@@ -24,6 +24,7 @@ Cells run in the order traces × cases × grid (the grid's last key varies faste
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,10 +150,12 @@ def _trace(raw: Any, path: Path, i: int) -> TraceSource:
     return TraceSource(str(name or file.stem), file=file, read_options=opts)
 
 
-def read_experiment(path: str | Path, options: dict[str, Any]) -> Experiment:
+def read_experiment(path: str | Path, options: dict[str, Any],
+                    check_cell: Callable[[dict[str, Scalar], Path, str], None] | None = None) -> Experiment:
     """Read and validate the experiment file ``path``; ``options``: ``simulate``'s option names → value checker.
 
-    A checker is called as ``check(value, where)`` and raises an :class:`InputError` for a bad value.
+    A checker is called as ``check(value, path, where)`` and raises an :class:`InputError` for a bad value;
+    ``check_cell(params, path, where)``, if given, checks each distinct setting's options together.
     """
     path = Path(path)
     data = read_toml(path, TOP_KEYS)
@@ -193,4 +196,11 @@ def read_experiment(path: str | Path, options: dict[str, Any]) -> Experiment:
                 seed = params.get("seed")
                 cell_trace = trace.seeded(seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
                 exp.cells.append(Cell(len(exp.cells), cell_trace, {k: params[k] for k in parameters if k in params}))
+    if check_cell is not None:
+        seen = set()
+        for cell in exp.cells:
+            setting = tuple(cell.params.items())
+            if setting not in seen:  # traces aside, settings repeat
+                seen.add(setting)
+                check_cell(cell.params, path, f"cell {cell.index} ({', '.join(f'{k}={v}' for k, v in setting)})")
     return exp

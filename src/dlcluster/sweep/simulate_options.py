@@ -99,19 +99,24 @@ def _semantic(name: str) -> Callable[[Any], object] | None:
             if not is_estimator_name(str(v)) and not Path(str(v)).is_file():
                 raise InputError(f"{v!r} is neither an estimator ({', '.join(ESTIMATORS)}) nor an existing file")
         return estimates
-    if name == "speed_model":
-        from dlcluster.sim.speed import speed_model
-
-        return lambda v: speed_model(str(v))
-    choices = {"power": ("none", "on", "ces"), "ces_rule": ("helios", "quantile"), "failures": ("none", "replay")}
-    if name in choices:
-        allowed = choices[name]
-
-        def choice(v: Any) -> None:
-            if v not in allowed:
-                raise InputError(f"{v!r} is not one of: {', '.join(allowed)}")
-        return choice
     return None
+
+
+def check_cell(params: dict[str, Any], path: Path, where: str) -> None:
+    """Check one cell's options together, as ``simulate`` does before it reads a trace (so combinations such as
+    ``ces_rule`` without ``power = "ces"`` are refused before any cell runs)."""
+    from dlcluster.cli.simulate_cmd import settings
+
+    names, ctx = _long_names(), _context()
+    values = dict(ctx.params)  # every option's default, as the command line gives it
+    for name, value in params.items():
+        param = names[name]
+        values[param.name] = value if getattr(param, "is_flag", False) else \
+            param.process_value(ctx, str(resolve(value, path.parent)))
+    try:
+        settings(values)
+    except DlclusterError as exc:
+        raise InputError(str(exc), path=path, field=where) from None
 
 
 def checks() -> dict[str, Check]:
@@ -124,7 +129,7 @@ def checks() -> dict[str, Check]:
             _parse(name, value, path, where)
             if semantic is not None:
                 try:
-                    semantic(value)
+                    semantic(resolve(value, path.parent))
                 except InputError as exc:
                     raise InputError(exc.detail, path=path, field=where) from None
                 except DlclusterError as exc:
