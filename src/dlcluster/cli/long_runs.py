@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 
 from dlcluster.errors import ConfigError
 
@@ -64,10 +64,11 @@ def submit_window(start: str | None, end: str | None, timezone: str, wall: bool)
     return lo, hi
 
 
-def progress_bar(console: Console) -> Progress:
-    """A transient bar with a count and the elapsed time, shown only when ``console`` is a terminal."""
+def progress_bar(console: Console, *more: ProgressColumn) -> Progress:
+    """A transient bar with a count, the elapsed time and ``more`` columns, shown only when ``console`` is a
+    terminal."""
     # a bar that cannot redraw (stderr piped) only leaves a stray blank line before errors
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *more,
                     console=console, transient=True, disable=not console.is_terminal)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import TextColumn, TimeRemainingColumn
 
 from dlcluster.cli import app, err_console
+from dlcluster.cli.long_runs import progress_bar
 
 
 @app.command()
@@ -26,9 +27,7 @@ def sweep(
 
     exp = read_experiment(experiment, checks(), check_cell)
     runner = make_executor(executor, workers)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
-                   console=err_console, transient=True, disable=not err_console.is_terminal)
+    bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
     with bar:
         task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
 
