@@ -238,6 +238,7 @@ def simulate(
                          timezone=trace.timezone, load=load_factor, seed=seed, source=str(trace_path),
                          observers=observers, power=model, speed=speed, failures=failure_model,
                          attempts=trace.attempts if failure_model is not None else None,
+                         estimates_source=str(estimates) if est is not None else None,
                          progress=lambda what, done, total, task=task, name=name: bar.update(
                              task, completed=done, total=total, description=f"{name}: {what} done"))
             if observer is not None:

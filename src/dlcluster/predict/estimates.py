@@ -40,17 +40,7 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
     if again.height:
         first = again.row(0, named=True)
         raise InputError(f"job {first['job_id']!r} has a second estimate", path=path, row=first[ROW], field=key)
-    out = df.select("job_id", "estimate")
-    setattr(out, _SOURCE, str(path))  # so that an error about a job the file lacks can name the file
-    return out
-
-
-_SOURCE = "dlcluster_source"
-
-
-def estimates_source(estimates: pl.DataFrame) -> str | None:
-    """The file :func:`read_estimates` read ``estimates`` from (None for a frame made otherwise)."""
-    return getattr(estimates, _SOURCE, None)
+    return df.select("job_id", "estimate")
 
 
 def is_estimator_name(source: str | Path) -> bool:

@@ -35,7 +35,6 @@ from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import Prepared, prepare
 from dlcluster.sim.power import NODE_STATES_SCHEMA
-from dlcluster.predict.estimates import estimates_source
 from dlcluster.sim.results import build_results
 from dlcluster.sim.simulation import Progress, Simulation
 
@@ -62,14 +61,14 @@ def _wall_text(origin: int | None) -> str | None:
     return datetime.datetime.fromtimestamp(origin, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _estimates(group: pl.DataFrame, estimates: pl.DataFrame | None, policy: str) -> list[float]:
+def _estimates(group: pl.DataFrame, estimates: pl.DataFrame | None, policy: str, source: str | None) -> list[float]:
     if estimates is None:
         raise ConfigError(f"policy {policy!r} needs duration estimates (--estimates FILE, or --estimates history|oracle)")
     joined = group.select("job_id").join(estimates, on="job_id", how="left", maintain_order="left")
     missing = joined.filter(pl.col("estimate").is_null())
     if missing.height:
         raise InputError(f"no duration estimate for job {missing['job_id'][0]!r} "
-                         f"({missing.height} simulated job(s) lack one)", path=estimates_source(estimates), field="job_id")
+                         f"({missing.height} simulated job(s) lack one)", path=source, field="job_id")
     return joined["estimate"].cast(pl.Float64).to_list()
 
 
@@ -94,6 +93,7 @@ def simulate(
     power: PowerModel | None = None,
     failures: FailureModel | None = None,
     attempts: pl.DataFrame | None = None,
+    estimates_source: str | None = None,
 ) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (canonical table) over ``cluster``, each VC on its own unless ``pooled``.
 
@@ -108,7 +108,8 @@ def simulate(
     ``speed`` makes a job's progress rate depend on its placement (default: full speed always).
     ``power`` adds an ``energy`` object to the summary (a power manager among ``observers`` switches nodes off).
     ``failures`` replays each job's outcome (the table's ``status``) with retries and early validation, using the
-    Philly ``attempts`` table where given (see :mod:`dlcluster.sim.failures`).
+    Philly ``attempts`` table where given (see :mod:`dlcluster.sim.failures`). ``estimates_source``: the file the
+    estimates were read from, named when they lack a simulated job.
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
@@ -138,7 +139,7 @@ def simulate(
     prep = replace(prep, jobs=df)
     arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
     rec, events, wall = _run(df, arrivals, names, spec, policy_cls, placement, profile, estimates, seed, observers,
-                             speed, progress, recorded)
+                             speed, progress, recorded, estimates_source)
     meta: dict[str, Any] = {"policy": policy_cls.name, "placement": placer.name, "compat": compat,
                             "pooled": pooled, "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
     if speed is not None:
@@ -173,7 +174,7 @@ def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: Failure
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],
          placement: str, profile: ArtifactProfile | None, estimates: pl.DataFrame | None, seed: int,
          observers: Sequence[Observer], speed: SpeedModel | None, progress: Progress | None,
-         recorded: dict[str, list[int]],
+         recorded: dict[str, list[int]], estimates_source: str | None,
          ) -> tuple[Record, list[int], float]:
     """The event loop over the prepared jobs (numbered VC by VC); returns the record, passes per VC, wall seconds.
 
@@ -186,7 +187,7 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     from_observers = wants_estimates and estimates is None and bool(observers)
     estimate: list[float] | None
     if wants_estimates and not from_observers:
-        estimate = _estimates(df, estimates, policy_cls.name)
+        estimate = _estimates(df, estimates, policy_cls.name, estimates_source)
     else:
         estimate = [math.nan] * df.height if from_observers else None
     replayed = "outcome" in df.columns  # failures replayed: the first attempt's work now, the others on retry
