@@ -81,6 +81,10 @@ def test_same_file_same_results(tmp_path: Path) -> None:
     assert [c.name for c in one] == [c.name for c in two]
     for x, y in zip(one, two, strict=True):
         assert (x / "jobs.parquet").read_bytes() == (y / "jobs.parquet").read_bytes()
+        # every output of the run but the two that record wall-clock seconds
+        files = sorted(p.name for p in x.iterdir() if p.name not in ("summary.json", "cell.json"))
+        assert files == sorted(p.name for p in y.iterdir() if p.name not in ("summary.json", "cell.json"))
+        assert all((x / f).read_bytes() == (y / f).read_bytes() for f in files)
 
 
 def test_killed_sweep_reruns_only_the_missing_cells(tmp_path: Path) -> None:
@@ -239,3 +243,20 @@ def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "4", "-o", str(trace)).returncode == 0
     assert run_cell(task(2, "fifo")).error is None and len(reads) == 2
     assert sorted(p.name for p in cells.iterdir()) == ["c0", "c1", "c2"]  # no staging folder left
+
+
+def test_a_terminal_shows_cells_done_failed_and_time_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    import dlcluster.cli.sweep_cmd as sweep_cmd
+    from dlcluster.cli import main
+
+    screen = io.StringIO()
+    monkeypatch.setattr(sweep_cmd, "err_console", Console(file=screen, force_terminal=True, width=120))
+    exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1]"))
+    main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1"])
+    drawn = screen.getvalue()
+    assert "sweep exp" in drawn and "2/2" in drawn and "0 failed" in drawn
+    assert "0:00:" in drawn  # the elapsed and remaining times
