@@ -129,15 +129,7 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     duration = np.zeros(n, dtype=np.int64)
     status, queue = _per_bucket(model, bucket, labels, statuses, rng, duration)
 
-    cols: dict[str, object] = {
-        "job_id": pl.int_range(n, eager=True).cast(pl.String),
-        "cluster": pl.repeat(model.cluster, n, eager=True),
-        "gpu_num": gpus.astype(np.int32),
-        "submit_time": submit,
-        "queue_delay": queue,
-        "duration": duration,
-        "status": pl.Series(statuses).gather(status),
-    }
+    cols = _columns(model, gpus, submit, queue, duration, pl.Series(statuses).gather(status))
     if model.vc_share:
         vc_names = pl.Series(list(model.vc_share))
         cols["vc"] = vc_names.gather(_vcs(model, gpus, gpus * duration, rng))
@@ -147,6 +139,15 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
         idx = rng.choice(model.users.count, size=n, p=_user_weights(model.users))
         cols["user"] = pl.Series(_hash_ids("u", model.name, model.users.count)).gather(idx)
     return _finish(model, cols)
+
+
+def _columns(model: Model, gpus: np.ndarray, submit: np.ndarray, queue: np.ndarray, duration: np.ndarray,
+             status: pl.Series) -> dict[str, object]:
+    """The job columns every model draws the same way: ids, cluster, size, times and status."""
+    n = len(gpus)
+    return {"job_id": pl.int_range(n, eager=True).cast(pl.String), "cluster": pl.repeat(model.cluster, n, eager=True),
+            "gpu_num": gpus.astype(np.int32), "submit_time": submit, "queue_delay": queue, "duration": duration,
+            "status": status}
 
 
 def _per_bucket(model: Model, bucket: np.ndarray, labels: Sequence[str], statuses: list[str],
@@ -223,15 +224,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     score = batched.scores(batches, owner, nb, shift[owner], spread[owner], user_shift, rng)
     duration = batched.durations(model, gpus, status, statuses, score)
 
-    cols: dict[str, object] = {
-        "job_id": pl.int_range(n, eager=True).cast(pl.String),
-        "cluster": pl.repeat(model.cluster, n, eager=True),
-        "gpu_num": gpus.astype(np.int32),
-        "submit_time": submit,
-        "queue_delay": queue,
-        "duration": duration,
-        "status": pl.Series(statuses).gather(status),
-    }
+    cols = _columns(model, gpus, submit, queue, duration, pl.Series(statuses).gather(status))
     if vc_index is not None:
         cols["vc"] = pl.Series(list(model.vc_share)).gather(vc_index[owner])
     elif model.vc_share:
