@@ -1,0 +1,31 @@
+"""The command line registers only the command it runs (the rest cost start-up time), and knows them all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys, typer
+from dlcluster import cli
+cli._register(sys.argv[1:])
+print(json.dumps(sorted(typer.main.get_command(cli.app).commands)))
+"""
+
+
+def _registered(*args: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_every_command_is_known_and_registered_for_help() -> None:
+    from dlcluster.cli import COMMANDS
+
+    assert _registered("--help") == sorted(COMMANDS)
+
+
+def test_a_named_command_registers_its_own_module_only() -> None:
+    assert _registered("--debug", "simulate", "trace.csv") == ["policies", "simulate"]
+    assert _registered("predict", "eval") == ["predict"]
+    assert _registered("nonsense") == _registered()  # an unknown name gets every command, for typer's suggestion
