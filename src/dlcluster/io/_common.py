@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -216,7 +217,7 @@ def wall_clock_text(col: str, tz: str, fmt: str) -> pl.Expr:
 
 def to_int(value: pl.Expr) -> pl.Expr:
     """A float expression as Int64, null where it is not finite or beyond ±2**62: a cast that cannot overflow."""
-    return pl.when(value.is_finite() & (value.abs() < _INT_LIMIT)).then(value).otherwise(None).cast(pl.Int64)
+    return value.map_batches(partial(_as_int, whole=False), return_dtype=pl.Int64, is_elementwise=True)
 
 
 def raw_number(col: str) -> pl.Expr:
@@ -226,8 +227,24 @@ def raw_number(col: str) -> pl.Expr:
 
 def parse_int(col: str) -> pl.Expr:
     """Parse an integer text column (accepts ``12.0``; null where empty, not integral or beyond ±2**62)."""
-    as_float = raw_number(col)
-    return to_int(pl.when(as_float == as_float.floor()).then(as_float).otherwise(None))
+    return raw_number(col).map_batches(partial(_as_int, whole=True), return_dtype=pl.Int64, is_elementwise=True)
+
+
+# The checks below run on the parsed column once it exists: written as one expression, the parse would run again for
+# every use of its value (a reader's table spends most of its time parsing numbers three or four times over).
+
+def _as_int(values: pl.Series, *, whole: bool) -> pl.Series:
+    """``values`` as Int64; null where not finite, beyond ±2**62, or (``whole``) not a whole number."""
+    v = pl.col("v")
+    ok = v.is_finite() & (v.abs() < _INT_LIMIT)
+    if whole:
+        ok &= v == v.floor()
+    return values.to_frame("v").select(pl.when(ok).then(v).cast(pl.Int64)).to_series().alias(values.name)
+
+
+def _outside(values: pl.Series, *, low: float, high: float) -> pl.Series:
+    """True where ``values`` are infinite or outside ``[low, high]`` (null stays null)."""
+    return values.is_infinite() | (values < low) | (values > high)
 
 
 def parse_float(col: str) -> pl.Expr:
@@ -248,7 +265,8 @@ def unparsable(col: str, parsed: str, what: str) -> Check:
 def out_of_range(field: str, value: pl.Expr, low: float, high: float, allowed: str,
                  hint: Callable[[object], str] | None = None) -> Check:
     """A check failing where ``value`` (a float or parsed column) is infinite or outside ``[low, high]``."""
-    return Check(field, value.is_infinite() | (value < low) | (value > high), f"out-of-range {field}",
+    outside = value.map_batches(partial(_outside, low=low, high=high), return_dtype=pl.Boolean, is_elementwise=True)
+    return Check(field, outside, f"out-of-range {field}",
                  lambda v: f"{v!r} is out of range (expected {allowed})" + (hint(v) if hint else ""))
 
 
