@@ -542,6 +542,11 @@ class Cycle:
         self.events += 1
         arrived = self._take_arrivals(now)
         queue = self.queue
+        if not queue and len(arrived) == 1:  # the common case: one job needs no ordering
+            if not self._start_if_fits(arrived[0], now):
+                queue.append(arrived[0])
+            self._review(now, arrived)
+            return
         queue.extend(arrived)
         if not queue:
             return
