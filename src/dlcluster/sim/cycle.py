@@ -310,7 +310,7 @@ class Cycle:
         self.state.release(alloc, jobs.gpu[j], jobs.cpu[j])
         rec.end[j] = now
         started = jobs.started_at[j]
-        self.segments.close(j, started, now, alloc, jobs.gpu[j])
+        self.segments.close(j, started, now, alloc)
         jobs.started_at[j] = -1
         if self.speed is not None:
             self._leave(j, alloc, now)
@@ -332,7 +332,7 @@ class Cycle:
         if not released:  # (a dry run may have given its resources back already)
             self.state.release(alloc, gpus, jobs.cpu[j])
         self.engine.cancel(j)
-        self.segments.close(j, started, now, alloc, gpus)
+        self.segments.close(j, started, now, alloc)
         self.rec.preemptions[j] += 1
         jobs.held[j] += now - started
         # at full speed the work left is counted from the start (see Jobs.remaining_at)

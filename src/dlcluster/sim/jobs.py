@@ -114,33 +114,35 @@ class Jobs:
 class Segments:
     """The run segments of one simulation group, in the order they closed; flat lists for cheap appends.
 
-    Kept per group so that the result tables, which are per group, need no sort to split them.
+    Kept per group so that the result tables, which are per group, need no sort to split them. A segment on
+    one node (the common case) is recorded by that node alone: its job holds all its GPUs there. A segment
+    across several nodes has node -1 and lists its nodes and their GPUs in the ``span_*`` lists.
     """
 
     # per segment
     job: list[int] = field(default_factory=list)
     start: list[int] = field(default_factory=list)
     end: list[int] = field(default_factory=list)
-    gpus: list[int] = field(default_factory=list)
-    # per (segment, node)
-    node_job: list[int] = field(default_factory=list)
-    node_id: list[int] = field(default_factory=list)
-    node_gpus: list[int] = field(default_factory=list)
-    node_start: list[int] = field(default_factory=list)
-    node_end: list[int] = field(default_factory=list)
+    node: list[int] = field(default_factory=list)
+    # per (segment, node) of the segments across several nodes, in segment order
+    span_segment: list[int] = field(default_factory=list)
+    span_node: list[int] = field(default_factory=list)
+    span_gpus: list[int] = field(default_factory=list)
 
-    def close(self, job: int, start: int, end: int, alloc: Allocation, gpus: int) -> None:
-        """Record that ``job`` held ``alloc`` (``gpus`` GPUs in all) over [start, end)."""
+    def close(self, job: int, start: int, end: int, alloc: Allocation) -> None:
+        """Record that ``job`` held ``alloc`` over [start, end)."""
         self.job.append(job)
         self.start.append(start)
         self.end.append(end)
-        self.gpus.append(gpus)
-        for node, g in alloc:
-            self.node_job.append(job)
-            self.node_id.append(node)
-            self.node_gpus.append(g)
-            self.node_start.append(start)
-            self.node_end.append(end)
+        if len(alloc) == 1:
+            self.node.append(alloc[0][0])
+            return
+        segment = len(self.node)
+        self.node.append(-1)
+        for node, gpus in alloc:
+            self.span_segment.append(segment)
+            self.span_node.append(node)
+            self.span_gpus.append(gpus)
 
 
 @dataclass(slots=True)

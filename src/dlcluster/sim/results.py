@@ -44,27 +44,41 @@ class GroupRun:
     node_cpus: np.ndarray | None = None  # CPUs held in each (segment, node) row
 
 
-def _segments(segs: Segments) -> dict[str, Any]:
-    """Run segments as arrays: per segment (job, start, end, gpus), per (segment, node) (node_job, node, ...)."""
-    cols = {"job": segs.job, "start": segs.start, "end": segs.end, "gpus": segs.gpus,
-            "node_job": segs.node_job, "node": segs.node_id, "node_gpus": segs.node_gpus,
-            "n_start": segs.node_start, "n_end": segs.node_end}
-    return {k: np.array(v, dtype=np.int64) for k, v in cols.items()}
+def _segments(segs: Segments, gpu_num: np.ndarray) -> dict[str, Any]:
+    """Run segments as arrays: per segment (job, start, end, gpus), per (segment, node) (node_job, node, ...).
+
+    ``gpu_num``: each job's GPUs, by job number.
+    """
+    job, start, end, node = (np.array(v, dtype=np.int64) for v in (segs.job, segs.start, segs.end, segs.node))
+    gpus = gpu_num[job]
+    per_segment = {"job": job, "start": start, "end": end, "gpus": gpus}
+    if not segs.span_segment:  # every segment on one node: one (segment, node) row each
+        return {**per_segment, "node_job": job, "node": node, "node_gpus": gpus, "n_start": start, "n_end": end}
+    counts = np.bincount(np.array(segs.span_segment, dtype=np.int64), minlength=len(job))
+    counts[node >= 0] = 1
+    rows = np.repeat(np.arange(len(job)), counts)  # the segment of each (segment, node) row, in segment order
+    row_node, row_gpus = node[rows], gpus[rows]
+    spans = row_node < 0  # the rows of segments across nodes, in the order their nodes were listed
+    row_node[spans] = segs.span_node
+    row_gpus[spans] = segs.span_gpus
+    return {**per_segment, "node_job": job[rows], "node": row_node, "node_gpus": row_gpus, "n_start": start[rows],
+            "n_end": end[rows]}
 
 
 def _split(prep: Prepared, rec: Record, events: list[int]) -> list[GroupRun]:
     """One :class:`GroupRun` per group that had jobs, in cluster-spec order (each group recorded its own segments)."""
     df = prep.jobs
     spec, cpus = prep.spec, prep.spec.cpus
+    gpu_num = df["gpu_num"].to_numpy().astype(np.int64)
     if cpus is not None:
-        cpu_num, gpu_num = df["cpu_num"].to_numpy(), df["gpu_num"].to_numpy()
+        cpu_num = df["cpu_num"].to_numpy()
     present = set(df["group"].unique().to_list())
     job_ids = df["job_id"]
     runs = []
     for i, name in enumerate(spec.vcs):
         if name not in present:
             continue
-        part = _segments(rec.segments[i])
+        part = _segments(rec.segments[i], gpu_num)
         if cpus is not None:
             cpu, gpu = cpu_num[part["node_job"]], gpu_num[part["node_job"]]
             part["node_cpus"] = -(-cpu * part["node_gpus"] // np.maximum(gpu, 1))
