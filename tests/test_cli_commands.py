@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -29,3 +30,12 @@ def test_a_named_command_registers_its_own_module_only() -> None:
     assert _registered("--debug", "simulate", "trace.csv") == ["policies", "simulate"]
     assert _registered("predict", "eval") == ["predict"]
     assert _registered("nonsense") == _registered()  # an unknown name gets every command, for typer's suggestion
+
+
+def test_openblas_starts_one_thread_unless_the_user_says_otherwise() -> None:
+    probe = "import os, dlcluster.cli; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    default = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    chosen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert (default.stdout.strip(), chosen.stdout.strip()) == ("1", "2")
