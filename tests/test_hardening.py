@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlcluster import atomic
 from dlcluster.cli import main
@@ -350,6 +352,33 @@ def test_deeply_nested_philly_log_is_refused_before_parsing(tmp_path: Path, dept
     log = _write(tmp_path / "cluster_job_log", "[" + "[" * depth + "]" * depth + "]")
     assert refused("info", str(log), "--format", "philly") == (
         f"error: {log}: JSON nested deeper than {philly.MAX_DEPTH} levels")
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+_JSON = st.recursive(st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=6),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text('[]"\\{', max_size=3),
+                                                                                   inner, max_size=3),
+                     max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, wrap=st.integers(0, philly.MAX_DEPTH + 2), chunk=st.integers(1, 9))
+def test_depth_check_counts_brackets_outside_strings_across_chunks(value: object, wrap: int, chunk: int) -> None:
+    text = "[" * wrap + json.dumps(value) + "]" * wrap
+    too_deep = wrap + _depth(value) > philly.MAX_DEPTH
+    try:
+        philly._check_depth(io.BytesIO(text.encode()), Path("log"), chunk_bytes=chunk)
+        refused_it = False
+    except InputError:
+        refused_it = True
+    assert refused_it == too_deep
 
 
 def test_nesting_inside_strings_does_not_count(tmp_path: Path) -> None:

@@ -174,28 +174,29 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
     return job_df, att_df, errors, dropped
 
 
-def _check_depth(fh: Any, log: Path) -> None:
+def _check_depth(fh: Any, log: Path, chunk_bytes: int = 1 << 22) -> None:
     """Refuse JSON nested deeper than :data:`MAX_DEPTH` before a parser builds it (its cost grows with the
-    square of the depth): brackets are counted outside strings, chunk by chunk, in bounded memory."""
+    square of the depth): brackets are counted outside strings, chunk by chunk (of ``chunk_bytes``), in bounded
+    memory, each chunk in a few vectorised passes."""
     depth, in_string, carry = 0, False, b""
-    while chunk := fh.read(1 << 22):
+    while chunk := fh.read(chunk_bytes):
         chunk = carry + chunk
         carry = b""
         if (len(chunk) - len(chunk.rstrip(b"\\"))) % 2:  # an escape split over two chunks
             chunk, carry = chunk[:-1], b"\\"
         # escaped backslashes first, then escaped quotes: what remains of '"' delimits strings
         chunk = chunk.replace(b"\\\\", b"").replace(b'\\"', b"")
-        kept = chunk.translate(None, _NOT_STRUCTURE)
-        for k, part in enumerate(kept.split(b'"')):
-            if k:
-                in_string = not in_string
-            if in_string or not part:
-                continue
-            steps = np.where(np.isin(np.frombuffer(part, dtype=np.uint8), _OPENERS), 1, -1)
-            levels = depth + np.cumsum(steps)
-            if int(levels.max()) > MAX_DEPTH:
-                raise InputError(f"JSON nested deeper than {MAX_DEPTH} levels", path=log)
-            depth = int(levels[-1])
+        kept = np.frombuffer(chunk.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
+        if not kept.size:
+            continue
+        quote = kept == ord('"')
+        quotes = np.cumsum(quote) + in_string  # a bracket after an odd number of quotes lies inside a string
+        steps = np.where(np.isin(kept, _OPENERS), 1, -1)
+        steps[quote | (quotes % 2 == 1)] = 0
+        levels = depth + np.cumsum(steps)
+        if int(levels.max()) > MAX_DEPTH:
+            raise InputError(f"JSON nested deeper than {MAX_DEPTH} levels", path=log)
+        depth, in_string = int(levels[-1]), bool(quotes[-1] % 2)
 
 
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
