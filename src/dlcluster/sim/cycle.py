@@ -12,7 +12,7 @@ not start pushed back); a sorted container of ``(key, job)`` for other static po
 from __future__ import annotations
 
 import math
-from bisect import bisect_right, insort
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
@@ -130,14 +130,24 @@ class _LinearRanks:
         if not cut:
             return
         seq = self.seq
+        new: dict[int, list[tuple[Any, int, int, int]]] = {}
         for job, start in fresh[:cut]:
             if started[job] == start:
                 slope, base = line(job)
                 seq += 1
-                ranked = lists.get(slope)
-                if ranked is None:
-                    ranked = lists[slope] = []
-                insort(ranked, (base, seq, job, start))
+                entries = new.get(slope)
+                if entries is None:
+                    entries = new[slope] = []
+                entries.append((base, seq, job, start))
+        # one sort per slope merges the new entries into its sorted list (a pass may start hundreds of jobs:
+        # cheaper than inserting them one by one; entries are distinct, so the order is the same)
+        for slope, entries in new.items():
+            ranked = lists.get(slope)
+            if ranked is None:
+                lists[slope] = sorted(entries)
+            else:
+                ranked += entries
+                ranked.sort()
         self.entries += seq - self.seq
         self.seq = seq
         del fresh[:cut]
