@@ -116,3 +116,25 @@ def test_philly_compat_run_from_the_command_line(tmp_path: Path, shared_data: Pa
     assert summary["overall"]["jobs"] == expected["n_jobs"]
     assert summary["overall"]["mean_jct"] == pytest.approx(expected["avg_jct"], rel=1e-12)
     assert summary["overall"]["mean_queue_delay"] == pytest.approx(expected["avg_queue"], rel=1e-12)
+
+
+def test_jobs_without_a_duration_are_refused_or_left_out_with_lenient(tmp_path: Path) -> None:
+    # two jobs still running when the trace was taken (no duration): one GPU job, one CPU job
+    trace = _trace(tmp_path, ("e", "v", 2, 1004, None), ("f", "v", 0, 1005, None))
+    refused = cli("simulate", str(trace), "-p", "fifo", "-o", str(tmp_path / "refused"))
+    assert (refused.returncode, refused.stderr.strip().splitlines()) == (2, [
+        f"error: {trace}, field 'duration': job 'e' has no duration; a simulation needs one for every GPU job "
+        "(--lenient leaves out the 1 GPU job(s) without one)"])
+    assert not (tmp_path / "refused").exists()
+    out = tmp_path / "out"
+    kept = cli("simulate", str(trace), "-p", "fifo", "--lenient", "-o", str(out))
+    assert kept.returncode == 0, kept.stderr
+    assert "left out 1 GPU job(s) without a duration or submit time" in kept.stderr
+    assert sorted(pl.read_parquet(out / "jobs.parquet")["job_id"]) == ["a", "b", "c", "d"]
+
+
+def test_lenient_with_no_simulable_job_left_is_an_error(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 1000, None)), spec(v=(8,)))
+    res = cli("simulate", str(trace), "-p", "fifo", "--lenient", "-o", str(tmp_path / "out"))
+    assert (res.returncode, res.stderr.strip()) == (
+        2, f"error: {trace}: no GPU job has both a duration and a submit time (all 1 lack one): nothing to simulate")

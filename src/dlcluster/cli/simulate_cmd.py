@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep
     from dlcluster.sim.framework import Policy
     from dlcluster.sim.power import PowerModel
     from dlcluster.sim.cycle import SpeedModel
+    from dlcluster.trace import Trace
 
 
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
@@ -68,6 +70,31 @@ def _check_estimates_cover(simulated: pl.Series, est: pl.DataFrame, path: str) -
     if missing.len():
         raise InputError(f"no duration estimate for job {missing[0]!r} ({missing.len()} simulated job(s) lack one)",
                          path=path, field="job_id")
+
+
+def _simulable(trace: Trace, lenient: bool, path: Path) -> Trace:
+    """``trace`` when every GPU job has a duration and a submit time. A job still running or pending when the trace
+    was taken has none: refused, or with ``--lenient`` left out and counted on stderr."""
+    import polars as pl
+
+    from dlcluster.cli import err_console
+
+    needed = {"duration": "duration", "submit_time": "submit time"}
+    lacking = (pl.col("gpu_num") > 0) & pl.any_horizontal(pl.col(c).is_null() for c in needed)
+    bad = trace.jobs.filter(lacking)
+    if not bad.height:
+        return trace
+    if not lenient:
+        first = bad.row(0, named=True)
+        field = next(c for c in needed if first[c] is None)
+        raise InputError(f"job {first['job_id']!r} has no {needed[field]}; a simulation needs one for every GPU job "
+                         f"(--lenient leaves out the {bad.height:,} GPU job(s) without one)", path=path, field=field)
+    if bad.height == trace.jobs.filter(pl.col("gpu_num") > 0).height:
+        raise InputError(f"no GPU job has both a duration and a submit time (all {bad.height:,} lack one): "
+                         "nothing to simulate", path=path)
+    err_console.print(f"[yellow]left out {bad.height:,} GPU job(s) without a duration or submit time[/] "
+                      "(running or pending when the trace was taken)", soft_wrap=True)
+    return replace(trace, jobs=trace.jobs.filter(~lacking))
 
 
 class Settings(NamedTuple):
@@ -195,7 +222,8 @@ def simulate(
     if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
         raise ConfigError(f"--output {output}: exists and is not a folder")
     extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
-    trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra)
+    trace = _simulable(load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra),
+                       lenient, trace_path)
     if cluster is not None:
         from dlcluster.io.cluster_spec import read_cluster_spec
 
