@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_sim_helpers import by_id, check_invariants, jobs, scenarios, spec
 
 import dlcluster.sim.policies as policies_module
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import (
     Control,
     Observer,
@@ -408,3 +408,17 @@ def test_a_node_turned_on_by_an_observer_serves_its_group_in_the_same_second() -
     t = jobs(("X", "v", 4, 0, 100), ("B", "v", 4, 0, 10), ("A", "w", 1, 7, 5))
     r = by_id(simulate(t, spec(v=(4, 4), w=(1,)), "fifo", observers=[OnWhenWStarts()]).jobs)
     assert r["B"]["start"] == 7
+
+
+def test_pooled_jobs_share_the_cluster_whatever_their_vc() -> None:
+    # the openb pod lists label pods by QoS class while their node list is one VC: pooled, they all run
+    table = jobs(("a", "LS", 4, 0, 10), ("b", "BE", 4, 0, 10), ("c", "openb", 4, 0, 10))
+    cluster = spec(openb=(8,))
+    with pytest.raises(InputError, match="VC 'LS' of job 'a' is not in the cluster spec"):
+        simulate(table, cluster, "fifo")
+    pooled = simulate(table, cluster, "fifo", pooled=True)
+    assert {r["job_id"]: r["start"] for r in pooled.jobs.iter_rows(named=True)} == {"a": 0, "b": 0, "c": 10}
+    # counting jobs of VCs outside the spec as unschedulable still applies when asked for
+    skipped = simulate(table, cluster, "fifo", pooled=True, unknown_vc="unschedulable")
+    assert skipped.summary["overall"]["unschedulable"] == 2
+    assert [u["job_id"] for u in skipped.summary["unschedulable_jobs"]] == ["a", "b"]

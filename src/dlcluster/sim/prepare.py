@@ -93,7 +93,9 @@ def prepare(
         *([pl.col("status").cast(pl.String)] if keep_status else []),
     ).with_row_index("row")
     is_gpu = pl.col("gpu_num") > 0
-    known = pl.col("vc").is_in(list(spec.vcs))
+    # pooled, every job shares the whole cluster whatever its VC: a VC missing from the spec is then an error only if
+    # the caller counts such jobs as unschedulable (a trace covering more VCs than the spec describes)
+    known = pl.lit(True) if pooled and unknown_vc == "error" else pl.col("vc").is_in(list(spec.vcs))
     origin = None
     if compat:
         spec = HELIOS_ARTIFACT.whole_nodes(spec)
