@@ -168,7 +168,8 @@ def simulate(
                                   "oracle (true duration). Required by qssf and qssf-easy, used by fifo-easy if given."),
     load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor "
                                       "(2 = arrivals twice as dense; durations unchanged)."),
-    pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC."),
+    pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC (every job runs there, "
+                                "whatever its VC)."),
     skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
                                       help="Count jobs of VCs missing from the spec as unschedulable."),
     csv: bool = typer.Option(False, "--csv", help="Also write jobs.csv and timeline.csv."),
