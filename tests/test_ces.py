@@ -464,3 +464,13 @@ def test_a_gang_as_large_as_a_mixed_vc_gets_enough_gpus_booted() -> None:
     result = simulate(t, spec(a=(1,), b=(1, 1, 2)), "fifo", observers=[_manager([0], boot=0, step=7)],
                       power=PowerModel())
     assert by_id(result.jobs)["j1"]["start"] == 1
+
+
+def test_a_csv_that_is_neither_series_nor_trace_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "throughput.csv"  # a per-10-minute job count, as the Helios throughput files: not node demand
+    path.write_text("time,submit_job_all,start_job_all\n2020-04-01 00:00:00,6,6\n")
+    res = cli("ces", str(path))
+    assert (res.returncode, res.stderr.strip()) == (2, (
+        f"error: {path}: neither a demand series (columns time, used, active or busy, and total: nodes) nor a trace "
+        "of a known format; for a trace pass --format (parquet, helios, philly, philly-jobs, pai, openb, swf, sacct, "
+        "csv)"))

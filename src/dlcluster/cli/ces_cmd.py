@@ -14,7 +14,7 @@ from rich.table import Table
 from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.services.ces.params import PRESETS
 
 PRESET_NAMES = tuple(PRESETS)
@@ -93,6 +93,15 @@ def ces(
                               "(time, used|active, total)")
         minutes = read_series(source)
     else:
+        if fmt is None:
+            from dlcluster.io import FORMATS, detect_format
+
+            try:
+                fmt = detect_format(source)
+            except InputError:  # the message names what this command reads, not only traces
+                raise InputError("neither a demand series (columns time, used, active or busy, and total: nodes) "
+                                 f"nor a trace of a known format; for a trace pass --format ({', '.join(FORMATS)})",
+                                 path=source) from None
         trace = load(source, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
         if cluster is not None:
             from dlcluster.io.cluster_spec import read_cluster_spec
