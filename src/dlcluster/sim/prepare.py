@@ -93,8 +93,8 @@ def prepare(
         *([pl.col("status").cast(pl.String)] if keep_status else []),
     ).with_row_index("row")
     is_gpu = pl.col("gpu_num") > 0
-    # pooled, every job shares the whole cluster whatever its VC: a VC missing from the spec is then an error only if
-    # the caller counts such jobs as unschedulable (a trace covering more VCs than the spec describes)
+    # pooled, every job shares the whole cluster whatever its VC, unless the caller counts jobs of VCs missing from
+    # the spec as unschedulable (a trace that covers more VCs than the spec describes)
     known = pl.lit(True) if pooled and unknown_vc == "error" else pl.col("vc").is_in(list(spec.vcs))
     origin = None
     if compat:
