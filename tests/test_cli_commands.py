@@ -30,6 +30,7 @@ def test_a_named_command_registers_its_own_module_only() -> None:
     assert _registered("--debug", "simulate", "trace.csv") == ["policies", "simulate"]
     assert _registered("predict", "eval") == ["predict"]
     assert _registered("nonsense") == _registered()  # an unknown name gets every command, for typer's suggestion
+    assert _registered("--help", "simulate") == _registered()  # the root's help lists every command
 
 
 def test_openblas_starts_one_thread_unless_the_user_says_otherwise() -> None:

@@ -48,8 +48,11 @@ COMMANDS = {"info": "trace_cmds", "convert": "trace_cmds", "synth": "synth_cmd",
 def _register(args: list[str] | None = None) -> None:
     """Register the command that ``args`` name (every command when they name none, e.g. for ``--help``)."""
     # building every command's options costs ~0.05 s of CPU, a tenth of a short simulation
-    named = next((a for a in args or [] if not a.startswith("-")), None)
-    modules = [COMMANDS[named]] if named in COMMANDS else dict.fromkeys(COMMANDS.values())
+    args = args or []
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
+    named = args[at] if at < len(args) else None
+    root_help = "--help" in args[:at]  # `dlcluster --help simulate` shows the root's help: every command
+    modules = [COMMANDS[named]] if named in COMMANDS and not root_help else dict.fromkeys(COMMANDS.values())
     for module in modules:
         importlib.import_module(f"dlcluster.cli.{module}")
 
