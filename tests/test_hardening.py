@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -482,6 +483,15 @@ def test_output_under_a_file_is_one_line(tmp_path: Path) -> None:
         f"error: cannot write into {blocker}: {blocker} is a file, not a folder")
 
 
+def _raises(exc: BaseException) -> Callable[..., None]:
+    """A stand-in for a library function that fails with ``exc`` whatever it is given."""
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise exc
+
+    return fail
+
+
 def test_output_in_proc_is_one_line(tmp_path: Path) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
     line = refused("convert", str(jobs), "--format", "csv", "-o", "/proc/dlcluster-test.parquet")
@@ -491,10 +501,7 @@ def test_output_in_proc_is_one_line(tmp_path: Path) -> None:
 def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
 
-    def full(*args: object, **kwargs: object) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(pl.DataFrame, "write_csv", full)
+    monkeypatch.setattr(pl.DataFrame, "write_csv", _raises(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
     out = tmp_path / "out.csv"
     assert refused("convert", str(jobs), "--format", "csv", "-o", str(out)) == (
         f"error: cannot write {out}: no space left on device")
@@ -513,10 +520,8 @@ def test_a_polars_write_error_from_a_full_disk_is_one_line(tmp_path: Path) -> No
 def test_permission_denied_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
 
-    def denied(*args: object, **kwargs: object) -> None:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-
-    monkeypatch.setattr(atomic.tempfile, "mkstemp", denied)
+    denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", _raises(denied))
     out = tmp_path / "out.parquet"
     assert refused("convert", str(jobs), "--format", "csv", "-o", str(out)) == (
         f"error: cannot write {out}: permission denied")
@@ -525,10 +530,8 @@ def test_permission_denied_is_one_line(tmp_path: Path, monkeypatch: pytest.Monke
 def test_an_unreadable_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
 
-    def denied(*args: object, **kwargs: object) -> None:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(jobs))
-
-    monkeypatch.setattr(pl, "read_csv", denied)
+    denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(jobs))
+    monkeypatch.setattr(pl, "read_csv", _raises(denied))
     assert refused("info", str(jobs), "--format", "csv") == f"error: {jobs}: permission denied"
 
 
@@ -544,10 +547,8 @@ def test_a_usage_error_is_one_line(tmp_path: Path) -> None:
 def test_a_real_bug_is_still_an_internal_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
 
-    def bug(*args: object, **kwargs: object) -> None:
-        raise ZeroDivisionError("division by zero\nsecond line")
-
-    monkeypatch.setattr("dlcluster.cli.trace_cmds.trace_info", bug)
+    bug = ZeroDivisionError("division by zero\nsecond line")
+    monkeypatch.setattr("dlcluster.cli.trace_cmds.trace_info", _raises(bug))
     code, _, err = cli("info", str(jobs), "--format", "csv")
     assert code == 1
     assert error_lines(err) == [
