@@ -78,17 +78,18 @@ def _simulable(trace: Trace, lenient: bool, path: Path) -> Trace:
     import polars as pl
 
     from dlcluster.cli import err_console
+    from dlcluster.sim.prepare import REPLAY_NEEDS, unreplayable
 
-    needed = {"duration": "duration", "submit_time": "submit time"}
-    lacking = (pl.col("gpu_num") > 0) & pl.any_horizontal(pl.col(c).is_null() for c in needed)
+    lacking = unreplayable()
     bad = trace.jobs.filter(lacking)
     if not bad.height:
         return trace
     if not lenient:
         first = bad.row(0, named=True)
-        field = next(c for c in needed if first[c] is None)
-        raise InputError(f"job {first['job_id']!r} has no {needed[field]}; a simulation needs one for every GPU job "
-                         f"(--lenient leaves out the {bad.height:,} GPU job(s) without one)", path=path, field=field)
+        field = next(c for c in REPLAY_NEEDS if first[c] is None)
+        raise InputError(f"job {first['job_id']!r} has no {REPLAY_NEEDS[field]}; a simulation needs one for every GPU "
+                         f"job (--lenient leaves out the {bad.height:,} GPU job(s) without one)", path=path,
+                         field=field)
     if bad.height == trace.jobs.filter(pl.col("gpu_num") > 0).height:
         raise InputError(f"no GPU job has both a duration and a submit time (all {bad.height:,} lack one): "
                          "nothing to simulate", path=path)

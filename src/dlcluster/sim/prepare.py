@@ -27,15 +27,24 @@ class Prepared:
     origin: int | None  # compat: wall-clock epoch seconds of time 0
 
 
+# what a GPU job needs to be replayed, column → name (a job running or pending when the trace was taken lacks some)
+REPLAY_NEEDS = {"duration": "duration", "submit_time": "submit time"}
+
+
+def unreplayable() -> pl.Expr:
+    """True for a GPU job that lacks something of :data:`REPLAY_NEEDS`: the simulator refuses such a table."""
+    return (pl.col("gpu_num") > 0) & pl.any_horizontal(pl.col(c).is_null() for c in REPLAY_NEEDS)
+
+
 def _check(jobs: pl.DataFrame, source: str, cpus: bool) -> None:
     missing = [c for c in NEEDED if c not in jobs.columns]
     if missing:
         raise InputError(f"job table lacks column(s) {', '.join(missing)}", path=source)
     gpu = pl.col("gpu_num") > 0
     for field, bad_if, what in (
-        ("duration", pl.col("duration").is_null(), "has no duration; a simulation needs one for every GPU job"),
+        *((c, pl.col(c).is_null(), f"has no {name}; a simulation needs one for every GPU job")
+          for c, name in REPLAY_NEEDS.items()),
         ("duration", pl.col("duration") < 0, "has a negative duration"),
-        ("submit_time", pl.col("submit_time").is_null(), "has no submit time; a simulation needs one for every GPU job"),
         *([("cpu_num", pl.col("cpu_num") < 0, "asks for a negative number of CPUs")] if cpus else []),
     ):
         bad = jobs.filter(gpu & bad_if)
