@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,8 @@ import pytest
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.synth import Model, closeness, fit, generate
-from dlcluster.synth.model import ANY, Batches, Bucket, Dist, Queue, Users
+from dlcluster.cluster import ClusterSpec
+from dlcluster.synth.model import ANY, Batches, Bucket, Dist, Queue, Users, VcJobs
 
 SEEDS = (1, 2, 3, 4, 5)
 
@@ -65,7 +67,8 @@ def test_batches_share_size_vc_and_user_and_keep_their_gaps() -> None:
 
 def test_batched_generation_is_deterministic_and_round_trips() -> None:
     model = _toy(Batches(sizes={1: 0.5, 3: 0.5}, gaps=Queue(0.2, Dist(quantiles=(1.0, 4.0))),
-                         day_rates=tuple(np.linspace(0.2, 1.8, 101)), day_corr=0.5, batch_sd=0.6, job_sd=0.5))
+                         day_rates=tuple(np.linspace(0.2, 1.8, 101)), day_corr=0.5, batch_sd=0.6, job_sd=0.5,
+                         vc_day_sd=0.4, vc_day_corr=0.6))
     assert Model.from_json(model.to_json()) == model
     a = generate(model, days=5, seed=9).jobs
     assert a.equals(generate(Model.from_json(model.to_json()), days=5, seed=9).jobs)
@@ -82,6 +85,22 @@ def test_day_multipliers_spread_the_daily_counts() -> None:
     assert calm.std() / calm.mean() < 0.05
     assert busy.std() / busy.mean() > 0.4  # multipliers uniform on 0.1..1.9: CV about 0.52
     assert busy.sum() == pytest.approx(calm.sum(), rel=0.03)
+
+
+def test_vc_day_shifts_are_fitted_back_from_a_generated_trace() -> None:
+    # a VC's batches of one day share a duration shift (an AR(1) over days); fitting the generated trace finds its
+    # spread and day-to-day correlation again, in standardised units (the parts' total variance is 0.82; the
+    # correlation comes out a little low: each VC's 60 days are centred on their own mean)
+    batches = Batches(sizes={3: 1.0}, gaps=Queue(), batch_sd=0.3, job_sd=0.3, vc_day_sd=0.8, vc_day_corr=0.7)
+    vcs = {vc: (8, 8) for vc in "abcdef"}
+    model = dataclasses.replace(_toy(batches), jobs_per_day=1500.0, users=None, gpu_mix={1: 1.0}, vcs=vcs,
+                                vc_share={vc: 1 / 6 for vc in vcs}, vc_jobs={vc: VcJobs({1: 1.0}) for vc in vcs})
+    refit = fit(generate(model, days=60, seed=3), cluster=ClusterSpec(dict(vcs))).batches
+    assert refit is not None
+    assert refit.vc_day_sd == pytest.approx(0.8 / math.sqrt(0.82), abs=0.05)
+    assert refit.vc_day_corr == pytest.approx(0.7, abs=0.1)
+    flat = generate(dataclasses.replace(model, batches=dataclasses.replace(batches, vc_day_sd=0.0)), days=60, seed=3)
+    assert fit(flat, cluster=ClusterSpec(dict(vcs))).batches.vc_day_sd < 0.1  # type: ignore[union-attr]
 
 
 # --- against the Philly table ------------------------------------------------------------------
@@ -178,7 +197,8 @@ def test_docs_numbers_of_the_batched_fit(philly) -> None:
     batches = model.batches
     assert batches is not None and batches.max_gap == 60
     assert f"{batches.gaps.zero_share:.1%}" == "10.7%" and round(batches.day_corr, 2) == 0.64
-    assert (round(batches.batch_sd, 2), round(batches.job_sd, 2)) == (0.89, 0.45)
+    assert (round(batches.batch_sd, 2), round(batches.job_sd, 2)) == (0.79, 0.45)
+    assert (round(batches.vc_day_sd, 2), round(batches.vc_day_corr, 2)) == (0.41, 0.67)
     gaps = np.sort(np.diff(np.sort(real.jobs["submit_time"].to_numpy())))[:-5]
     assert round(float(gaps.std() / gaps.mean()), 1) == 7.8  # without the 5 longest pauses
     assert daily_counts(real)[:20].max() < 20  # the nearly empty first 20 days

@@ -19,12 +19,12 @@ from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
 from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share
 from dlcluster.synth.compare_report import write as write_report
-from dlcluster.synth.downstream import downstream, markdown
+from dlcluster.synth.downstream import downstream, markdown_over_seeds, over_seeds
 from dlcluster.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PHILLY = ROOT.parent / "shared" / "data" / "philly"
-DOC_SEED = 1  # the docs' downstream table: the philly preset with this seed against the real table
+DOC_SEEDS = range(1, 31)  # the docs' downstream table: the philly preset with these seeds against the real table
 
 
 def _trace(submits: list[int], users: list[str] | None = None) -> Trace:
@@ -111,36 +111,42 @@ def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def philly_load2() -> pl.DataFrame:
+def philly_seeds_load2() -> pl.DataFrame:
     if not PHILLY.is_dir():
         pytest.skip("shared sample philly not available")
     real = read_trace(PHILLY / "jobs_processed.csv")
-    generated = generate(load_preset("philly"), seed=DOC_SEED)
-    return downstream(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(2.0,))
+    generated = [generate(load_preset("philly"), seed=s) for s in DOC_SEEDS]
+    return over_seeds(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(2.0,))
 
 
-def test_docs_downstream_table_is_regenerated_verbatim(philly_load2: pl.DataFrame) -> None:
+def test_docs_downstream_table_is_regenerated_verbatim(philly_seeds_load2: pl.DataFrame) -> None:
     doc = (ROOT / "docs" / "synth.md").read_text(encoding="utf-8")
-    rows = markdown(philly_load2).splitlines()[2:]
-    assert len(rows) == 2
+    rows = markdown_over_seeds(philly_seeds_load2).splitlines()[2:]
+    assert len(rows) == 4
     for row in rows:
         assert row in doc, row
 
 
-def test_philly_real_queueing_lies_within_the_seeds_at_load_2(philly_load2: pl.DataFrame) -> None:
-    # the documented claim: seed 1 is not the only outcome; at load 2 the real table's four numbers lie inside
-    # the range of seeds 1-3, and the seeds spread widely (the 30% target is met by seed 1, not robustly)
-    real = read_trace(PHILLY / "jobs_processed.csv")
-    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
-    runs = [philly_load2] + [downstream(real, generate(load_preset("philly"), seed=s), spec, loads=(2.0,))
-                             for s in (2, 3)]
-    generated = pl.concat([r.select("policy", "statistic", "real_s", "generated_s") for r in runs])
-    spread = generated.group_by("policy", "statistic").agg(pl.col("real_s").first(), pl.col("generated_s").min()
-                                                           .alias("lo"), pl.col("generated_s").max().alias("hi"))
-    assert spread.height == 4
-    assert ((spread["lo"] <= spread["real_s"]) & (spread["real_s"] <= spread["hi"])).all(), spread
-    fifo_mean = spread.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
-    assert fifo_mean["hi"][0] / fifo_mean["lo"][0] > 2.0
+def test_philly_real_queueing_lies_within_the_seeds_at_load_2(philly_seeds_load2: pl.DataFrame) -> None:
+    # the documented claims: the real table's four numbers lie inside the seeds' range, which is wide (one seed's
+    # FIFO mean queueing differs from another's by more than a factor of ten)
+    table = philly_seeds_load2
+    assert ((table["low_s"] <= table["real_s"]) & (table["real_s"] <= table["high_s"])).all(), table
+    fifo_mean = table.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
+    assert fifo_mean["high_s"][0] / fifo_mean["low_s"][0] > 10.0
+
+
+def test_over_seeds_takes_the_median_and_range_of_the_seeds() -> None:
+    model = load_preset("helios-venus")
+    real, seeds = generate(model, days=2, seed=1), [generate(model, days=2, seed=s) for s in (2, 3, 4)]
+    table = over_seeds(real, seeds, real.cluster, loads=(2.0,))
+    one = [downstream(real, g, real.cluster, loads=(2.0,)) for g in seeds]
+    for row in table.iter_rows(named=True):
+        values = [t.filter((pl.col("policy") == row["policy"]) & (pl.col("statistic") == row["statistic"]))
+                  ["generated_s"][0] for t in one]
+        assert (row["generated_s"], row["low_s"], row["high_s"]) == (sorted(values)[1], min(values), max(values))
+        assert row["real_s"] == one[0].filter((pl.col("policy") == row["policy"])
+                                              & (pl.col("statistic") == row["statistic"]))["real_s"][0]
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -155,3 +161,24 @@ def test_cli_compare_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str
                            *(x.format(a=a) for x in args)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_docs_why_load_3_differs_vc_gpu_time() -> None:
+    # the documented explanation of the load-3 gap: three real VCs at about a quarter of their GPUs at load 1;
+    # generated GPU time per VC varies by seed, and 7f04ca's is on average 20% below the real
+    if not PHILLY.is_dir():
+        pytest.skip("shared sample philly not available")
+    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
+
+    def used(trace: Trace) -> dict[str, float]:
+        jobs = trace.jobs.filter(pl.col("duration").is_not_null())
+        span = jobs["submit_time"].max() - jobs["submit_time"].min()  # type: ignore[operator]
+        per_vc = jobs.group_by("vc").agg((pl.col("duration") * pl.col("gpu_num")).sum())
+        return {vc: gpu_s / (sum(spec.vcs[vc]) * span) for vc, gpu_s in per_vc.iter_rows() if vc in spec.vcs}
+
+    real = used(read_trace(PHILLY / "jobs_processed.csv"))
+    assert [round(real[vc], 2) for vc in ("2869ce", "7f04ca", "103959")] == [0.24, 0.25, 0.26]
+    seeds = [used(generate(load_preset("philly"), seed=s)) for s in range(1, 11)]
+    busy = np.array([u["103959"] for u in seeds])
+    assert busy.std() / busy.mean() > 0.10
+    assert round(float(np.mean([u["7f04ca"] for u in seeds])) / real["7f04ca"] - 1.0, 1) == -0.2

@@ -43,18 +43,33 @@ def mean_batch(sizes: dict[int, float]) -> float:
 def _day_multipliers(batches: Batches, n_days: int, rng: np.random.Generator) -> np.ndarray:
     if not batches.day_rates or n_days == 0:
         return np.ones(n_days)
-    r = batches.day_corr
-    e = rng.standard_normal(n_days)
-    z = np.empty(n_days)
-    z[0] = e[0]
-    for d in range(1, n_days):  # one step per day (not per job): an AR(1) of normal scores
-        z[d] = r * z[d - 1] + math.sqrt(1.0 - r * r) * e[d]
+    z = ar1(batches.day_corr, (1, n_days), rng)[0]
     # the days' ranks pick evenly spaced quantiles: any window holds the fitted spread of busy and quiet days
     # (the total stays near the fitted rate) and the AR(1) scores only decide which days are which
     rank = np.empty(n_days, dtype=np.int64)
     rank[np.argsort(z, kind="stable")] = np.arange(n_days)
     q = np.asarray(batches.day_rates)
     return np.interp((rank + 0.5) / n_days * (len(q) - 1), np.arange(len(q)), q)
+
+
+def ar1(r: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Standard normal AR(1) series along the last axis, lag-1 correlation ``r`` (one step per day, not per job)."""
+    e = rng.standard_normal(shape)
+    z = np.empty(shape)
+    z[..., 0] = e[..., 0]
+    for d in range(1, shape[-1]):
+        z[..., d] = r * z[..., d - 1] + math.sqrt(1.0 - r * r) * e[..., d]
+    return z
+
+
+def vc_day_shifts(batches: Batches, vc: np.ndarray, day: np.ndarray, vcs: int, rng: np.random.Generator,
+                  ) -> np.ndarray:
+    """Each batch's duration-score shift for its VC and day: per VC an AR(1) over days (``vc_day_sd``,
+    ``vc_day_corr``), so a VC has busy stretches of long jobs; zero without VCs or without the fitted spread."""
+    if batches.vc_day_sd <= 0 or len(vc) == 0 or vc.min() < 0:
+        return np.zeros(len(vc))
+    z = ar1(batches.vc_day_corr, (vcs, int(day.max()) + 1), rng)
+    return batches.vc_day_sd * z[vc, day]
 
 
 def _kinds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -80,9 +95,9 @@ def stratified(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Generator,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Submit times in order, each job's batch index, and per batch: job count (inside the window), VC index (-1:
-    not chosen yet) and GPU count."""
+    not chosen yet), GPU count and day of arrival (from ``t0``)."""
     batches = model.batches
     assert batches is not None
     kind_vc, kind_gpus, job_share = _kinds(model)
@@ -100,6 +115,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     nb = int(counts.sum())
     first = np.repeat(starts, counts) + np.floor(rng.random(nb) * np.repeat(exposure, counts) * HOUR).astype(np.int64)
     first = np.sort(first)
+    day_b = (first - t0) // DAY
     kind = stratified(batch_share, nb, rng)
     size = np.ones(nb, dtype=np.int64)
     labels = np.array([bucket_of(int(g)) for g in kind_gpus])[kind]
@@ -120,7 +136,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     keep = submit < t0 + round(days * DAY)  # a batch running past the window's end is cut there
     submit, owner = submit[keep], owner[keep]
     order = np.argsort(submit, kind="stable")
-    return (submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind])
+    return submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind], day_b
 
 
 def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list[str], score: np.ndarray,

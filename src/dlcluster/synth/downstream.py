@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
@@ -33,31 +34,55 @@ def queueing(trace: Trace, cluster: ClusterSpec, policy: str, load: float) -> tu
     return float(delays.mean()), float(delays.quantile(0.99, "linear"))  # type: ignore[arg-type]
 
 
+def _queueing_by_case(trace: Trace, cluster: ClusterSpec, loads: Sequence[float], policies: Sequence[str],
+                      ) -> dict[tuple[float, str, str], float]:
+    """(load, policy, statistic) → seconds, for statistics mean and p99."""
+    out = {}
+    for load in loads:
+        for policy in policies:
+            for statistic, value in zip(("mean", "p99"), queueing(trace, cluster, policy, load), strict=True):
+                out[(float(load), policy, statistic)] = value
+    return out
+
+
+def _error(real: float, generated: float) -> float:
+    return generated / real - 1.0 if real > 0 and not math.isnan(generated) else math.nan
+
+
 def downstream(real: Trace, generated: Trace, cluster: ClusterSpec, loads: Sequence[float] = LOADS,
                policies: Sequence[str] = POLICIES) -> pl.DataFrame:
     """Mean and p99 queueing of both traces per load and policy, with the generated one's relative error."""
+    ours = _queueing_by_case(generated, cluster, loads, policies)
     rows = []
-    for load in loads:
-        for policy in policies:
-            pairs = zip(queueing(real, cluster, policy, load), queueing(generated, cluster, policy, load), strict=True)
-            for statistic, (r, g) in zip(("mean", "p99"), pairs, strict=True):
-                error = g / r - 1.0 if r > 0 and not math.isnan(g) else math.nan
-                rows.append({"load": float(load), "policy": policy, "statistic": statistic, "real_s": r,
-                             "generated_s": g, "relative_error": error})
+    for (load, policy, statistic), r in _queueing_by_case(real, cluster, loads, policies).items():
+        g = ours[(load, policy, statistic)]
+        rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": g,
+                     "relative_error": _error(r, g)})
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
-def markdown(table: pl.DataFrame) -> str:
-    """The table as Markdown rows, one per load and policy (as docs/synth.md shows it)."""
-    lines = ["| load | policy | mean queueing real | mean generated | error | p99 queueing real | p99 generated "
-             "| error |", "|---|---|---|---|---|---|---|---|"]
-    for (load, policy), part in table.group_by(["load", "policy"], maintain_order=True):
-        by = {row["statistic"]: row for row in part.iter_rows(named=True)}
-        cells = [f"{load:g}", str(policy)]
-        for statistic in ("mean", "p99"):
-            row = by[statistic]
-            cells += [f"{row['real_s']:,.0f} s", f"{row['generated_s']:,.0f} s", _percent(row["relative_error"])]
-        lines.append("| " + " | ".join(cells) + " |")
+def over_seeds(real: Trace, generated: Sequence[Trace], cluster: ClusterSpec, loads: Sequence[float] = LOADS,
+               policies: Sequence[str] = POLICIES) -> pl.DataFrame:
+    """Like :func:`downstream` for several generated traces (one model, several seeds): the median of theirs, its
+    relative error, and their least and greatest value (``low_s``, ``high_s``)."""
+    runs = [_queueing_by_case(g, cluster, loads, policies) for g in generated]
+    rows = []
+    for (load, policy, statistic), r in _queueing_by_case(real, cluster, loads, policies).items():
+        values = [run[(load, policy, statistic)] for run in runs]
+        median = float(np.median(values))
+        rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": median,
+                     "relative_error": _error(r, median), "low_s": min(values), "high_s": max(values)})
+    return pl.DataFrame(rows, schema={**SCHEMA, "low_s": pl.Float64, "high_s": pl.Float64})
+
+
+def markdown_over_seeds(table: pl.DataFrame) -> str:
+    """An :func:`over_seeds` table as Markdown rows, one per load, policy and statistic."""
+    lines = ["| load | policy | statistic | real | median generated | error | range of the seeds |",
+             "|---|---|---|---|---|---|---|"]
+    for row in table.iter_rows(named=True):
+        lines.append(f"| {row['load']:g} | {row['policy']} | {row['statistic']} | {row['real_s']:,.0f} s | "
+                     f"{row['generated_s']:,.0f} s | {_percent(row['relative_error'])} | "
+                     f"{row['low_s']:,.0f}–{row['high_s']:,.0f} s |")
     return "\n".join(lines) + "\n"
 
 

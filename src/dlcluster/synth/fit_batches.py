@@ -87,6 +87,37 @@ def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_
     return tuple(round(float(x), DIGITS) for x in q), round(max(0.0, corr), DIGITS)
 
 
+def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
+    """Variance of a VC's day-level shift of batch duration scores (``r``) and its lag-1 correlation across days.
+
+    One-way random effects on batch means grouped by (VC, day of the batch's first submission): the variance of
+    the groups' means less what the batches' own spread puts there; the correlation is the covariance of a VC's
+    consecutive days' means over that variance (capped below 1).
+    """
+    batch = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
+                                        ((pl.col("submit_time").min() - start) // DAY).alias("day"))
+    # around each VC's own mean: a VC's lasting offset is its shift already, not a day effect
+    batch = batch.with_columns(pl.col("r") - pl.col("r").mean().over("vc"))
+    groups = batch.group_by("vc", "day").agg(pl.len().alias("n"), pl.col("r").mean().alias("m"),
+                                             pl.col("r").var(ddof=1).fill_null(0.0).alias("v"))
+    n_batches, k = batch.height, groups.height
+    if k < 2 or n_batches <= k:
+        return 0.0, 0.0
+    n, m, v = groups["n"].to_numpy().astype(float), groups["m"].to_numpy(), groups["v"].to_numpy()
+    grand = float(batch["r"].mean())  # type: ignore[arg-type]
+    between = float(n @ (m - grand) ** 2) / (k - 1)
+    within = float((n - 1) @ v) / (n_batches - k)
+    n0 = (n_batches - float(n @ n) / n_batches) / (k - 1)
+    var = max(0.0, (between - within) / n0)
+    if var == 0.0:
+        return 0.0, 0.0
+    # AR(1) correlation from how the covariance of a VC's days decays from one day apart to two (the batches' own
+    # noise is in neither, unlike in a lag-1 correlation of the means)
+    cov = [float((groups.join(groups.with_columns(pl.col("day") + lag), on=["vc", "day"], suffix="_then")
+                  .select(pl.col("m") * pl.col("m_then")).mean().item()) or 0.0) for lag in (1, 2)]
+    return var, min(0.99, max(0.0, cov[1] / cov[0])) if cov[0] > 0 else 0.0
+
+
 def _share_mix(values: pl.Series) -> dict[int, float]:
     counts = values.value_counts().sort(values.name)
     total = counts["count"].sum()
@@ -129,9 +160,11 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # pooled within-batch variance, with the k-1 degrees of freedom of each batch
     dof = float(within.group_by("batch").agg(pl.len() - 1)["len"].sum()) if within.height else 0.0
     job_var = float((within["w"] ** 2).sum()) / dof if dof > 0 else float(timed["r"].var() or 1.0)
-    batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var)
+    day_var, day_corr = vc_day_effect(timed, start)
+    batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
-                      round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())))
+                      round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
+                      round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS))
 
     vc_jobs = {}
     for vc, part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):

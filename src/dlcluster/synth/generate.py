@@ -195,7 +195,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     """The job columns of a batched model: one draw per batch for VC, size and user, per job for the rest."""
     batches = model.batches
     assert batches is not None
-    submit, owner, size, vc_b, gpus_b = batched.arrivals(model, days, load, t0, rng)
+    submit, owner, size, vc_b, gpus_b, day_b = batched.arrivals(model, days, load, t0, rng)
     n, nb = len(submit), len(size)
     vc_index = vc_b if model.vc_jobs else None
     gpus = gpus_b[owner]
@@ -221,6 +221,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
             for g, z in own.shifts.items():
                 cell = (vc_index == i) & (gpus_b == g)
                 shift[cell], spread[cell] = z, own.spreads.get(g, 1.0)
+        user_shift = user_shift + batched.vc_day_shifts(batches, vc_index, day_b, len(model.vc_share), rng)[owner]
     score = batched.scores(batches, owner, nb, shift[owner], spread[owner], user_shift, rng)
     duration = batched.durations(model, gpus, status, statuses, score)
 

@@ -121,7 +121,7 @@ class Batches:
 
     A batch's jobs share GPU count, VC and user; their duration normal scores (the job's
     quantile in its size's distribution, as a standard normal) are ``vc shift + user shift +
-    batch score + job score``, so the marginals stay those of the model.
+    vc day shift + batch score + job score``, so the marginals stay those of the model.
     """
 
     sizes: dict[int, float]  # share of batches with this many jobs
@@ -133,6 +133,8 @@ class Batches:
     user_sd: float = 0.0  # spread of users' duration-score shifts
     max_gap: int = 60  # the fit's batch rule: same submitter and size, at most this many seconds apart
     by_bucket: dict[str, dict[int, float]] = field(default_factory=dict)  # batch sizes per GPU bucket (else sizes)
+    vc_day_sd: float = 0.0  # spread of a VC's day-to-day duration-score shift (busy weeks of long jobs)
+    vc_day_corr: float = 0.0  # lag-1 correlation of a VC's consecutive days' shifts
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,7 @@ class Model:
 
 
 # fields added after the first presets: left out at their defaults, so a model without them is written as before
-_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail"})
+_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr"})
 
 
 def _without_defaults(raw: Any) -> Any:
@@ -278,7 +280,8 @@ def _batches(raw: dict[str, Any]) -> Batches:
     return Batches({int(k): float(p) for k, p in raw["sizes"].items()}, Queue(gaps["zero_share"], _dist(gaps["positive"])),
                    tuple(raw["day_rates"]), float(raw["day_corr"]), float(raw["batch_sd"]), float(raw["job_sd"]),
                    float(raw["user_sd"]), int(raw["max_gap"]),
-                   {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()})
+                   {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()},
+                   float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)))
 
 
 def preset_names() -> list[str]:
