@@ -4,7 +4,8 @@ Run from the project root: ``.venv/bin/python -m benchmarks.bench_guidelines``. 
 process (CPU seconds = user + sys, ``os.wait4``) of ``dlcluster simulate -p fifo`` on the Philly window (its
 table records no outcomes: failures change nothing there, the cost of replaying them shows) and on the 180-day
 Saturn look-alike (Helios' failure mix); the ratio is over the same run with none of them (target < 1.5× with
-the speed model, failures and retries on).
+the speed model, failures and retries on). The mean queueing delay shows how much heavier the simulated workload
+became: retried runs and slower jobs lengthen the queue, and a longer queue costs the scheduler more per event.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def main() -> None:
         print("../shared/data/philly is not available: the Philly case is skipped")
     cases = [*([("philly", philly)] if philly else []), ("saturn 180d", [str(saturn_parquet(180))])]
     print("guidelines: simulate -p fifo with the speed model, failures and retries (ratio: CPU s over plain)")
-    t = Table(("trace", 12), ("run", 28), *FIGURES, ("ratio", 7, ".2f"), ("retries", 9, ",d"))
+    t = Table(("trace", 12), ("run", 28), *FIGURES, ("ratio", 7, ".2f"), ("retries", 9, ",d"),
+              ("mean queue s", 14, ",.0f"))
     for name, args in cases:
         base = None
         for label, extra in RUNS.items():
@@ -51,7 +53,7 @@ def main() -> None:
                 summary = json.loads((Path(tmp) / "summary.json").read_text())
             base = base or m.cpu
             t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base,
-                  (summary.get("failures") or {}).get("retries"))
+                  (summary.get("failures") or {}).get("retries"), summary["overall"]["mean_queue_delay"])
 
 
 if __name__ == "__main__":

@@ -25,21 +25,25 @@ def sweep(
     from dlcluster.sweep.run import run_sweep
     from dlcluster.sweep.simulate_options import check_cell, checks
 
-    exp = read_experiment(experiment, checks(), check_cell)
     runner = make_executor(executor, workers)
-    bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
-    with bar:
-        task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
+    runner.start()  # the workers start up while the experiment is read and its traces are made
+    try:
+        exp = read_experiment(experiment, checks(), check_cell)
+        bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
+        with bar:
+            task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
 
-        def progress(done: int, failed: int, total: int) -> None:
-            bar.update(task, completed=done, failed=failed)
+            def progress(done: int, failed: int, total: int) -> None:
+                bar.update(task, completed=done, failed=failed)
 
-        try:
-            report = run_sweep(exp, output, runner, progress)
-        except KeyboardInterrupt:
-            err_console.print(f"sweep {exp.name}: stopped; the finished cells are kept in {output / 'cells'}, and "
-                              "running the same command again runs only the others", soft_wrap=True)
-            raise
+            try:
+                report = run_sweep(exp, output, runner, progress)
+            except KeyboardInterrupt:
+                err_console.print(f"sweep {exp.name}: stopped; the finished cells are kept in {output / 'cells'}, "
+                                  "and running the same command again runs only the others", soft_wrap=True)
+                raise
+    finally:
+        runner.stop()
     err_console.print(f"sweep {exp.name}: {report.total} cells, {report.skipped} already done, {report.ran} run now, "
                       f"{report.failed} failed -> {report.results}", soft_wrap=True)
     if report.failed:

@@ -23,6 +23,14 @@ WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
 class Executor(Protocol):
     """Runs cell tasks; yields each outcome when it is ready."""
 
+    def start(self) -> None:
+        """Get ready to run cells (may be a no-op); :meth:`stop` undoes it."""
+        ...
+
+    def stop(self) -> None:
+        """Release what :meth:`start` or :meth:`run` took."""
+        ...
+
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
         """Outcomes of ``tasks``, as they finish."""
         ...
@@ -31,29 +39,40 @@ class Executor(Protocol):
 def _init_worker() -> None:
     os.environ.update(WORKER_ENV)  # before the worker first imports Polars
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
+    # what every cell runs, imported while the driver still reads the experiment and makes its traces
+    import dlcluster.cli.simulate_cmd  # noqa: F401
+    import dlcluster.sim.run  # noqa: F401
 
 
 class LocalExecutor:
-    """A pool of ``workers`` fresh processes (spawned: no state forked from the driver's threads)."""
+    """A pool of ``workers`` fresh processes (spawned: importing Polars starts threads, so the driver is never safe
+    to fork), started by :meth:`start` so that they start up while the driver prepares the sweep."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
+        self.pool: Any = None
+
+    def start(self) -> None:
+        """Start the workers (they import what cells need, then wait for cells)."""
+        if self.pool is None:
+            self.pool = multiprocessing.get_context("spawn").Pool(processes=self.workers, initializer=_init_worker)
+
+    def stop(self) -> None:
+        """Stop the workers, idle or not (every outcome that was handed back is already stored)."""
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
-        """Outcomes of ``tasks`` from the pool, as they finish; stopping early (Ctrl-C) stops the workers."""
-        if not tasks:
-            return
-        ctx = multiprocessing.get_context("spawn")
-        pool = ctx.Pool(processes=min(self.workers, len(tasks)), initializer=_init_worker)
+        """Outcomes of ``tasks`` from the pool, as they finish; the workers stop at the end, or when stopped early
+        (Ctrl-C, an error while storing a cell), with the cells they were running."""
         try:
-            yield from pool.imap_unordered(run_cell, tasks)
-        except BaseException:  # stopped early (Ctrl-C, an error while storing a cell): the running cells too
-            pool.terminate()
-            raise
-        else:
-            pool.close()
+            if tasks:
+                self.start()
+                yield from self.pool.imap_unordered(run_cell, tasks)
         finally:
-            pool.join()
+            self.stop()
 
 
 class RayExecutor:
@@ -63,6 +82,12 @@ class RayExecutor:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
+
+    def start(self) -> None:
+        """Nothing: Ray starts (or attaches) when cells run."""
+
+    def stop(self) -> None:
+        """Nothing: :meth:`run` shuts down the instance it started."""
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
         """Outcomes of ``tasks`` from Ray, as they finish; the local instance is shut down at the end."""
