@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.versus")
     parser.add_argument("rev")
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    argv = sys.argv[1:] if argv is None else argv
+    # everything after "--" is the command (a REMAINDER argument would also swallow --runs)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, command = parser.parse_args(argv[:cut]), argv[cut + 1:]
     if not command:
         parser.error("give the dlcluster command after --")
     WORK.mkdir(exist_ok=True)

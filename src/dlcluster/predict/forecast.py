@@ -230,7 +230,7 @@ class DemandForecaster:
             outcome = outcomes(y, target)[first: last + 1]
             data = lgb.Dataset(self._rows[k][first: last + 1], outcome - y[first: last + 1],
                                feature_name=list(FEATURES), params={"max_bin": 63, "verbosity": -1})
-            model = lgb.train(params, data, num_boost_round=self.trees)
+            model = lgb.train(params, data, num_boost_round=self.trees, keep_training_booster=True)
             models.append(model)
             buffers.append(np.zeros((1, len(FEATURES))))
             fast.append(single_row_predictor(model, buffers[-1]))
