@@ -171,10 +171,11 @@ def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list
 
 
 def scores(batches: Batches, owner: np.ndarray, nb: int, shift: np.ndarray, spread: np.ndarray,
-           user_shift: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Duration normal scores: ``shift`` + ``spread`` × (``user_shift`` + batch part + job part), per job."""
+           common: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Duration normal scores: ``shift`` + ``spread`` × (``common`` (the user and VC-day parts) + batch part + job
+    part), per job."""
     batch_part = rng.standard_normal(nb) * batches.batch_sd
-    return shift + spread * (user_shift + batch_part[owner] + rng.standard_normal(len(owner)) * batches.job_sd)
+    return shift + spread * (common + batch_part[owner] + rng.standard_normal(len(owner)) * batches.job_sd)
 
 
 BUCKET_LABELS = [label for label, _, _ in BUCKETS]

@@ -91,8 +91,8 @@ def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
     """Variance of a VC's day-level shift of batch duration scores (``r``) and its lag-1 correlation across days.
 
     One-way random effects on batch means grouped by (VC, day of the batch's first submission): the variance of
-    the groups' means less what the batches' own spread puts there; the correlation is the covariance of a VC's
-    consecutive days' means over that variance (capped below 1).
+    the groups' means less what the batches' own spread puts there. The correlation (capped below 1) is how the
+    covariance of a VC's days decays from one day apart to two.
     """
     batch = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
                                         ((pl.col("submit_time").min() - start) // DAY).alias("day"))
@@ -111,8 +111,7 @@ def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
     var = max(0.0, (between - within) / n0)
     if var == 0.0:
         return 0.0, 0.0
-    # AR(1) correlation from how the covariance of a VC's days decays from one day apart to two (the batches' own
-    # noise is in neither, unlike in a lag-1 correlation of the means)
+    # the batches' own noise is in neither covariance, unlike in a lag-1 correlation of the means
     cov = [float((groups.join(groups.with_columns(pl.col("day") + lag), on=["vc", "day"], suffix="_then")
                   .select(pl.col("m") * pl.col("m_then")).mean().item()) or 0.0) for lag in (1, 2)]
     return var, min(0.99, max(0.0, cov[1] / cov[0])) if cov[0] > 0 else 0.0

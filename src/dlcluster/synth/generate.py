@@ -207,11 +207,11 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     status, queue = _per_bucket(model, bucket, labels, statuses, rng)
 
     user_b = None
-    user_shift = np.zeros(n)
+    common = np.zeros(n)  # the score parts shared beyond a batch: its user's, and its VC's that day
     if model.users is not None:
         user_b = rng.choice(model.users.count, size=nb, p=_user_weights(model.users))
         if batches.user_sd > 0:
-            user_shift = (rng.standard_normal(model.users.count) * batches.user_sd)[user_b[owner]]
+            common = (rng.standard_normal(model.users.count) * batches.user_sd)[user_b[owner]]
     shift, spread = np.zeros(nb), np.ones(nb)
     if vc_index is not None:
         for i, vc in enumerate(model.vc_share):
@@ -221,8 +221,8 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
             for g, z in own.shifts.items():
                 cell = (vc_index == i) & (gpus_b == g)
                 shift[cell], spread[cell] = z, own.spreads.get(g, 1.0)
-        user_shift = user_shift + batched.vc_day_shifts(batches, vc_index, day_b, len(model.vc_share), rng)[owner]
-    score = batched.scores(batches, owner, nb, shift[owner], spread[owner], user_shift, rng)
+        common = common + batched.vc_day_shifts(batches, vc_index, day_b, len(model.vc_share), rng)[owner]
+    score = batched.scores(batches, owner, nb, shift[owner], spread[owner], common, rng)
     duration = batched.durations(model, gpus, status, statuses, score)
 
     cols = _columns(model, gpus, submit, queue, duration, pl.Series(statuses).gather(status))
