@@ -101,6 +101,10 @@ def test_vc_day_shifts_are_fitted_back_from_a_generated_trace() -> None:
     assert refit.vc_day_corr == pytest.approx(0.7, abs=0.1)
     flat = generate(dataclasses.replace(model, batches=dataclasses.replace(batches, vc_day_sd=0.0)), days=60, seed=3)
     assert fit(flat, cluster=ClusterSpec(dict(vcs))).batches.vc_day_sd < 0.1  # type: ignore[union-attr]
+    # without VC sizes the generator draws VCs after the run times: the day part stays in the batch part
+    unsized = fit(dataclasses.replace(generate(model, days=60, seed=3), cluster=None)).batches
+    assert unsized is not None and unsized.vc_day_sd == 0.0
+    assert unsized.batch_sd == pytest.approx(math.hypot(refit.batch_sd, refit.vc_day_sd), abs=0.05)
 
 
 # --- against the Philly table ------------------------------------------------------------------

@@ -159,7 +159,9 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # pooled within-batch variance, with the k-1 degrees of freedom of each batch
     dof = float(within.group_by("batch").agg(pl.len() - 1)["len"].sum()) if within.height else 0.0
     job_var = float((within["w"] ** 2).sum()) / dof if dof > 0 else float(timed["r"].var() or 1.0)
-    day_var, day_corr = vc_day_effect(timed, start)
+    # only a model with VC sizes draws each batch's VC up front and so can give it its VC's day shift; without them
+    # that variance stays in the batch part
+    day_var, day_corr = vc_day_effect(timed, start) if vc_capacity else (0.0, 0.0)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
