@@ -11,10 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from dlcluster.cluster import ClusterSpec
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.synth import Model, closeness, fit, generate
-from dlcluster.cluster import ClusterSpec
 from dlcluster.synth.model import ANY, Batches, Bucket, Dist, Queue, Users, VcJobs
 
 SEEDS = (1, 2, 3, 4, 5)
