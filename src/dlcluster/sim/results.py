@@ -426,22 +426,22 @@ def build_results(
     spans = node_spans(log)
     states = NodeStates(spans) if log.height else None
     step = timeline_step(t0, _int(ran["end"].max()) if ran.height else t0)
-    timeline = _concat([_timeline(r, ran.filter(pl.col("group") == r.name), t0, states, step) for r in runs],
-                       TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
+    per_vc = [_timeline(r, ran.filter(pl.col("group") == r.name), t0, states, step) for r in runs]
+    timeline = _concat(per_vc, TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
-        summary["energy"] = _energy(power, prep, spans, ran, timeline, placements, sum(busy.values()), step)
+        summary["energy"] = _energy(power, prep, spans, ran, runs, per_vc, placements, sum(busy.values()))
     return table, timeline, placements, summary, log
 
 
-def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, timeline: pl.DataFrame,
-            placements: pl.DataFrame, busy_gpu_seconds: float, step: int) -> dict[str, Any]:
+def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, runs: list[GroupRun],
+            per_vc: list[pl.DataFrame], placements: pl.DataFrame, busy_gpu_seconds: float) -> dict[str, Any]:
     """The summary's ``energy`` object: energy by state, and what waiting for booting nodes cost the jobs
-    (``step``: the timeline's seconds between samples)."""
+    (``per_vc``: each run's timeline)."""
     start = _int(ran["submit"].min()) if ran.height else 0
     end = _int(ran["end"].max()) if ran.height else 0
     out = energy(power, prep.spec, spans, busy_gpu_seconds, start, end)
-    out["utilization_powered"] = _powered_utilization(timeline, prep, step)
+    out["utilization_powered"] = _powered_utilization(runs, per_vc)
     # a job waited for a boot if it started on a node in the very second that node came on
     ons = spans.filter((pl.col("state") == "on") & (pl.col("time") != NEVER)).select(
         pl.col("time").alias("start"), "vc", "node")
@@ -454,31 +454,22 @@ def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.Data
     return out
 
 
-def _powered_utilization(timeline: pl.DataFrame, prep: Prepared, step: int) -> float | None:
+def _powered_utilization(runs: list[GroupRun], per_vc: list[pl.DataFrame]) -> float | None:
     """Mean over samples of the cluster's busy nodes over its powered (on or booting) nodes."""
-    if timeline.height == 0:
+    # every VC's timeline samples the same grid from the same first instant, each up to its own last job's end:
+    # its k-th row is the grid's k-th sample (summed VC by VC: one copy of millions of rows costs more in page
+    # faults than the sums themselves)
+    steps = max((t.height for t in per_vc), default=0)
+    if steps == 0:
         return None
-    # every VC samples the same grid from the same first instant, each up to its own last job's end: the samples
-    # of all VCs together are the grid's first instants, numbered by their step (no sort of millions of rows); a
-    # VC's run of rows at a time, as views (millions of rows copied whole cost most of the time in page faults)
-    first = _int(timeline["time"].min())
-    busy = np.zeros((_int(timeline["time"].max()) - first) // step + 1)
-    on = np.zeros_like(busy)
-    nodes = {vc: len(s) for vc, s in prep.spec.vcs.items()}
-    powered = [c for c in ("nodes_on", "nodes_booting") if c in timeline.columns]  # none: every node on throughout
-    row = 0
-    for length, vc in timeline["vc"].rle().struct.unnest().iter_rows():
-        block = timeline.slice(row, length)
-        row += length
-        times = block["time"].to_numpy()
-        k = (int(times[0]) - first) // step
-        if not np.array_equal(np.diff(times), np.full(length - 1, step)):
-            raise AssertionError(f"the timeline's samples of VC {vc} are not {step} s apart")
-        busy[k: k + length] += block["nodes_busy"].to_numpy()
-        for column in powered:
-            on[k: k + length] += block[column].to_numpy()
-        if not powered:
-            on[k: k + length] += nodes[vc]
+    busy, on = np.zeros(steps), np.zeros(steps)
+    for run, t in zip(runs, per_vc, strict=True):
+        busy[: t.height] += t["nodes_busy"].to_numpy()
+        for column in ("nodes_on", "nodes_booting"):
+            if column in t.columns:
+                on[: t.height] += t[column].to_numpy()
+        if "nodes_on" not in t.columns:  # without state changes every node was on throughout
+            on[: t.height] += len(run.sizes)
     keep = on > 0
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
