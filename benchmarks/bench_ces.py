@@ -7,7 +7,7 @@ closed-loop). Every figure is one fresh process (CPU seconds = user + sys, ``os.
                  both rules, and ``--compat helios-artifact``; forecaster training included (target < 20 s).
 ``closed-loop``  ``dlcluster simulate -p fifo`` with ``--power none``, ``on`` and ``ces`` (both rules) on the
                  Philly window and on the 180-day Saturn look-alike; the ratio is CPU seconds over the same run
-                 with ``--power none`` (target < 1.5×).
+                 with ``--power none`` (target < 1.5×); then the CPU seconds that importing LightGBM adds.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from benchmarks._measure import (
     dlcluster,
     figures,
     philly_window_args,
+    python_snippet_measured,
     run_cases,
     saturn_parquet,
 )
@@ -73,6 +74,13 @@ def closed_loop() -> None:
             saved = (summary.get("energy") or {}).get("saved_pct")
             t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base, saved,
                   summary["overall"]["mean_queue_delay"])
+    # the forecaster's fixed cost, which no faster simulator can take off a short run: importing LightGBM (and the
+    # SciPy it imports) into a process that already has what a plain run imports
+    # (the least of five processes each: one process's start-up varies by more than the difference)
+    imports = "import dlcluster.cli.simulate_cmd, dlcluster.sim.run"
+    plain, with_lgbm = (min(python_snippet_measured(code).cpu for _ in range(5))
+                        for code in (imports, imports + ", lightgbm"))
+    print(f"importing LightGBM: {with_lgbm - plain:.2f} CPU s")
 
 
 CASES = {"open-loop": open_loop, "closed-loop": closed_loop}
