@@ -65,8 +65,8 @@ def ar1(r: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarra
 def vc_day_shifts(batches: Batches, vc: np.ndarray, day: np.ndarray, vcs: int, rng: np.random.Generator,
                   ) -> np.ndarray:
     """Each batch's duration-score shift for its VC and day: per VC an AR(1) over days (``vc_day_sd``,
-    ``vc_day_corr``), so a VC has busy stretches of long jobs; zero without VCs or without the fitted spread."""
-    if batches.vc_day_sd <= 0 or len(vc) == 0 or vc.min() < 0:
+    ``vc_day_corr``), so a VC has busy stretches of long jobs; zero without the fitted spread."""
+    if batches.vc_day_sd <= 0 or len(vc) == 0:
         return np.zeros(len(vc))
     z = ar1(batches.vc_day_corr, (vcs, int(day.max()) + 1), rng)
     return batches.vc_day_sd * z[vc, day]

@@ -45,20 +45,10 @@ def _queueing_by_case(trace: Trace, cluster: ClusterSpec, loads: Sequence[float]
     return out
 
 
-def _error(real: float, generated: float) -> float:
-    return generated / real - 1.0 if real > 0 and not math.isnan(generated) else math.nan
-
-
 def downstream(real: Trace, generated: Trace, cluster: ClusterSpec, loads: Sequence[float] = LOADS,
                policies: Sequence[str] = POLICIES) -> pl.DataFrame:
     """Mean and p99 queueing of both traces per load and policy, with the generated one's relative error."""
-    ours = _queueing_by_case(generated, cluster, loads, policies)
-    rows = []
-    for (load, policy, statistic), r in _queueing_by_case(real, cluster, loads, policies).items():
-        g = ours[(load, policy, statistic)]
-        rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": g,
-                     "relative_error": _error(r, g)})
-    return pl.DataFrame(rows, schema=SCHEMA)
+    return over_seeds(real, [generated], cluster, loads, policies).drop("low_s", "high_s")
 
 
 def over_seeds(real: Trace, generated: Sequence[Trace], cluster: ClusterSpec, loads: Sequence[float] = LOADS,
@@ -71,7 +61,8 @@ def over_seeds(real: Trace, generated: Sequence[Trace], cluster: ClusterSpec, lo
         values = [run[(load, policy, statistic)] for run in runs]
         median = float(np.median(values))
         rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": median,
-                     "relative_error": _error(r, median), "low_s": min(values), "high_s": max(values)})
+                     "relative_error": median / r - 1.0 if r > 0 and not math.isnan(median) else math.nan,
+                     "low_s": min(values), "high_s": max(values)})
     return pl.DataFrame(rows, schema={**SCHEMA, "low_s": pl.Float64, "high_s": pl.Float64})
 
 
