@@ -3,6 +3,7 @@ simulator (node states, boots, energy)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from collections.abc import Sequence
@@ -91,6 +92,27 @@ def test_no_forecast_reads_the_future() -> None:
     for k in range(len(targets)):
         assert np.array_equal(a._rows[k][: cut + 1], b._rows[k][: cut + 1], equal_nan=True)  # noqa: SLF001
     assert np.array_equal(a.forecast_all(range(cut - 100, cut + 1)), b.forecast_all(range(cut - 100, cut + 1)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.integers(0, 400), min_size=64, max_size=700), step=st.sampled_from([300, 600, 3600]),
+       t0=st.integers(1_400_000_000, 1_600_000_000), cuts=st.lists(st.integers(1, 700), max_size=6),
+       start=st.integers(0, 40), length=st.integers(1, 200), stat=st.sampled_from(["mean", "max"]))
+def test_feature_rows_are_the_same_bits_in_blocks_and_one_by_one(
+        values: list[int], step: int, t0: int, cuts: list[int], start: int, length: int, stat: str) -> None:
+    """Rows computed as vectorised blocks (at a fit) equal rows computed one origin at a time (at each forecast)."""
+    y = [v / 7 for v in values]  # fractions, so that sums and squares round
+    targets = (horizon(1), Target(start, start + length, stat), Target(0, 30, "max"))
+    calendar = Calendar("US", (datetime.date(2017, 11, 20),))
+    blocks, single = (DemandForecaster(step, t0, targets, calendar) for _ in range(2))
+    for f in (blocks, single):
+        f.extend(y)
+    for upto in [*sorted(c for c in cuts if c <= len(y)), len(y)]:  # blocks of any size, in order
+        blocks._fill(upto)  # noqa: SLF001
+    for upto in range(1, len(y) + 1):
+        single._fill(upto)  # noqa: SLF001
+    for k in range(len(targets)):
+        assert np.array_equal(blocks._rows[k][: len(y)], single._rows[k][: len(y)], equal_nan=True)  # noqa: SLF001
 
 
 def test_open_loop_decisions_before_t_ignore_the_series_after_t() -> None:

@@ -6,10 +6,12 @@ has its own direct model, so no forecast is built on other forecasts or on futur
 The model learns the change from ``y[i]``, which keeps it right when the level drifts
 beyond the range it was trained on (trees cannot extrapolate).
 
-:class:`DemandForecaster` is online: :meth:`~DemandForecaster.extend` appends demand and
-computes each new origin's feature row once, from the values known at that origin, and
-stores it; training reads the stored rows of the origins whose outcome is known by then.
-The same rows serve the open loop (all at once) and the simulator (one step at a time).
+:class:`DemandForecaster` is online: :meth:`~DemandForecaster.extend` appends demand; each
+origin's feature row is computed once, from the values known at that origin, when a fit or
+a forecast first needs it, and stored. Rows are computed in blocks, vectorised, or one at a
+time when only a few are new (a forecast at every step), with the same arithmetic in the same
+order, so both ways give the same bits. The same rows serve the open loop (all at once) and
+the simulator (one step at a time).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dlcluster.errors import ConfigError
 
 DAY = 86_400
 MIN_TRAIN_DAYS = 2  # the least history a demand model is trained on
+_BLOCK = 32  # new origins from which their rows are computed as one vectorised block
+_FULL_FROM = 6  # the first origin whose last-6 window is whole (earlier ones are computed one by one)
 _EPOCH = datetime.date(1970, 1, 1)
 
 
@@ -148,6 +152,7 @@ class DemandForecaster:
     models_: list[Any] | None = field(default=None, init=False)
     trained_until_: int = field(default=0, init=False)  # origins before this one had their outcome known at fit
     _rows: list[np.ndarray] = field(default_factory=list, init=False)  # per target: feature rows, by origin
+    _filled: int = field(default=0, init=False)  # origins before this one have their rows
     _cum: list[float] = field(default_factory=lambda: [0.0], init=False)  # running sums of y, for window means
     _flags: dict[int, tuple[float, float]] = field(default_factory=dict, init=False)  # calendar flags by day
     _fast: list[Any] = field(default_factory=list, init=False)
@@ -159,17 +164,81 @@ class DemandForecaster:
         self._rows = [np.empty((1024, len(FEATURES))) for _ in self.targets]
 
     def extend(self, values: Iterable[float]) -> None:
-        """Append demand values; each new origin's feature rows are computed from the series up to it."""
-        y, cum, rows = self.y, self._cum, self._rows
+        """Append demand values (their origins' feature rows are computed when first needed)."""
+        y, cum = self.y, self._cum
         for v in values:
             y.append(float(v))
             cum.append(cum[-1] + y[-1])
-            i = len(y) - 1
-            if i >= len(rows[0]):
-                self._rows = rows = [np.concatenate([r, np.empty_like(r)]) for r in rows]
+
+    def _fill(self, upto: int) -> None:
+        """Compute the feature rows of every origin before ``upto`` that has none yet."""
+        lo = self._filled
+        if upto <= lo:
+            return
+        if upto > len(self._rows[0]):
+            size = max(upto, 2 * len(self._rows[0]))
+            self._rows = [np.concatenate([r, np.empty((size - len(r), r.shape[1]))]) for r in self._rows]
+        # a block's fixed cost is that of a few dozen rows one by one; the first origins' windows are clipped
+        one_by_one = range(lo, upto) if upto - lo < _BLOCK else range(lo, min(upto, _FULL_FROM))
+        for i in one_by_one:
             shared = self._shared(i)
             for k, target in enumerate(self.targets):
-                rows[k][i] = shared + self._specific(i, target)
+                self._rows[k][i] = shared + self._specific(i, target)
+        if one_by_one.stop < upto:
+            self._fill_block(one_by_one.stop, upto)
+        self._filled = upto
+
+    def _fill_block(self, lo: int, hi: int) -> None:
+        """The rows of origins ``lo .. hi-1`` (``lo`` ≥ 6), vectorised; the arithmetic of :meth:`_shared` and
+        :meth:`_specific`, in the same order, on the series up to ``hi - 1`` only."""
+        y, cum = np.asarray(self.y[:hi]), np.asarray(self._cum[: hi + 1])
+        i = np.arange(lo, hi)
+        now = y[lo:hi]
+
+        def window_mean(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+            first = np.maximum(first, 0)
+            out: np.ndarray = (cum[last + 1] - cum[first]) / (last + 1 - first)
+            return out
+
+        def window_max(last: np.ndarray, length: int) -> np.ndarray:
+            """max(y[max(0, last - length + 1) .. last]) per last (each within the series)."""
+            padded = np.concatenate([np.full(length - 1, -np.inf), y])
+            out: np.ndarray = np.lib.stride_tricks.sliding_window_view(padded, length).max(axis=1)[last]
+            return out
+
+        last6 = [y[lo - 5 + d: hi - 5 + d] for d in range(6)]  # y[i-5], ..., y[i]
+        total = last6[0].copy()
+        for v in last6[1:]:
+            total += v
+        mean6 = total / 6
+        spread = np.zeros(len(i))
+        for v in last6:  # (squares as products: pow(x, 2) may differ from x * x in the last bit)
+            d = v - mean6
+            spread += d * d
+        shared = [now, now - y[lo - 1: hi - 1], now - y[lo - 6: hi - 6], mean6 - now, window_max(i, 6) - now,
+                  np.sqrt(spread / 6), window_mean(i - 35, i) - now, window_max(i, 36) - now,
+                  window_mean(i - DAY // self.step + 1, i) - now]
+        per_day = DAY // self.step
+        origin_s = self.t0 + i * self.step
+        for k, target in enumerate(self.targets):
+            seen = []
+            for lag in (per_day, 7 * per_day):
+                first, last = i + target.start - lag, i + target.stop - 1 - lag
+                valid = last >= 0  # (last <= i always: a window ending after its origin is never known)
+                if target.stop - 1 > lag or not valid.any():
+                    seen.append(np.full(len(i), math.nan))
+                    continue
+                safe = np.maximum(last, 0)
+                value = window_mean(first, safe) if target.stat == "mean" else \
+                    window_max(safe, target.stop - target.start)
+                seen.append(np.where(valid, value - now, math.nan))
+            mid = origin_s + (target.start + target.stop - 1) * self.step // 2
+            day = mid // DAY
+            flags = np.array([self._day_flags(int(d)) for d in np.unique(day)])
+            which = np.searchsorted(np.unique(day), day)
+            self._rows[k][lo:hi] = np.column_stack(
+                [*shared, *seen, (mid % DAY) / 3600, ((day + 3) % 7).astype(np.float64),
+                 flags[which, 0], flags[which, 1], (origin_s % DAY) / 3600])
 
     def _mean(self, lo: int, hi: int) -> float:
         """Mean of y[lo .. hi] (inclusive, lo clipped at 0), from the running sums."""
@@ -182,7 +251,7 @@ class DemandForecaster:
         last6 = y[max(0, i - 5): i + 1]
         mean6 = sum(last6) / len(last6)
         return [now, now - y[i - 1] if i >= 1 else nan, now - y[i - 6] if i >= 6 else nan,
-                mean6 - now, max(last6) - now, math.sqrt(sum((v - mean6) ** 2 for v in last6) / len(last6)),
+                mean6 - now, max(last6) - now, math.sqrt(sum(d * d for d in (v - mean6 for v in last6)) / len(last6)),
                 mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]
 
     def _specific(self, i: int, target: Target) -> list[float]:
@@ -200,11 +269,15 @@ class DemandForecaster:
         origin_s = self.t0 + i * step
         mid = origin_s + (target.start + target.stop - 1) * step // 2
         day = mid // DAY
+        return [*seen, (mid % DAY) / 3600, float((day + 3) % 7),  # 1970-01-01 was a Thursday: Monday is 0
+                *self._day_flags(day), (origin_s % DAY) / 3600]
+
+    def _day_flags(self, day: int) -> tuple[float, float]:
+        """(holiday, event) of epoch day ``day``, cached."""
         flags = self._flags.get(day)
         if flags is None:
             flags = self._flags[day] = (self.calendar.holiday(day), self.calendar.event(day))
-        return [*seen, (mid % DAY) / 3600, float((day + 3) % 7),  # 1970-01-01 was a Thursday: Monday is 0
-                *flags, (origin_s % DAY) / 3600]
+        return flags
 
     def fit(self, until: int | None = None) -> DemandForecaster:
         """Train on the origins whose outcome was known at step ``until`` (default: now), the last ``history_steps``."""
@@ -221,6 +294,7 @@ class DemandForecaster:
         if self.quantile is not None:
             params["alpha"] = self.quantile
         y = np.asarray(self.y[:known])
+        self._fill(known)
         models, fast, buffers = [], [], []
         for k, target in enumerate(self.targets):
             last = known - target.stop  # the last origin whose whole target window is known
@@ -242,6 +316,7 @@ class DemandForecaster:
         if self.models_ is None:
             raise RuntimeError("DemandForecaster is not fitted: call fit() first")
         i = len(self.y) - 1
+        self._fill(i + 1)
         out = []
         for k, predict in enumerate(self._fast):
             self._buffers[k][0] = self._rows[k][i]
@@ -253,6 +328,8 @@ class DemandForecaster:
         if self.models_ is None:
             raise RuntimeError("DemandForecaster is not fitted: call fit() first")
         idx = np.asarray(origins, dtype=np.int64)
+        if len(idx):
+            self._fill(int(idx.max()) + 1)
         now = np.asarray(self.y)[idx]
         cols = [now + m.predict(self._rows[k][idx], num_threads=1) for k, m in enumerate(self.models_)]
         out: np.ndarray = np.maximum(np.column_stack(cols), 0.0)
