@@ -12,7 +12,7 @@ not start pushed back); a sorted container of ``(key, job)`` for other static po
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
@@ -139,12 +139,16 @@ class _LinearRanks:
                 if entries is None:
                     entries = new[slope] = []
                 entries.append((base, seq, job, start))
-        # one sort per slope merges the new entries into its sorted list (a pass may start hundreds of jobs:
-        # cheaper than inserting them one by one; entries are distinct, so the order is the same)
+        # a few new entries are inserted one by one into their slope's sorted list; many (a pass may start hundreds
+        # of jobs) are merged by one sort, which costs about as much as 32 insertions (entries are distinct, so
+        # either way gives the same order)
         for slope, entries in new.items():
             ranked = lists.get(slope)
             if ranked is None:
                 lists[slope] = sorted(entries)
+            elif 32 * len(entries) < len(ranked):
+                for entry in entries:
+                    insort(ranked, entry)
             else:
                 ranked += entries
                 ranked.sort()

@@ -132,72 +132,75 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
               step: int = SAMPLE) -> np.ndarray:
     """At each sample t0 + step·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
     # sample k lies in [s, e) exactly when ceil((s - t0) / step) <= k < ceil((e - t0) / step)
-    a, b = _first_sample(starts, t0, n, step), _first_sample(ends, t0, n, step)
+    return _sampled(_first_sample(starts, t0, n, step), _first_sample(ends, t0, n, step), n, weights)
+
+
+def _sampled(a: np.ndarray, b: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_covering` of intervals given by their first sample ``a`` and first sample after them ``b``."""
     diff = np.bincount(a, weights, minlength=n + 1) - np.bincount(b, weights, minlength=n + 1)
     # integer weights sum exactly in float64 (far below 2**53), so the cast loses nothing
     return np.cumsum(diff)[:n].astype(np.int64)
 
 
 def _first_sample(times: np.ndarray, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
-    """Per time, the first sample at or after it, ceil((t - t0) / step), within [0, n] (one array, in place:
-    with millions of segments every temporary array costs page faults)."""
+    """Per time, the first sample at or after it, ceil((t - t0) / step), within [0, n] (one array, computed in
+    place: with millions of segments every temporary array costs page faults)."""
     k = t0 - times
     k //= step
     np.negative(k, out=k)
     return np.clip(k, 0, n, out=k)
 
 
-def _node_levels(node: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Piecewise-constant job count per node: intervals [start, end) and the jobs on the node in each."""
-    m = len(node)
-    t0 = min(int(start.min()), int(end.min())) if m else 0
-    span = max(int(start.max()), int(end.max())) - t0 + 1 if m else 1
-    if m and int(node.min()) >= 0 and (int(node.max()) + 1) * span * 2 < 2**63:
-        # by node, then time, then starts before ends: one sort of the values of a combined key (several times
-        # faster than a lexsort, and the same order: the lexsort was stable with starts first), built in place
-        key = np.empty(2 * m, dtype=np.int64)
-        for half, times, is_end in ((key[:m], start, 0), (key[m:], end, 1)):
-            np.multiply(node, span, out=half)
-            half += times
-            half -= t0
-            half *= 2
-            half += is_end
-        key.sort()
-        jobs = key & 1  # 1 at an end: the delta is 1 - 2 * is_end
-        jobs *= -2
-        jobs += 1
-        np.cumsum(jobs, out=jobs)
-        key >>= 1
-        nodes, times = np.divmod(key, span)
-        times += t0
-    else:
-        nodes, times = np.concatenate([node, node]), np.concatenate([start, end])
-        deltas = np.concatenate([np.ones_like(node), -np.ones_like(node)])
-        order = np.lexsort((times, nodes))
-        nodes, times, jobs = nodes[order], times[order], np.cumsum(deltas[order])
-    # each node's deltas sum to zero, so one running sum restarts at 0 for every node; an interval between two
-    # events of one second is empty and covers no sample, whatever its count
-    # (positions, then take: a boolean mask of about half its entries costs branch mispredictions, several times more)
-    keep = np.flatnonzero((nodes[:-1] == nodes[1:]) & (jobs[:-1] > 0))
-    return times.take(keep), times.take(keep + 1), jobs.take(keep)
+def _nodes_holding(node: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample k < n, the nodes that hold at least one and at least two of the intervals [a, b) (in samples)
+    that sit on ``node``."""
+    m, width = len(node), n + 1
+    # by node, then sample, then starts before ends: one sort of a combined key (several times faster than a
+    # lexsort), built in place
+    key = np.empty(2 * m, dtype=np.int64)
+    for half, first, is_end in ((key[:m], a, 0), (key[m:], b, 1)):
+        np.multiply(node, width, out=half)
+        half += first
+        half *= 2
+        half += is_end
+    key.sort()
+    held = key & 1  # 1 at an end: each event adds 1 - 2 * is_end to its node's count
+    held *= -2
+    held += 1
+    np.cumsum(held, out=held)  # each node's events sum to 0, so one running sum restarts at 0 for every node
+    key >>= 1
+    key %= width  # the sample of each event
+    out = []
+    for least in (1, 2):
+        # a node's count reaches ``least`` or falls below it: +1 or -1 from that sample on (several events in one
+        # sample add up to the change over the sample, so brief levels inside it count for nothing)
+        above = held >= least
+        flips = np.flatnonzero(above[1:] != above[:-1]) + 1
+        if m and above[0]:
+            flips = np.r_[0, flips]
+        ups = above[flips]
+        counted = np.bincount(key[flips[ups]], minlength=width) - np.bincount(key[flips[~ups]], minlength=width)
+        out.append(np.cumsum(counted)[:n])
+    return out[0], out[1]
 
 
 def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | None = None,
               step: int = SAMPLE) -> pl.DataFrame:
     seg = run.seg
     n = (_int(jobs["end"].max()) - t0) // step + 1
-    busy = _covering(seg["start"], seg["end"], t0, n, seg["gpus"], step)
+    a, b = _first_sample(seg["start"], t0, n, step), _first_sample(seg["end"], t0, n, step)
     js, je, jg = (jobs[c].to_numpy() for c in ("submit", "end", "gpu_num"))
-    present_gpus = _covering(js, je, t0, n, jg, step)
-    present = _covering(js, je, t0, n, None, step)
-    running = _covering(seg["start"], seg["end"], t0, n, None, step)
-    lv_start, lv_end, lv_jobs = _node_levels(seg["node"], seg["n_start"], seg["n_end"])
-    shared = lv_jobs > 1
+    ja, jb = _first_sample(js, t0, n, step), _first_sample(je, t0, n, step)
+    busy, running = _sampled(a, b, n, seg["gpus"]), _sampled(a, b, n)
+    present_gpus, present = _sampled(ja, jb, n, jg), _sampled(ja, jb, n)
+    if seg["n_start"] is not seg["start"]:  # segments across nodes: one row per (segment, node)
+        a, b = _first_sample(seg["n_start"], t0, n, step), _first_sample(seg["n_end"], t0, n, step)
+    nodes_busy, nodes_shared = _nodes_holding(seg["node"], a, b, n)
     total = sum(run.sizes)
     cpus = {}
     if run.cpus is not None:
         total_cpus = sum(run.cpus)
-        held = _covering(seg["n_start"], seg["n_end"], t0, n, run.node_cpus, step)
+        held = _sampled(a, b, n, run.node_cpus)
         cpus = {"total_cpus": np.full(n, total_cpus, dtype=np.int64), "idle_cpus": total_cpus - held}
     return pl.DataFrame({
         "time": np.arange(n, dtype=np.int64) * step + t0,
@@ -207,8 +210,8 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | N
         "pending_gpus": present_gpus - busy,
         "running_jobs": running,
         "pending_jobs": present - running,
-        "nodes_busy": _covering(lv_start, lv_end, t0, n, None, step),
-        "nodes_shared": _covering(lv_start[shared], lv_end[shared], t0, n, None, step),
+        "nodes_busy": nodes_busy,
+        "nodes_shared": nodes_shared,
         **cpus,
         **(states.counts(run.name, len(run.sizes), t0, n, step) if states is not None else {}),
     })
