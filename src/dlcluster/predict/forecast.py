@@ -153,6 +153,10 @@ class DemandForecaster:
     trained_until_: int = field(default=0, init=False)  # origins before this one had their outcome known at fit
     _rows: list[np.ndarray] = field(default_factory=list, init=False)  # per target: feature rows, by origin
     _filled: int = field(default=0, init=False)  # origins before this one have their rows
+    # y[:_copied] and its running sums as arrays, for blocks of rows (see _arrays)
+    _y_array: np.ndarray = field(default_factory=lambda: np.empty(0), init=False)
+    _cum_array: np.ndarray = field(default_factory=lambda: np.zeros(1), init=False)
+    _copied: int = field(default=0, init=False)
     _cum: list[float] = field(default_factory=lambda: [0.0], init=False)  # running sums of y, for window means
     _flags: dict[int, tuple[float, float]] = field(default_factory=dict, init=False)  # calendar flags by day
     _fast: list[Any] = field(default_factory=list, init=False)
@@ -179,7 +183,7 @@ class DemandForecaster:
             size = max(upto, 2 * len(self._rows[0]))
             self._rows = [np.concatenate([r, np.empty((size - len(r), r.shape[1]))]) for r in self._rows]
         # a block's fixed cost is that of a few dozen rows one by one; the first origins' windows are clipped
-        one_by_one = range(lo, upto) if upto - lo < _BLOCK else range(lo, min(upto, _FULL_FROM))
+        one_by_one = range(lo, upto) if upto - lo < _BLOCK else range(lo, max(lo, min(upto, _FULL_FROM)))
         for i in one_by_one:
             shared = self._shared(i)
             for k, target in enumerate(self.targets):
@@ -191,7 +195,7 @@ class DemandForecaster:
     def _fill_block(self, lo: int, hi: int) -> None:
         """The rows of origins ``lo .. hi-1`` (``lo`` ≥ 6), vectorised; the arithmetic of :meth:`_shared` and
         :meth:`_specific`, in the same order, on the series up to ``hi - 1`` only."""
-        y, cum = np.asarray(self.y[:hi]), np.asarray(self._cum[: hi + 1])
+        y, cum = self._arrays(hi)
         i = np.arange(lo, hi)
         now = y[lo:hi]
 
@@ -201,9 +205,13 @@ class DemandForecaster:
             return out
 
         def window_max(last: np.ndarray, length: int) -> np.ndarray:
-            """max(y[max(0, last - length + 1) .. last]) per last (each within the series)."""
-            padded = np.concatenate([np.full(length - 1, -np.inf), y])
-            out: np.ndarray = np.lib.stride_tricks.sliding_window_view(padded, length).max(axis=1)[last]
+            """max(y[max(0, last - length + 1) .. last]) per ``last`` (consecutive, the last one in the series;
+            -inf for a window that ends before it)."""
+            first = int(last[0]) - length + 1
+            part = y[max(0, first): int(last[-1]) + 1]
+            if first < 0:
+                part = np.concatenate([np.full(-first, -np.inf), part])
+            out: np.ndarray = np.lib.stride_tricks.sliding_window_view(part, length).max(axis=1)
             return out
 
         last6 = [y[lo - 5 + d: hi - 5 + d] for d in range(6)]  # y[i-5], ..., y[i]
@@ -230,7 +238,7 @@ class DemandForecaster:
                     continue
                 safe = np.maximum(last, 0)
                 value = window_mean(first, safe) if target.stat == "mean" else \
-                    window_max(safe, target.stop - target.start)
+                    window_max(last, target.stop - target.start)
                 seen.append(np.where(valid, value - now, math.nan))
             mid = origin_s + (target.start + target.stop - 1) * self.step // 2
             day = mid // DAY
@@ -244,6 +252,19 @@ class DemandForecaster:
         """Mean of y[lo .. hi] (inclusive, lo clipped at 0), from the running sums."""
         lo = max(0, lo)
         return (self._cum[hi + 1] - self._cum[lo]) / (hi + 1 - lo)
+
+    def _arrays(self, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """y[:hi] and its running sums (with the leading 0) as arrays, copied from the lists only where new."""
+        done = self._copied
+        if hi > done:
+            if hi >= len(self._y_array):  # doubling: each value is copied a bounded number of times
+                size = 2 * hi
+                self._y_array = np.concatenate([self._y_array[:done], np.empty(size - done)])
+                self._cum_array = np.concatenate([self._cum_array[: done + 1], np.empty(size - done)])
+            self._y_array[done:hi] = self.y[done:hi]
+            self._cum_array[done + 1: hi + 1] = self._cum[done + 1: hi + 1]
+            self._copied = hi
+        return self._y_array[:hi], self._cum_array[: hi + 1]
 
     def _shared(self, i: int) -> list[float]:
         y, nan, mean = self.y, math.nan, self._mean

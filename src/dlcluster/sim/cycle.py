@@ -253,6 +253,7 @@ class Cycle:
         self._victims: list[int] = []  # preempted in the current pass, to rejoin the queue after it
         self._seq = 0
         self.order: Order = order or policy.order
+        self._overhead = [checkpoint_overhead(g) for g in range(state.total + 1)]  # by GPU count, for preemptions
         self.estimates_required = estimates_required  # estimates come from observers: check each at arrival
         self.reviews = type(policy).next_review is not Policy.next_review
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
@@ -351,7 +352,7 @@ class Cycle:
         jobs.held[j] += now - started
         # at full speed the work left is counted from the start (see Jobs.remaining_at)
         left = jobs.remaining[j] - (now - started) if self.speed is None else jobs.remaining_at(j, now)
-        jobs.remaining[j] = left + checkpoint_overhead(gpus)
+        jobs.remaining[j] = left + self._overhead[gpus]
         jobs.started_at[j] = -1
         self.waiting_since[j] = now
         self._victims.append(j)

@@ -27,7 +27,10 @@ class Las(Policy):
 
     def priority(self, job: int, now: int) -> int:
         """GPU-seconds held so far."""
-        return self.jobs.attained_at(job, now)
+        jobs = self.jobs
+        started = jobs.started_at[job]
+        # Jobs.attained_at inline: once per preemption
+        return jobs.gpu[job] * (jobs.held[job] + (now - started if started >= 0 else 0))
 
     def linear_key(self, job: int) -> tuple[int, int]:
         """While it runs a job gains its GPU count in attained service every second."""
