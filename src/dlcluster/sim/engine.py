@@ -158,6 +158,7 @@ class Engine:
         ends, wakes, nodes, ticks = self._ends, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events
+        second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
         i, n = 0, len(times)
         stalled = 0
         while True:
@@ -177,7 +178,7 @@ class Engine:
                 now = ticks[0][0]
             else:
                 stalled = 0
-            ended = self._ends_due(now)
+            ended = self._ends_due(now) if ends and ends[0][0] == now else NONE
             first = i
             while i < n and times[i] == now:
                 i += 1
@@ -198,15 +199,15 @@ class Engine:
             if single and not (woken or changed or due):
                 if first == i:
                     if len(ended) == 1:
-                        handler.one_end(now, ended[0])
+                        one_end(now, ended[0])
                     elif ended:
-                        handler.second(now, ended, first, i, NONE, NONE, NONE)
+                        second(now, ended, first, i, NONE, NONE, NONE)
                     continue
                 if not ended and i == first + 1:
-                    handler.one_arrival(now, first)
+                    one_arrival(now, first)
                     continue
             if ended or first < i or woken or changed or due:
-                handler.second(now, ended, first, i, woken, changed, due)
+                second(now, ended, first, i, woken, changed, due)
 
     def _run_plain(self, times: Sequence[int], handler: Handler) -> None:
         """:meth:`run` for a handler nobody can add node changes or ticks to (no observers): the lean hot loop."""

@@ -45,12 +45,15 @@ class PowerManager(Observer):
         self.control = control
         self.groups = control.groups
         self.index = {name: g for g, name in enumerate(self.groups)}
-        self.every = range(len(self.groups))
         self.states: list[VCState] = [control.state(g) for g in self.groups]
         # one size per VC lets busy nodes be read off the free-GPU histogram (else nodes are counted one by one)
         self.uniform = [len(set(s.sizes)) == 1 for s in self.states]
+        # idle nodes of one-size VCs are read off their histograms together, the others' one VC at a time
+        self._one_size = [s for s, u in zip(self.states, self.uniform, strict=True) if u and s.largest]
+        self._mixed = [g for g, u in enumerate(self.uniform) if not u]
         self.nodes = [len(s.sizes) for s in self.states]
         self.total = sum(self.nodes)
+        self.powered = self.total  # on or booting
         self.off: list[set[int]] = [set() for _ in self.groups]
         self.booting: list[int] = [0] * len(self.groups)
         self._settled: list[tuple[int, ...] | None] = [None] * len(self.groups)  # see on_waiting
@@ -86,6 +89,7 @@ class PowerManager(Observer):
                 self.control.set_node_state(self.groups[g], node, OFF)
                 self.off[g].add(node)
                 done += 1
+        self.powered -= done
         return done
 
     def _boot(self, g: int, chosen: list[int], now: int) -> int:
@@ -96,6 +100,7 @@ class PowerManager(Observer):
             self.control.set_node_state(name, node, BOOTING)
             self.control.set_node_state(name, node, ON, at=now + self.boot_seconds)
         self.booting[g] += len(chosen)
+        self.powered += len(chosen)
         return len(chosen)
 
     def on_waiting(self, group: str, now: int) -> None:
@@ -139,10 +144,13 @@ class PowerManager(Observer):
 
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
-        self._settle(now)
-        idle = self._idle
-        powered = self.total - sum(len(o) for o in self.off)  # on or booting
-        used = powered - sum(self.booting) - sum(idle(g) for g in self.every)
+        if any(self.booting):
+            self._settle()
+        powered = self.powered
+        idle = sum(s.by_free[s.largest] for s in self._one_size)
+        if self._mixed:
+            idle += sum(self._idle(g) for g in self._mixed)
+        used = powered - sum(self.booting) - idle
         fc = self.forecaster
         fc.extend((used,))
         if now >= self.next_fit:
@@ -162,7 +170,7 @@ class PowerManager(Observer):
         else:
             self._wake(target - powered, reserve, now)
 
-    def _settle(self, now: int) -> None:
+    def _settle(self) -> None:
         """Count the boots that have finished (their nodes are on now)."""
         for g, state in enumerate(self.states):
             if self.booting[g]:
