@@ -160,6 +160,23 @@ def test_custom_policy_is_a_small_class() -> None:
     assert starts(simulate(t, spec(v=(8,)), LongestFirst)) == {"a": 0, "c": 5, "b": 8}
 
 
+def test_a_queue_of_whole_number_keys_takes_a_fractional_key_mid_run() -> None:
+    """The queue packs whole-number keys with their job into one number; a fractional key arriving at a queue of
+    packed ones must still be ordered by key, ties by arrival."""
+    class HalfForFour(Policy):
+        name = "half-for-four"
+        static = True
+
+        def priority(self, job: int, now: int) -> float:
+            duration = self.jobs.duration[job]
+            return duration + 0.5 if duration == 4 else duration
+
+    t = jobs(("a", "v", 1, 0, 10), ("b", "v", 1, 1, 6), ("c", "v", 1, 2, 3), ("d", "v", 1, 3, 5),
+             ("f", "v", 1, 4, 4), ("e", "v", 1, 5, 3))
+    # keys b 6, c 3, d 5, f 4.5, e 3: after a, c and e (tie: arrival order), f, d, b
+    assert starts(simulate(t, spec(v=(1,)), HalfForFour)) == {"a": 0, "c": 10, "e": 13, "f": 16, "d": 20, "b": 25}
+
+
 def test_next_review_hook_wakes_a_time_dependent_policy() -> None:
     class Alternate(Policy):
         """Preemptive toy: the favoured job flips every 10 s until t = 20."""
