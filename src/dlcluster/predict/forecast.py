@@ -272,7 +272,8 @@ class DemandForecaster:
         last6 = y[max(0, i - 5): i + 1]
         mean6 = sum(last6) / len(last6)
         return [now, now - y[i - 1] if i >= 1 else nan, now - y[i - 6] if i >= 6 else nan,
-                mean6 - now, max(last6) - now, math.sqrt(sum(d * d for d in (v - mean6 for v in last6)) / len(last6)),
+                mean6 - now, max(last6) - now,
+                math.sqrt(sum(d * d for d in (v - mean6 for v in last6)) / len(last6)),  # (d * d: see _fill_block)
                 mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]
 
     def _specific(self, i: int, target: Target) -> list[float]:

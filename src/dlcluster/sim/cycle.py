@@ -3,7 +3,8 @@
 A pass runs at every second at which the group has an event: jobs that ended have
 released their GPUs and jobs that arrived have joined the queue before it. The queue is
 kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
-without backfilling (only the head matters); a heap of ``(key, insertion number, job)``
+without backfilling (only the head matters; packed into one int per job while every key is
+a whole number); a heap of ``(key, insertion number, job)``
 for static, preemptive ones (popped in order while a pass walks it, the entries that did
 not start pushed back); a sorted container of ``(key, job)`` for other static policies
 (walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
