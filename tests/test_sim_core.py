@@ -22,6 +22,8 @@ from dlcluster.sim import (
     simulate,
 )
 from dlcluster.sim.placement import PLACEMENTS, get_placement
+from dlcluster.sim.cluster import VCState
+from dlcluster.sim.placement.consolidate import Consolidate
 from dlcluster.sim.placement.spread import FirstFit
 from dlcluster.sim.policies import POLICIES, get_policy
 
@@ -95,6 +97,50 @@ def test_no_gpu_idles_while_a_job_that_fits_waits(scenario, policy: str) -> None
             waiting = part.filter((pl.col("submit") <= t) & (pl.col("end") > t) & ~pl.col("job_id").is_in(running))
             if waiting.height:
                 assert waiting["gpu_num"].min() > capacity - busy, (vc, t)
+
+
+class _AskedConsolidate(Consolidate):
+    """Consolidate without the one-node shortcut: the cycle asks it for every placement."""
+
+    one_node = False
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(max_gpus=8), st.sampled_from(["srtf", "las:100", "tiresias:60"]))
+def test_placing_on_the_freed_node_without_asking_changes_nothing(scenario, policy: str) -> None:
+    """A preempted job's node handed straight to the job that displaced it gives the very run that asking the
+    placement does, on fragmented nodes of mixed sizes."""
+    table, cluster = scenario
+    PLACEMENTS["consolidate-asked"] = _AskedConsolidate
+    try:
+        asked = simulate(table, cluster, policy, placement="consolidate-asked")
+    finally:
+        del PLACEMENTS["consolidate-asked"]
+    shortcut = simulate(table, cluster, policy, placement="consolidate")
+    check_invariants(table, cluster, shortcut)
+    assert shortcut.jobs.drop("wall_seconds", strict=False).equals(asked.jobs.drop("wall_seconds", strict=False))
+    assert shortcut.placements.equals(asked.placements) and shortcut.timeline.equals(asked.timeline)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=6), data=st.data())
+def test_hand_over_is_a_release_then_an_allocation(sizes: list[int], data: st.DataObject) -> None:
+    """VCState.hand_over leaves the state exactly as releasing one job's GPUs on a node and allocating another's."""
+    one, two = VCState(tuple(sizes)), VCState(tuple(sizes))
+    for state in (one, two):
+        state.track_multi()
+    node = data.draw(st.integers(0, len(sizes) - 1))
+    freed = data.draw(st.integers(1, sizes[node]))
+    for state in (one, two):
+        state.allocate([(node, freed)], freed, 0)
+        for n, size in enumerate(sizes):  # other jobs fill some of the rest
+            if n != node and size > 1:
+                state.allocate([(n, size - 1)], size - 1, 0)
+    taken = data.draw(st.integers(1, freed))
+    one.hand_over(node, freed, taken)
+    two.release([(node, freed)], freed, 0)
+    two.allocate([(node, taken)], taken, 0)
+    assert one == two
 
 
 def test_tiresias_never_preempts_between_equal_priorities() -> None:

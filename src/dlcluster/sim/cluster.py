@@ -127,6 +127,21 @@ class VCState:
         if cpus:
             self._move_cpus(alloc, gpus, cpus, 1)
 
+    def hand_over(self, node: int, freed: int, taken: int) -> None:
+        """A job holding ``freed`` GPUs on ``node`` alone (and no CPUs) gives them back and another job takes
+        ``taken`` of them: :meth:`release`, then :meth:`allocate`, in one update."""
+        f = self.free[node]
+        g = f + freed - taken
+        self.by_free[f] -= 1
+        self.by_free[g] += 1
+        self.free[node] = g
+        if self.free_bytes:
+            self.free_bytes[node] = g
+        self.free_total += freed - taken
+        self.gains += 1
+        if self.multi:
+            self.multi[node] += (taken > 1) - (freed > 1)
+
     def _move_cpus(self, alloc: Allocation, gpus: int, cpus: int, sign: int) -> None:
         """Take (``sign`` -1) or give back (+1) the CPUs of a job of ``gpus`` GPUs and ``cpus`` CPUs held on ``alloc``."""
         free_cpus = self.free_cpus

@@ -272,6 +272,8 @@ class Cycle:
             state.track_multi()
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
+        # whether it puts a job that fits a node on one node with room for it (see the placement package)
+        self.one_node_placement: bool = getattr(placement, "one_node", False)
         # the heap's head that a sized placement could not place, and the VC's ``gains`` then: until GPUs are given
         # back it cannot fit (taking GPUs never makes a gang fit), so retrying it after mere arrivals is wasted work
         self.blocked, self.blocked_gains = -1, -1
@@ -290,9 +292,11 @@ class Cycle:
 
     # ---- state changes -------------------------------------------------------------------------------------------
 
-    def _start(self, j: int, now: int, alloc: Allocation) -> None:
+    def _start(self, j: int, now: int, alloc: Allocation, taken: bool = False) -> None:
+        """Start ``j`` on ``alloc`` (``taken``: its GPUs are already taken off the VC's free ones)."""
         jobs, rec = self.jobs, self.rec
-        self.state.allocate(alloc, jobs.gpu[j], jobs.cpu[j])
+        if not taken:
+            self.state.allocate(alloc, jobs.gpu[j], jobs.cpu[j])
         self.running[j] = alloc
         if rec.start[j] < 0:
             rec.start[j] = now
@@ -688,6 +692,7 @@ class Cycle:
         # with a placement whose answer depends only on the free GPUs and the job's size, a size that failed in
         # this pass fails for every later job (unfit: as things stand; hopeless: even with every worse job gone)
         sized = self.sized_placement and not state.free_cpus
+        one_node = sized and self.one_node_placement
         unfit: set[int] = set()
         hopeless: set[int] = set()
         skip_hopeless, blocking = monotone and sized, policy.blocking
@@ -695,6 +700,7 @@ class Cycle:
             j = entry[-1]
             need = gpu[j]
             alloc = None
+            taken = False  # its GPUs already taken (handed over by a victim)
             if state.free_total >= need and need not in unfit:
                 alloc = place(state, need, now - submit[j], cpu[j])
                 if alloc is None and sized:
@@ -711,13 +717,21 @@ class Cycle:
                         # the common case first, inline (the hot path under heavy preemption): the most expendable
                         # job alone makes room; if so its release stands, else it is taken back
                         held, w_gpus, w_cpus = running[worst], gpu[worst], cpu[worst]
-                        state.release(held, w_gpus, w_cpus)
-                        if state.free_total >= need:
-                            alloc = place(state, need, now - submit[j], cpu[j])
-                        if alloc is None:
-                            state.allocate(held, w_gpus, w_cpus)
-                        else:
+                        if one_node and need <= w_gpus and len(held) == 1:
+                            # no node had room for the job, so the node freed is the only one that has: where a
+                            # one-node placement puts it, without asking; the GPUs change hands in one update
+                            alloc = held if need == w_gpus else [(held[0][0], need)]
+                            state.hand_over(held[0][0], w_gpus, need)
+                            taken = True
                             self._preempt(worst, now, True)
+                        else:
+                            state.release(held, w_gpus, w_cpus)
+                            if state.free_total >= need:
+                                alloc = place(state, need, now - submit[j], cpu[j])
+                            if alloc is None:
+                                state.allocate(held, w_gpus, w_cpus)
+                            else:
+                                self._preempt(worst, now, True)
                     if alloc is None:
                         alloc = self._preempt_worse(j, ranking, key, now, custom_victims,
                                                     None if custom_victims else worst)
@@ -726,7 +740,7 @@ class Cycle:
                     if alloc is not None:
                         unfit.clear()  # GPUs were freed
             if alloc is not None:
-                self._start(j, now, alloc)
+                self._start(j, now, alloc, taken)
                 started.append(entry)
             else:
                 if passed is not None:

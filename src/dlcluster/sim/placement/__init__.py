@@ -11,7 +11,10 @@ the empty VC: jobs that could never fit are excluded before the run. A placement
 answer changes once a job has waited ``relax_after`` seconds sets that attribute, and the
 cycle runs a pass at every such moment. A placement whose answer depends only on the free
 GPUs per node and the job's GPU count sets ``sized = True``: a scheduling pass then tries
-each size that failed only once. A placement that needs to know which nodes hold multi-GPU
+each size that failed only once. A sized placement that puts a job of at most the largest
+node's GPUs on one node with room for it (so, when only one node has room, on that node) and
+keeps no state of its own sets ``one_node = True``: a preemptive pass then places a job on
+the node a single victim frees without calling it. A placement that needs to know which nodes hold multi-GPU
 jobs sets ``isolates = True``: the VC then keeps ``VCState.multi`` (jobs of more than one
 GPU per node) for it.
 """

@@ -52,6 +52,7 @@ class Consolidate:
 
     name = "consolidate"
     sized = True  # the answer depends only on the free GPUs per node and the job's size
+    one_node = True  # a job that fits a node goes on one node with room for it
     help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
