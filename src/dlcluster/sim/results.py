@@ -137,9 +137,14 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
 
 def _sampled(a: np.ndarray, b: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     """:func:`_covering` of intervals given by their first sample ``a`` and first sample after them ``b``."""
-    diff = np.bincount(a, weights, minlength=n + 1) - np.bincount(b, weights, minlength=n + 1)
+    # in place: with millions of samples every temporary array costs page faults
+    diff = np.bincount(a, weights, minlength=n + 1)
+    diff -= np.bincount(b, weights, minlength=n + 1)
+    np.cumsum(diff, out=diff)
+    if weights is None:  # counts: already int64
+        return diff[:n]
     # integer weights sum exactly in float64 (far below 2**53), so the cast loses nothing
-    return np.cumsum(diff)[:n].astype(np.int64)
+    return diff[:n].astype(np.int64)
 
 
 def _first_sample(times: np.ndarray, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
