@@ -22,16 +22,21 @@ class Tiresias(Policy):
 
     def priority(self, job: int, now: int) -> tuple[int, int]:
         """(queue, submit time)."""
-        return (self.jobs.attained_at(job, now) >= self.threshold, self.jobs.submit[job])
+        jobs = self.jobs
+        started = jobs.started_at[job]
+        # Jobs.attained_at inline: every running job is ranked in a pass that needs a victim
+        attained = jobs.gpu[job] * (jobs.held[job] + (now - started if started >= 0 else 0))
+        return (attained >= self.threshold, jobs.submit[job])
 
     def next_review(self, queue: Sequence[int], now: int, arrived: int) -> int | None:
         """While jobs wait: the first second a running queue-0 job reaches the threshold (its demotion)."""
         if not queue:
             return None
-        jobs, wake = self.jobs, None
-        for j in self.running:
-            left = self.threshold - jobs.attained_at(j, now)
+        jobs, wake, threshold = self.jobs, None, self.threshold
+        gpu, held, started = jobs.gpu, jobs.held, jobs.started_at
+        for j in self.running:  # (Jobs.attained_at inline, of running jobs: this runs at every pass while jobs wait)
+            left = threshold - gpu[j] * (held[j] + now - started[j])
             if left > 0:
-                at = now - (-left // jobs.gpu[j])  # first whole second at which it is demoted
+                at = now - (-left // gpu[j])  # first whole second at which it is demoted
                 wake = at if wake is None or at < wake else wake
         return wake
