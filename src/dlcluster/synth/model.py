@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
@@ -76,6 +75,10 @@ class Dist:
             return cls(mu=math.log(median), sigma=math.sqrt(2.0 * math.log(mean / median)))
         if not mean < max_seconds / 2:
             raise ConfigError(f"a lognormal truncated at {max_seconds} s cannot have mean {mean}")
+        # imported here: only building presets solves for a truncated lognormal, and SciPy's optimizers cost
+        # every trace generator 0.1 s to import
+        from scipy.optimize import brentq
+
         cap = math.log(max_seconds)
 
         def mu_for(sigma: float) -> float:
