@@ -102,6 +102,7 @@ def test_no_gpu_idles_while_a_job_that_fits_waits(scenario, policy: str) -> None
 class _AskedConsolidate(Consolidate):
     """Consolidate without the one-node shortcut: the cycle asks it for every placement."""
 
+    name = "consolidate-asked"
     one_node = False
 
 
@@ -111,7 +112,7 @@ def test_placing_on_the_freed_node_without_asking_changes_nothing(scenario, poli
     """A preempted job's node handed straight to the job that displaced it gives the very run that asking the
     placement does, on fragmented nodes of mixed sizes."""
     table, cluster = scenario
-    PLACEMENTS["consolidate-asked"] = _AskedConsolidate
+    register_placement(_AskedConsolidate)
     try:
         asked = simulate(table, cluster, policy, placement="consolidate-asked")
     finally:

@@ -242,8 +242,8 @@ class DemandForecaster:
                 seen.append(np.where(valid, value - now, math.nan))
             mid = origin_s + (target.start + target.stop - 1) * self.step // 2
             day = mid // DAY
-            flags = np.array([self._day_flags(int(d)) for d in np.unique(day)])
-            which = np.searchsorted(np.unique(day), day)
+            days, which = np.unique(day, return_inverse=True)
+            flags = np.array([self._day_flags(int(d)) for d in days])
             self._rows[k][lo:hi] = np.column_stack(
                 [*shared, *seen, (mid % DAY) / 3600, ((day + 3) % 7).astype(np.float64),
                  flags[which, 0], flags[which, 1], (origin_s % DAY) / 3600])
@@ -315,8 +315,8 @@ class DemandForecaster:
             "num_threads": 1, "deterministic": True, "force_row_wise": True, "seed": self.seed, "verbosity": -1}
         if self.quantile is not None:
             params["alpha"] = self.quantile
-        y = np.asarray(self.y[:known])
         self._fill(known)
+        y = self._arrays(known)[0]
         models, fast, buffers = [], [], []
         for k, target in enumerate(self.targets):
             last = known - target.stop  # the last origin whose whole target window is known
