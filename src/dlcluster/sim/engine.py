@@ -178,6 +178,7 @@ class Engine:
                 now = ticks[0][0]
             else:
                 stalled = 0
+            # most seconds of an observed run end no job: those skip the call and its empty list
             ended = self._ends_due(now) if ends and ends[0][0] == now else NONE
             first = i
             while i < n and times[i] == now:

@@ -198,7 +198,7 @@ def _timeline(run: GroupRun, jobs: pl.DataFrame, t0: int, states: NodeStates | N
     ja, jb = _first_sample(js, t0, n, step), _first_sample(je, t0, n, step)
     busy, running = _sampled(a, b, n, seg["gpus"]), _sampled(a, b, n)
     present_gpus, present = _sampled(ja, jb, n, jg), _sampled(ja, jb, n)
-    if seg["n_start"] is not seg["start"]:  # segments across nodes: one row per (segment, node)
+    if len(seg["n_start"]) != len(seg["start"]):  # segments across nodes: one row per (segment, node)
         a, b = _first_sample(seg["n_start"], t0, n, step), _first_sample(seg["n_end"], t0, n, step)
     nodes_busy, nodes_shared = _nodes_holding(seg["node"], a, b, n)
     total = sum(run.sizes)
