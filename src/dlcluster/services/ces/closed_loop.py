@@ -16,6 +16,7 @@ highest-numbered idle nodes first; boots go to the VCs furthest below their shar
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 from dlcluster.predict.forecast import DAY, MIN_TRAIN_DAYS, Calendar, DemandForecaster
@@ -56,6 +57,8 @@ class PowerManager(Observer):
         self.powered = self.total  # on or booting
         self.off: list[set[int]] = [set() for _ in self.groups]
         self.booting: list[int] = [0] * len(self.groups)
+        # (second the boot ends, group, nodes) of every boot under way: all boots take as long, so in end order
+        self._boots: deque[tuple[int, int, int]] = deque()
         self._settled: list[tuple[int, ...] | None] = [None] * len(self.groups)  # see on_waiting
         self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
                                            quantile=self.controller.quantile)
@@ -79,18 +82,17 @@ class PowerManager(Observer):
 
     # ---- acting ------------------------------------------------------------------------------------------------
 
-    def _power_off(self, g: int, count: int) -> int:
-        """Power off up to ``count`` idle nodes of group ``g``, highest-numbered first; how many went off."""
-        state, done = self.states[g], 0
-        for node in range(len(state.sizes) - 1, -1, -1):
-            if done == count:
-                break
-            if state.states[node] == ON and state.free[node] == state.sizes[node]:
+    def _power_off(self, g: int, below: int) -> int:
+        """Power off the highest-numbered idle node of group ``g`` numbered below ``below``; its number (-1: none)."""
+        state = self.states[g]
+        states, free, sizes = state.states, state.free, state.sizes
+        for node in range(below - 1, -1, -1):
+            if states[node] == ON and free[node] == sizes[node]:
                 self.control.set_node_state(self.groups[g], node, OFF)
                 self.off[g].add(node)
-                done += 1
-        self.powered -= done
-        return done
+                self.powered -= 1
+                return node
+        return -1
 
     def _boot(self, g: int, chosen: list[int], now: int) -> int:
         """Boot the ``chosen`` nodes of group ``g`` (all off); how many boot."""
@@ -100,6 +102,7 @@ class PowerManager(Observer):
             self.control.set_node_state(name, node, BOOTING)
             self.control.set_node_state(name, node, ON, at=now + self.boot_seconds)
         self.booting[g] += len(chosen)
+        self._boots.append((now + self.boot_seconds, g, len(chosen)))
         self.powered += len(chosen)
         return len(chosen)
 
@@ -117,11 +120,34 @@ class PowerManager(Observer):
         seen = (state.gains, state.free_total, state.unusable, len(off), self.control.queued(group))
         if self._settled[g] == seen:
             return
+        if self._boots:
+            self._settle(now)
+        boot = self._uniform_boots(g, group, state) if self.uniform[g] and state.largest else self._mixed_boots(g, group, state)
+        if boot:
+            self._boot(g, boot, now)
+        self._settled[g] = None if boot else seen
+
+    def _uniform_boots(self, g: int, group: str, state: VCState) -> list[int]:
+        """:meth:`_mixed_boots` where every node has the same size: a job needs ``ceil(gpus / size)`` nodes, GPUs
+        follow from nodes, and the lowest-numbered nodes that are off boot (the order both of its rules give)."""
+        off, size = self.off[g], state.largest
+        have = state.by_free[size] + self.booting[g]  # idle nodes that are on, and nodes booting
+        enough = have + len(off)  # once the jobs need this many nodes, every node that is off boots
+        gpus, need = self.control.jobs.gpu, 0
+        for j in self.control.waiting(group):  # (a long queue is not read to its end)
+            need += -(-gpus[j] // size)
+            if need >= enough:
+                break
+        return sorted(off)[: need - have] if need > have else []
+
+    def _mixed_boots(self, g: int, group: str, state: VCState) -> list[int]:
+        """The nodes of group ``g`` to boot for its waiting jobs (see :meth:`on_waiting`)."""
+        off = self.off[g]
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
         gpus = self.control.jobs.gpu
         wanted = [gpus[j] for j in self.control.waiting(group)]
         if not wanted:
-            return
+            return []
         need, need_gpus = sum(-(-w // largest) for w in wanted), sum(wanted)
         lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
         ready = [n for n in lit if states[n] == BOOTING or free[n] == sizes[n]]  # idle, or soon to be
@@ -138,14 +164,12 @@ class PowerManager(Observer):
                 break
             boot.append(node)
             have, have_gpus = have + 1, have_gpus + sizes[node]
-        if boot:
-            self._boot(g, boot, now)
-        self._settled[g] = None if boot else seen
+        return boot
 
     def on_tick(self, now: int) -> None:
         """One controller step: record demand, maybe retrain, and power nodes to the controller's answer."""
-        if any(self.booting):
-            self._settle()
+        if self._boots:
+            self._settle(now)
         powered = self.powered
         idle = sum(s.by_free[s.largest] for s in self._one_size)
         if self._mixed:
@@ -170,21 +194,30 @@ class PowerManager(Observer):
         else:
             self._wake(target - powered, reserve, now)
 
-    def _settle(self) -> None:
-        """Count the boots that have finished (their nodes are on now)."""
-        for g, state in enumerate(self.states):
-            if self.booting[g]:
-                self.booting[g] = sum(1 for st in state.states if st == BOOTING)
+    def _settle(self, now: int) -> None:
+        """Count the boots that have finished (their nodes turned on at ``now`` or before: node changes come first
+        in a second)."""
+        boots = self._boots
+        while boots and boots[0][0] <= now:
+            _, g, count = boots.popleft()
+            self.booting[g] -= count
 
     def _shed(self, count: int, reserve: list[int]) -> None:
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
-        surplus = [(reserve[g] - self._idle(g), g) for g in range(len(self.groups))
-                   if self._idle(g) > reserve[g] and not self.control.queued(self.groups[g])]
+        surplus = []
+        for g, name in enumerate(self.groups):
+            idle = self._idle(g)
+            if idle > reserve[g] and not self.control.queued(name):
+                surplus.append((reserve[g] - idle, g))
         heapq.heapify(surplus)
+        # per group, the node last powered off: the nodes above it hold jobs or are off (nothing starts meanwhile),
+        # so the next search starts below it
+        below = [len(s.sizes) for s in self.states]
         while count > 0 and surplus:
             level, g = heapq.heappop(surplus)
-            if self._power_off(g, 1):
+            below[g] = self._power_off(g, below[g])
+            if below[g] >= 0:
                 count -= 1
                 if level + 1 < 0:
                     heapq.heappush(surplus, (level + 1, g))
