@@ -329,9 +329,10 @@ def test_boots_counted_by_node_in_one_size_vcs_are_the_general_rules(scenario, a
     """The shortcut for VCs whose nodes have one size (nodes counted, the queue read only as far as needed) boots
     the nodes the general rule boots, at the same seconds."""
     table, cluster = scenario
-    runs = [simulate(table, cluster, "fifo", power=PowerModel(), unknown_vc="unschedulable",
-                     observers=[kind(Scripted(answers), step=7, boot_seconds=boot, min_idle=0)])  # type: ignore[arg-type]
-            for kind in (PowerManager, _GeneralBoots)]
+    managers = [kind(Scripted(answers), step=7, boot_seconds=boot, min_idle=0)  # type: ignore[arg-type]
+                for kind in (PowerManager, _GeneralBoots)]
+    runs = [simulate(table, cluster, "fifo", power=PowerModel(), unknown_vc="unschedulable", observers=[m])
+            for m in managers]
     assert runs[0].node_states.equals(runs[1].node_states)
     assert runs[0].jobs.equals(runs[1].jobs)
 

@@ -122,7 +122,8 @@ class PowerManager(Observer):
             return
         if self._boots:
             self._settle(now)
-        boot = self._uniform_boots(g, group, state) if self.uniform[g] and state.largest else self._mixed_boots(g, group, state)
+        uniform = self.uniform[g] and state.largest
+        boot = self._uniform_boots(g, group, state) if uniform else self._mixed_boots(g, group, state)
         if boot:
             self._boot(g, boot, now)
         self._settled[g] = None if boot else seen
