@@ -189,11 +189,10 @@ class PowerManager(Observer):
         if target == powered:
             return
         spare = max(0, target - used)  # idle nodes to keep, shared by VC size
-        reserve = [max(self.min_idle, spare * n // self.total) for n in self.nodes]
         if target < powered:
-            self._shed(powered - target, reserve)
+            self._shed(powered - target, spare)
         else:
-            self._wake(target - powered, reserve, now)
+            self._wake(target - powered, spare, now)
 
     def _settle(self, now: int) -> None:
         """Count the boots that have finished (their nodes turned on at ``now`` or before: node changes come first
@@ -203,14 +202,18 @@ class PowerManager(Observer):
             _, g, count = boots.popleft()
             self.booting[g] -= count
 
-    def _shed(self, count: int, reserve: list[int]) -> None:
+    def _reserve(self, g: int, spare: int) -> int:
+        """The idle nodes group ``g`` keeps: its share of the ``spare`` nodes kept above demand, at least min_idle."""
+        return max(self.min_idle, spare * self.nodes[g] // self.total)
+
+    def _shed(self, count: int, spare: int) -> None:
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
         for g, name in enumerate(self.groups):
-            idle = self._idle(g)
-            if idle > reserve[g] and not self.control.queued(name):
-                surplus.append((reserve[g] - idle, g))
+            idle, keep = self._idle(g), self._reserve(g, spare)
+            if idle > keep and not self.control.queued(name):
+                surplus.append((keep - idle, g))
         heapq.heapify(surplus)
         # per group, the node last powered off: the nodes above it hold jobs or are off (nothing starts meanwhile),
         # so the next search starts below it
@@ -223,9 +226,10 @@ class PowerManager(Observer):
                 if level + 1 < 0:
                     heapq.heappush(surplus, (level + 1, g))
 
-    def _wake(self, count: int, reserve: list[int], now: int) -> None:
+    def _wake(self, count: int, spare: int, now: int) -> None:
         """Boot ``count`` nodes, one at a time into the VC furthest below its reserve of idle nodes."""
-        deficit = [(self._idle(g) + self.booting[g] - reserve[g], g) for g in range(len(self.groups)) if self.off[g]]
+        deficit = [(self._idle(g) + self.booting[g] - self._reserve(g, spare), g) for g in range(len(self.groups))
+                   if self.off[g]]
         heapq.heapify(deficit)
         while count > 0 and deficit:
             level, g = heapq.heappop(deficit)
