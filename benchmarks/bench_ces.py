@@ -6,13 +6,16 @@ closed-loop). Every figure is one fresh process (CPU seconds = user + sys, ``os.
 ``open-loop``    ``dlcluster ces`` on ``../shared/data/philly/node_sequence_minutely.csv`` (105,644 minutes):
                  both rules, and ``--compat helios-artifact``; forecaster training included (target < 20 s).
 ``closed-loop``  ``dlcluster simulate -p fifo`` with ``--power none``, ``on`` and ``ces`` (both rules) on the
-                 Philly window and on the 180-day Saturn look-alike; the ratio is CPU seconds over the same run
-                 with ``--power none`` (target < 1.5×); then the CPU seconds that importing LightGBM adds.
+                 Philly window and on the 180-day Saturn look-alike, each run several times in turn (a one-second
+                 run varies by ±10% on the shared machine); the ratio is the median CPU seconds over the median
+                 of the same run with ``--power none`` (target < 1.5×); then the CPU seconds that importing
+                 LightGBM adds.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +35,7 @@ from benchmarks._measure import (
 from benchmarks.bench_sim import PHILLY
 
 SERIES = PHILLY / "node_sequence_minutely.csv"
+RUNS = {"philly": 5, "saturn 180d": 3}  # processes per setting (in turn, so a slow spell hits every setting)
 POWER = {"none": ["--power", "none"], "on": ["--power", "on"], "ces helios": ["--power", "ces"],
          "ces quantile": ["--power", "ces", "--ces-rule", "quantile"]}
 
@@ -63,17 +67,25 @@ def closed_loop() -> None:
     if philly is None:
         print("closed-loop: ../shared/data/philly is not available: the Philly case is skipped")
     cases = [*([("philly", philly)] if philly else []), ("saturn 180d", [str(saturn_parquet(180))])]
-    print("closed-loop: simulate -p fifo, power management off and on (ratio: CPU s over --power none)")
-    t = Table(("trace", 12), ("power", 13), *FIGURES, ("ratio", 7, ".2f"), ("saved %", 8, ".1f"),
-              ("mean queue s", 13, ".1f"))
+    print("closed-loop: simulate -p fifo, power management off and on (medians of the runs; ratio: CPU s over "
+          "--power none)")
+    t = Table(("trace", 12), ("power", 13), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
+              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("saved %", 8, ".1f"), ("mean queue s", 13, ".1f"))
     for name, args in cases:
-        base = None
-        for label, power in POWER.items():
-            m, summary = _simulate([*args, "-p", "fifo", *power])
-            base = base or m.cpu
+        cpu: dict[str, list[float]] = {label: [] for label in POWER}
+        peak: dict[str, list[float]] = {label: [] for label in POWER}
+        summaries = {}
+        for _ in range(RUNS[name]):
+            for label, power in POWER.items():
+                m, summaries[label] = _simulate([*args, "-p", "fifo", *power])
+                cpu[label].append(m.cpu)
+                peak[label].append(m.peak_mib)
+        base = statistics.median(cpu["none"])
+        for label, summary in summaries.items():
             saved = (summary.get("energy") or {}).get("saved_pct")
-            t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base, saved,
-                  summary["overall"]["mean_queue_delay"])
+            median = statistics.median(cpu[label])
+            t.row(name, label, len(cpu[label]), median, f"{min(cpu[label]):.2f}–{max(cpu[label]):.2f}",
+                  max(peak[label]), median / base, saved, summary["overall"]["mean_queue_delay"])
     # the forecaster's fixed cost, which no faster simulator can take off a short run: importing LightGBM (and the
     # SciPy it imports) into a process that already has what a plain run imports
     # (the least of five processes each: one process's start-up varies by more than the difference)

@@ -170,6 +170,28 @@ def test_single_step_and_batch_forecasts_agree() -> None:
     assert f.forecast() == pytest.approx(batch.tolist(), rel=1e-12)
 
 
+@settings(max_examples=25, deadline=None)
+@given(asked=st.lists(st.booleans(), min_size=300, max_size=300))
+def test_a_forecast_is_the_same_whichever_steps_were_forecast_before(asked: list[bool]) -> None:
+    """A forecaster asked only at some steps (rows of the skipped origins computed later, in blocks) forecasts
+    exactly what one asked at every step forecasts, and trains on the same rows."""
+    y = _daily(5, seed=2)["used"].to_list()
+    targets = (horizon(6), Target(0, 30))
+    every, some = (DemandForecaster(STEP, 0, targets) for _ in range(2))
+    for f in (every, some):
+        f.extend(y[: 3 * 144])
+        f.fit()
+    for i, value in enumerate(y[3 * 144: 3 * 144 + len(asked)]):
+        every.extend((value,))
+        some.extend((value,))
+        expected = every.forecast()
+        if asked[i]:
+            assert some.forecast() == expected
+    every.fit()
+    some.fit()
+    assert every.forecast() == some.forecast()
+
+
 def test_holidays_come_from_the_country_calendar() -> None:
     us = Calendar("US")
     assert us.holiday(17532) == 1.0  # 2018-01-01

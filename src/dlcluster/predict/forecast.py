@@ -7,10 +7,11 @@ The model learns the change from ``y[i]``, which keeps it right when the level d
 beyond the range it was trained on (trees cannot extrapolate).
 
 :class:`DemandForecaster` is online: :meth:`~DemandForecaster.extend` appends demand; each
-origin's feature row is computed once, from the values known at that origin, when a fit or
-a forecast first needs it, and stored. Rows are computed in blocks, vectorised, or one at a
+origin's feature row is computed from the values known at that origin when a fit or a
+forecast first needs it, and stored. Rows are computed in blocks, vectorised, or one at a
 time when only a few are new (a forecast at every step), with the same arithmetic in the same
-order, so both ways give the same bits. The same rows serve the open loop (all at once) and
+order, so both ways give the same bits. A forecast after skipped origins computes its own row
+alone and leaves the skipped ones to a later block. The same rows serve the open loop (all at once) and
 the simulator (one step at a time).
 """
 
@@ -338,12 +339,18 @@ class DemandForecaster:
         if self.models_ is None:
             raise RuntimeError("DemandForecaster is not fitted: call fit() first")
         i = len(self.y) - 1
-        self._fill(i + 1)
-        out = []
-        for k, predict in enumerate(self._fast):
-            self._buffers[k][0] = self._rows[k][i]
-            out.append(max(0.0, self.y[i] + predict(0)))
-        return out
+        if 0 < i - self._filled < _BLOCK:
+            # origins skipped since the last stored row (a controller that forecasts only now and then): this row
+            # alone, the skipped ones later in one block
+            shared = self._shared(i)
+            for k, target in enumerate(self.targets):
+                self._buffers[k][0] = shared + self._specific(i, target)
+        else:
+            self._fill(i + 1)
+            for k in range(len(self.targets)):
+                self._buffers[k][0] = self._rows[k][i]
+        now = self.y[i]
+        return [max(0.0, now + predict(0)) for predict in self._fast]
 
     def forecast_all(self, origins: Sequence[int] | np.ndarray) -> np.ndarray:
         """Forecasts at many origins at once (rows: origins, columns: targets), each from its own stored row."""
