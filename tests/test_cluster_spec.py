@@ -94,8 +94,8 @@ def test_interleaved_sizes_round_trip_as_a_multiset(shared_data: Path, tmp_path:
          "line 3, field 'vcA': cannot parse '7.5' as a whole number of GPUs"),
         ("machineId, number of GPUs\nm0,8\nm1,\n", "line 3, field 'number of GPUs': value is empty"),
         ("machineId, number of GPUs\nm0,8\nm0,2\n", "line 3, field 'machineId': machine 'm0' is listed more than once"),
-        ("host,cores\nx,3\n", "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs' or "
-                              "'vc,nodes' columns (found: host, cores)"),
+        ("host,cores\nx,3\n", "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs', "
+                              "'sn,gpu' (an openb node list) or 'vc,nodes' columns (found: host, cores)"),
     ],
 )
 def test_malformed_specs_name_file_line_field(tmp_path: Path, text: str, message: str) -> None:

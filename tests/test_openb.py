@@ -6,9 +6,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from test_sim_helpers import cli
 
 from dlcluster.errors import InputError
 from dlcluster.io import detect_format, read_trace
+from dlcluster.io.cluster_spec import read_cluster_spec
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
 OPENB = "alibaba-openb-2023"
@@ -134,3 +136,24 @@ def test_lenient_drops_and_counts(tmp_path: Path) -> None:
     trace = read_trace(path, lenient=True)
     assert trace.jobs["job_id"].to_list() == ["p0", "p3"]
     assert trace.dropped == {"negative num_gpu": 1, "unknown pod_phase": 1}
+
+
+def test_a_node_list_given_as_the_cluster_is_read_as_beside_a_pod_list(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.csv"  # any name: --cluster names the file
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,1,8,V100\nn1,32500,1,2,T4\nn2,64000,1,0,\n")
+    cluster = read_cluster_spec(nodes)
+    assert cluster.vcs == {"openb": (8, 2)} and cluster.cpus == {"openb": (96, 32)}
+
+
+def test_pods_labelled_by_qos_run_pooled_and_the_error_says_so(tmp_path: Path) -> None:
+    path = _write(tmp_path, "p0,1000,1,1,1000,,LS,Succeeded,0,50,0\np1,1000,1,2,1000,,BE,Succeeded,5,65,5\n")
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,1,8,V100\n")
+    res = cli("simulate", str(path), "--cluster", str(nodes), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip().endswith("is not in the cluster spec (known: openb); --pooled runs every job on the "
+                                       "whole cluster as one VC, --skip-unknown-vcs counts such jobs as unschedulable")
+    res = cli("simulate", str(path), "--cluster", str(nodes), "--pooled", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    jobs = pl.read_parquet(tmp_path / "out/jobs.parquet").sort("job_id")
+    assert jobs["start"].to_list() == [0, 5] and jobs["queue_delay"].to_list() == [0, 0]

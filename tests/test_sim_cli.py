@@ -74,7 +74,8 @@ def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
     res = cli("simulate", str(trace), "-o", str(tmp_path / "out"))
     assert res.returncode == 2
     assert res.stderr.strip() == (f"error: {trace}, field 'vc': VC 'x' of job 'e' is not in the cluster spec "
-                                  "(known: v, w)")
+                                  "(known: v, w); --pooled runs every job on the whole cluster as one VC, "
+                                  "--skip-unknown-vcs counts such jobs as unschedulable")
     res = cli("simulate", str(trace), "--skip-unknown-vcs", "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     summary = json.loads((tmp_path / "out/summary.json").read_text())

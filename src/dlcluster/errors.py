@@ -39,6 +39,10 @@ class InputError(DlclusterError):
         return (", ".join(where) + ": " if where else "") + self.detail
 
 
+class UnknownVCError(InputError):
+    """A job names a VC that the cluster spec lacks."""
+
+
 class ConfigError(DlclusterError):
     """A bad option or configuration value."""
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -16,7 +18,7 @@ from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.cli.sim_tables import LEGEND, simulate_tables
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
 if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep start-up light
@@ -249,13 +251,14 @@ def simulate(
     if est is not None and readers and readers[0] != names[0]:
         from dlcluster.sim.prepare import prepare
 
-        simulated = prepare(trace.jobs, spec, compat=compat is not None, pooled=pooled,
-                            unknown_vc="unschedulable" if skip_unknown else "error", window=window,
-                            timezone=trace.timezone, load=load_factor, source=str(trace_path)).jobs["job_id"]
+        with _unknown_vcs_hint():
+            simulated = prepare(trace.jobs, spec, compat=compat is not None, pooled=pooled,
+                                unknown_vc="unschedulable" if skip_unknown else "error", window=window,
+                                timezone=trace.timezone, load=load_factor, source=str(trace_path)).jobs["job_id"]
         _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
-    with progress_bar(console) as bar:
+    with _unknown_vcs_hint(), progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
             cls = classes[name]
@@ -291,6 +294,16 @@ def simulate(
         out.print(LEGEND, highlight=False)
     walls = ", ".join(f"{name} {s['wall_seconds']:.2f} s" for name, s in summaries.items())
     console.print(f"wrote {output} (simulated in {walls})", soft_wrap=True, highlight=False)
+
+
+@contextlib.contextmanager
+def _unknown_vcs_hint() -> Iterator[None]:
+    """Say what to do about jobs whose VC the cluster spec lacks (e.g. pods labelled by QoS class)."""
+    try:
+        yield
+    except UnknownVCError as exc:
+        raise InputError(f"{exc.detail}; --pooled runs every job on the whole cluster as one VC, --skip-unknown-vcs "
+                         "counts such jobs as unschedulable", path=exc.path, field=exc.field) from None
 
 
 def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,

@@ -1,6 +1,6 @@
 """Cluster specs from files: Helios daily GPU counts, Philly machine lists, ``vc,nodes`` CSVs.
 
-Three layouts are told apart by their header:
+Four layouts are told apart by their header:
 
 - Helios ``cluster_gpu_number.csv`` (``date, vc..., total``): GPUs per VC per day. One
   day's row becomes the spec; a VC's GPUs become 8-GPU nodes plus one smaller node for
@@ -8,6 +8,8 @@ Three layouts are told apart by their header:
 - Philly machine lists (``machineId, number of GPUs[, single GPU mem]``, possibly with a
   leading unnamed index column): Philly does not map machines to VCs, so the whole list
   is one pool VC ``philly`` of heterogeneous nodes, in file order (0-GPU machines kept).
+- an Alibaba openb node list (``sn, cpu_milli, memory_mib, gpu, model``): its GPU nodes as
+  one VC ``openb``, with whole CPUs (as when the list lies beside a pod list).
 - ``vc,nodes[,gpus_per_node][,cpus_per_node]`` (``node num`` also accepted; 8 GPUs per
   node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
   rows for the same VC add up, in file order (one row per VC and node shape: a repeated
@@ -62,12 +64,16 @@ def read_cluster_spec(path: str | Path, date: str | None = None) -> ClusterSpec:
         raise InputError(f"a date ({date}) was given but this is not a Helios cluster_gpu_number.csv", path=path)
     if {_MACHINE_ID, _MACHINE_GPUS} <= cols:
         return _some_nodes(_machine_list(raw, path), path)
+    if {"sn", "gpu"} <= cols:
+        from dlcluster.io.openb import node_list_spec  # (openb reads its node list with this module's checks)
+
+        return node_list_spec(raw, path)
     if "vc" in cols:
         return _some_nodes(_vc_nodes(raw, path), path)
     have = ", ".join(c for c in raw.columns if c != ROW)
     raise InputError(
-        "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs' or 'vc,nodes' columns "
-        f"(found: {have})",
+        "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs', 'sn,gpu' (an openb node "
+        f"list) or 'vc,nodes' columns (found: {have})",
         path=path,
     )
 

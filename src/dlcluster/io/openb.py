@@ -114,9 +114,11 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
 def _node_list(folder: Path) -> ClusterSpec | None:
     """The GPU nodes of the node list beside a pod list, as one VC ``openb`` (None when absent)."""
     path = next((folder / n for n in NODE_LISTS if (folder / n).is_file()), None)
-    if path is None:
-        return None
-    raw = read_csv_text(path)
+    return None if path is None else node_list_spec(read_csv_text(path), path)
+
+
+def node_list_spec(raw: pl.DataFrame, path: Path) -> ClusterSpec:
+    """An openb node list (``sn, gpu[, cpu_milli]``, read as text) as one VC ``openb`` of its GPU nodes."""
     require_columns(raw, ("sn", "gpu"), path)
     counts = {"gpu": "a whole number of GPUs", "cpu_milli": "a whole number of millicores"}
     counts = {c: what for c, what in counts.items() if c in raw.columns}

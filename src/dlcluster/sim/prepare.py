@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.sim.compat import HELIOS_ARTIFACT, artifact_order, wall_seconds
 
 NEEDED = ("job_id", "vc", "gpu_num", "submit_time", "duration")
@@ -123,7 +123,7 @@ def prepare(
         df = df.sort("submit", maintain_order=True)
     if unknown.height and unknown_vc == "error":
         vc, job = unknown["vc"][0], unknown["job_id"][0]
-        raise InputError(f"VC {vc!r} of job {job!r} is not in the cluster spec "
+        raise UnknownVCError(f"VC {vc!r} of job {job!r} is not in the cluster spec "
                          f"(known: {', '.join(sorted(spec.vcs))})", path=source, field="vc")
     df = _scale(df, load)
     if pooled:
