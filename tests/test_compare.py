@@ -188,7 +188,7 @@ def test_failed_cells_are_listed_with_their_error(report: Path) -> None:
 
 def test_report_has_cdfs_and_load_curves(report: Path) -> None:
     page = (report / "index.html").read_text()
-    for ident in ("cdf-jct", "cdf-queue_delay", "curve-load"):
+    for ident in ("cdf-jct", "tail-queue_delay", "curve-load"):
         assert re.search(rf'<figure class="report-figure" id="{ident}">.*?<svg', page, re.DOTALL), ident
         assert (report / "figures" / f"{ident}.svg").stat().st_size > 5_000
     cdf = pl.read_csv(report / "tables" / "cdf_jct.csv")
@@ -201,6 +201,19 @@ def test_report_has_cdfs_and_load_curves(report: Path) -> None:
     assert pooled.filter(pl.col("series") == "fifo")["jobs"].min() > 0
     curve = pl.read_csv(report / "tables" / "curve_load.csv")
     assert sorted(set(curve["load"])) == [1.0, 2.0]
+
+
+def test_the_queueing_tail_is_the_share_of_pooled_jobs_waiting_longer(sweep: Path, report: Path) -> None:
+    tail = pl.read_csv(report / "tables" / "tail_queue_delay.csv")
+    df = pl.read_parquet(sweep / "results.parquet").filter((pl.col("status") == "ok") & (pl.col("policy") == "fifo"))
+    for panel, load in (("load=1", 1.0), ("load=2", 2.0)):
+        cells = [pl.read_parquet(sweep / "cells" / i / "jobs.parquet")
+                 for i in df.filter(pl.col("load") == load)["cell_id"]]
+        delays = pl.concat(cells).filter(pl.col("status") == "completed")["queue_delay"].to_numpy()
+        line = tail.filter((pl.col("panel") == panel) & (pl.col("series") == "fifo")).sort("seconds")
+        assert line["jobs"][0] == len(delays) and line["seconds"][0] == 1.0
+        for x, share in zip(line["seconds"], line["share_waiting_longer"], strict=True):
+            assert share == pytest.approx((delays > x).mean(), abs=1e-12)
 
 
 def test_cdf_pools_the_seeds(sweep: Path, report: Path) -> None:
@@ -288,7 +301,7 @@ def test_cdf_panels_continue_in_a_second_figure(tmp_path: Path, monkeypatch: pyt
         _jobs_cell(folder, r["cell_id"], [10 + r["cell"], 100, 1000])
     out = tmp_path / "out"
     page = build_compare_report(folder, out).read_text()
-    for ident in ("cdf-jct", "cdf-jct-2", "cdf-queue_delay", "cdf-queue_delay-2"):
+    for ident in ("cdf-jct", "cdf-jct-2", "tail-queue_delay", "tail-queue_delay-2"):
         assert f'id="{ident}"' in page
     assert "JCT CDF per policy (1 of 2)" in page and "JCT CDF per policy (2 of 2)" in page
     svg1 = (out / "figures" / "cdf-jct.svg").read_text()

@@ -277,51 +277,80 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
         pl.col(k).n_unique())[k].max() == 1]
     panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
+    lines = (f"One line per {'policy' if series_key else 'setting'}, one panel per combination of the other swept "
+             "settings (a setting that comes with the policy, such as its estimator, names the line).")
+    kinds = (
+        ("cdf", "jct", "JCT CDF per policy",
+         f"Empirical CDF of the per-job JCT (seconds, completed jobs), seeds pooled: every cell of a setting "
+         f"contributes all its jobs. {lines} Log x axis; values below 1 s are drawn at 1 s."),
+        # most jobs of a lightly loaded cluster never wait: a CDF would spend its height on them and squeeze the
+        # tail that policies differ in into its top edge
+        ("tail", "queue_delay", "queueing-delay tail per policy",
+         f"Share of jobs (completed, seeds pooled) that waited longer than x seconds, log–log: the tail the "
+         f"policies differ in, down to one job in the line. {lines} A line starts at the share that waited longer "
+         f"than 1 s; a setting none of whose jobs waited that long has no line."),
+    )
     items = []
-    for metric, title in (("jct", "JCT"), ("queue_delay", "queueing delay")):
-        definition = (f"Empirical CDF of the per-job {title} (seconds, completed jobs), seeds pooled: every cell of a "
-                      f"setting contributes all its jobs. One line per "
-                      f"{'policy' if series_key else 'setting'}, one panel per combination of the other swept "
-                      f"settings (a setting that comes with the policy, such as its estimator, names the line). Log x axis; values below 1 s are drawn at 1 s." + note)
+    for kind, metric, title, definition in kinds:
+        definition += note
+        ident = f"{kind}-{metric}"
         part = jobs.drop_nulls(metric)
         if part.height == 0:
-            items.append(Item(f"cdf-{metric}", f"{title} CDF per policy", definition,
-                              absent="no successful cell has completed jobs to draw."))
+            items.append(Item(ident, title, definition, absent="no successful cell has completed jobs to draw."))
             continue
         panels = part.select(panel_keys).unique(maintain_order=True) if panel_keys else pl.DataFrame({"_": [0]})
         series = (part.select(series_key).unique(maintain_order=True)[series_key].to_list()
                   if series_key else [None])
         names = [_series_name(part, series_key, s, tied) if series_key else "all cells" for s in series]
-        probs = np.linspace(0.0, 1.0, CDF_POINTS)
         rows = []
         chunks = [panels.slice(i, MAX_PANELS) for i in range(0, panels.height, MAX_PANELS)]
         for c, chunk in enumerate(chunks):
             fig, axes = _figure(chunk.height)
             for ax, prow in zip(axes, chunk.iter_rows(named=True), strict=True):
                 sel = _line(part, panel_keys, prow)
+                grid = np.geomspace(1.0, max(2.0, float(sel[metric].max())), CDF_POINTS)
                 for i, s in enumerate(series):
                     d = sel if series_key is None else _line(sel, [series_key], {series_key: s})
                     if d.height == 0:
                         continue
-                    xs = np.quantile(d[metric].to_numpy(), probs, method="inverted_cdf")
+                    values = d[metric].to_numpy()
                     colour, ls = _style(i)
-                    ax.step(np.maximum(xs, 1.0), probs, where="post", color=colour, ls=ls, lw=1.5)
-                    rows.append({"panel": _combo_label(prow, panel_keys), "series": names[i], "jobs": d.height,
-                                 "p": probs, "value": xs})
+                    if kind == "cdf":
+                        ps = np.linspace(0.0, 1.0, CDF_POINTS)
+                        xs = np.quantile(values, ps, method="inverted_cdf")
+                        ax.step(np.maximum(xs, 1.0), ps, where="post", color=colour, ls=ls, lw=1.5)
+                        rows.append({"panel": _combo_label(prow, panel_keys), "series": names[i], "jobs": d.height,
+                                     "p": ps, "value": xs})
+                    else:
+                        xs, ps = grid, _share_above(values, grid)
+                        ax.step(xs, np.where(ps > 0, ps, np.nan), where="post", color=colour, ls=ls, lw=1.5)
+                        rows.append({"panel": _combo_label(prow, panel_keys), "series": names[i], "jobs": d.height,
+                                     "seconds": xs, "share_waiting_longer": ps})
                 ax.set_xscale("log")
-                ax.set_ylim(0, 1.02)
-                ax.set_xlabel(f"{title} (s)")
-                ax.set_ylabel("fraction of jobs")
+                ax.set_xlabel(f"{'JCT' if metric == 'jct' else 'queueing delay'} (s)")
+                if kind == "cdf":
+                    ax.set_ylim(0, 1.02)
+                    ax.set_ylabel("fraction of jobs")
+                else:
+                    ax.set_yscale("log")
+                    ax.set_ylim(0.5 / sel.height, 1.5)
+                    ax.set_ylabel("share of jobs waiting longer")
                 if panel_keys:
                     ax.set_title(_combo_label(prow, panel_keys), fontsize=9)
             _legend(fig, names)
             suffix = f" ({c + 1} of {len(chunks)})" if len(chunks) > 1 else ""
             data = {}
             if c == len(chunks) - 1:
-                data = {f"cdf_{metric}": pl.DataFrame(rows).explode("p", "value")}
-            items.append(Item(f"cdf-{metric}" + (f"-{c + 1}" if c else ""), f"{title} CDF per policy{suffix}",
-                              definition, figure=fig, data=data))
+                columns = ("p", "value") if kind == "cdf" else ("seconds", "share_waiting_longer")
+                data = {f"{kind}_{metric}": pl.DataFrame(rows).explode(*columns)}
+            items.append(Item(ident + (f"-{c + 1}" if c else ""), f"{title}{suffix}", definition, figure=fig,
+                              data=data))
     return items
+
+
+def _share_above(values: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Per x of ``xs``, the share of ``values`` above it."""
+    return 1.0 - np.searchsorted(np.sort(values), xs, side="right") / len(values)
 
 
 def _series_name(jobs: pl.DataFrame, key: str, value: object, tied: list[str]) -> str:
