@@ -308,7 +308,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
             fig, axes = _figure(chunk.height)
             for ax, prow in zip(axes, chunk.iter_rows(named=True), strict=True):
                 sel = _line(part, panel_keys, prow)
-                grid = np.geomspace(1.0, max(2.0, float(sel[metric].max())), CDF_POINTS)
+                grid = np.geomspace(1.0, max(2.0, float(sel[metric].to_numpy().max())), CDF_POINTS)
                 for i, s in enumerate(series):
                     d = sel if series_key is None else _line(sel, [series_key], {series_key: s})
                     if d.height == 0:
