@@ -308,7 +308,8 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
             fig, axes = _figure(chunk.height)
             for ax, prow in zip(axes, chunk.iter_rows(named=True), strict=True):
                 sel = _line(part, panel_keys, prow)
-                grid = np.geomspace(1.0, max(2.0, float(sel[metric].to_numpy().max())), CDF_POINTS)
+                grid = np.geomspace(1.0, max(2.0, float(sel[metric].to_numpy().max())), CDF_POINTS) \
+                    if kind == "tail" else None
                 for i, s in enumerate(series):
                     d = sel if series_key is None else _line(sel, [series_key], {series_key: s})
                     if d.height == 0:
@@ -322,6 +323,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
                         rows.append({"panel": _combo_label(prow, panel_keys), "series": names[i], "jobs": d.height,
                                      "p": ps, "value": xs})
                     else:
+                        assert grid is not None
                         xs, ps = grid, _share_above(values, grid)
                         ax.step(xs, np.where(ps > 0, ps, np.nan), where="post", color=colour, ls=ls, lw=1.5)
                         rows.append({"panel": _combo_label(prow, panel_keys), "series": names[i], "jobs": d.height,
