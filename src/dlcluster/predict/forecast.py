@@ -11,8 +11,8 @@ origin's feature row is computed from the values known at that origin when a fit
 forecast first needs it, and stored. Rows are computed in blocks, vectorised, or one at a
 time when only a few are new (a forecast at every step), with the same arithmetic in the same
 order, so both ways give the same bits. A forecast after skipped origins computes its own row
-alone and leaves the skipped ones to a later block. The same rows serve the open loop (all at once) and
-the simulator (one step at a time).
+alone and leaves the skipped ones to a later block. The same rows serve the open loop (all at
+once) and the simulator (one step at a time).
 """
 
 from __future__ import annotations

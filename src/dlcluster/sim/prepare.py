@@ -124,7 +124,7 @@ def prepare(
     if unknown.height and unknown_vc == "error":
         vc, job = unknown["vc"][0], unknown["job_id"][0]
         raise UnknownVCError(f"VC {vc!r} of job {job!r} is not in the cluster spec "
-                         f"(known: {', '.join(sorted(spec.vcs))})", path=source, field="vc")
+                             f"(known: {', '.join(sorted(spec.vcs))})", path=source, field="vc")
     df = _scale(df, load)
     if pooled:
         spec = spec.pooled()
