@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmarks._measure import (
     FIGURES,
+    Measured,
     WORK,
     Table,
     command_measured,
@@ -55,7 +56,7 @@ def open_loop() -> None:
         t.row(label, *figures(m)[:3], out["mean_off_nodes"], out["utilization_powered"], out["shortages"])
 
 
-def _simulate(args: list[str]) -> tuple[object, dict]:
+def _simulate(args: list[str]) -> tuple[Measured, dict]:
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
         m = command_measured(dlcluster("simulate", *args, "-o", tmp))
         return m, json.loads((Path(tmp) / "summary.json").read_text())
