@@ -3,27 +3,20 @@
 Run from the project root: ``.venv/bin/python -m benchmarks.bench_guidelines``. Every figure is one fresh
 process (CPU seconds = user + sys, ``os.wait4``) of ``dlcluster simulate -p fifo`` on the Philly window (its
 table records no outcomes: failures change nothing there, the cost of replaying them shows) and on the 180-day
-Saturn look-alike (Helios' failure mix); the ratio is over the same run with none of them (target < 1.5× with
-the speed model, failures and retries on). The mean queueing delay shows how much heavier the simulated workload
+Saturn look-alike (Helios' failure mix), each setting ``REPEAT`` times in turn (a run varies by ±10% on the shared
+machine); the ratio is of the median CPU seconds over the median of the same run with none of them (target < 1.5×
+with the speed model, failures and retries on). The mean queueing delay shows how much heavier the simulated workload
 became: retried runs and slower jobs lengthen the queue, and a longer queue costs the scheduler more per event.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks._measure import (
-    FIGURES,
-    WORK,
-    Table,
-    command_measured,
-    dlcluster,
-    figures,
-    philly_window_args,
-    saturn_parquet,
-)
+from benchmarks._measure import WORK, Table, command_measured, dlcluster, philly_window_args, saturn_parquet
 
 RUNS = {
     "plain": [],
@@ -35,25 +28,37 @@ RUNS = {
 }
 
 
+REPEAT = 3
+
+
 def main() -> None:
-    """Each run on each trace, whole process."""
+    """Each run on each trace, whole process, ``REPEAT`` times in turn."""
     WORK.mkdir(exist_ok=True)
     philly = philly_window_args()
     if philly is None:
         print("../shared/data/philly is not available: the Philly case is skipped")
     cases = [*([("philly", philly)] if philly else []), ("saturn 180d", [str(saturn_parquet(180))])]
-    print("guidelines: simulate -p fifo with the speed model, failures and retries (ratio: CPU s over plain)")
-    t = Table(("trace", 12), ("run", 28), *FIGURES, ("ratio", 7, ".2f"), ("retries", 9, ",d"),
-              ("mean queue s", 14, ",.0f"))
+    print("guidelines: simulate -p fifo with the speed model, failures and retries (medians of the runs; ratio: CPU s "
+          "over plain)")
+    t = Table(("trace", 12), ("run", 28), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
+              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("retries", 9, ",d"), ("mean queue s", 14, ",.0f"))
     for name, args in cases:
-        base = None
-        for label, extra in RUNS.items():
-            with tempfile.TemporaryDirectory(dir=WORK) as tmp:
-                m = command_measured(dlcluster("simulate", *args, "-p", "fifo", *extra, "-o", tmp))
-                summary = json.loads((Path(tmp) / "summary.json").read_text())
-            base = base or m.cpu
-            t.row(name, label, *figures(m, summary["overall"]["jobs"]), m.cpu / base,
-                  (summary.get("failures") or {}).get("retries"), summary["overall"]["mean_queue_delay"])
+        cpu: dict[str, list[float]] = {label: [] for label in RUNS}
+        peak: dict[str, float] = {}
+        summaries = {}
+        for _ in range(REPEAT):
+            for label, extra in RUNS.items():
+                with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+                    m = command_measured(dlcluster("simulate", *args, "-p", "fifo", *extra, "-o", tmp))
+                    summaries[label] = json.loads((Path(tmp) / "summary.json").read_text())
+                cpu[label].append(m.cpu)
+                peak[label] = max(peak.get(label, 0.0), m.peak_mib)
+        base = statistics.median(cpu["plain"])
+        for label, summary in summaries.items():
+            median = statistics.median(cpu[label])
+            t.row(name, label, len(cpu[label]), median, f"{min(cpu[label]):.2f}–{max(cpu[label]):.2f}", peak[label],
+                  median / base, (summary.get("failures") or {}).get("retries"),
+                  summary["overall"]["mean_queue_delay"])
 
 
 if __name__ == "__main__":
