@@ -188,7 +188,7 @@ def test_failed_cells_are_listed_with_their_error(report: Path) -> None:
 
 def test_report_has_cdfs_and_load_curves(report: Path) -> None:
     page = (report / "index.html").read_text()
-    for ident in ("cdf-jct", "tail-queue_delay", "curve-load"):
+    for ident in ("cdf-jct", "ccdf-queue_delay", "curve-load"):
         assert re.search(rf'<figure class="report-figure" id="{ident}">.*?<svg', page, re.DOTALL), ident
         assert (report / "figures" / f"{ident}.svg").stat().st_size > 5_000
     cdf = pl.read_csv(report / "tables" / "cdf_jct.csv")
@@ -204,7 +204,7 @@ def test_report_has_cdfs_and_load_curves(report: Path) -> None:
 
 
 def test_the_queueing_tail_is_the_share_of_pooled_jobs_waiting_longer(sweep: Path, report: Path) -> None:
-    tail = pl.read_csv(report / "tables" / "tail_queue_delay.csv")
+    tail = pl.read_csv(report / "tables" / "ccdf_queue_delay.csv")
     df = pl.read_parquet(sweep / "results.parquet").filter((pl.col("status") == "ok") & (pl.col("policy") == "fifo"))
     for panel, load in (("load=1", 1.0), ("load=2", 2.0)):
         cells = [pl.read_parquet(sweep / "cells" / i / "jobs.parquet")
@@ -301,7 +301,7 @@ def test_cdf_panels_continue_in_a_second_figure(tmp_path: Path, monkeypatch: pyt
         _jobs_cell(folder, r["cell_id"], [10 + r["cell"], 100, 1000])
     out = tmp_path / "out"
     page = build_compare_report(folder, out).read_text()
-    for ident in ("cdf-jct", "cdf-jct-2", "tail-queue_delay", "tail-queue_delay-2"):
+    for ident in ("cdf-jct", "cdf-jct-2", "ccdf-queue_delay", "ccdf-queue_delay-2"):
         assert f'id="{ident}"' in page
     assert "JCT CDF per policy (1 of 2)" in page and "JCT CDF per policy (2 of 2)" in page
     svg1 = (out / "figures" / "cdf-jct.svg").read_text()

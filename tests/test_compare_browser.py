@@ -17,8 +17,9 @@ def test_compare_report_loads_offline_with_every_figure_visible(tmp_path: Path) 
     page_path = build_compare_report(make_sweep(tmp_path / "sweep"), tmp_path / "report")
     assert "<script" not in page_path.read_text()
     with offline_page(page_path) as page:
-        # the JCT CDF, the queueing-delay tail and the load curves: the fixture sweeps no other numeric parameter
-        assert sorted(visible_figures(page, 300, 200)) == ["cdf-jct", "curve-load", "tail-queue_delay"]
+        # the JCT CDF, the queueing delay's complementary CDF and the load curves: the fixture sweeps no other numeric
+        # parameter
+        assert sorted(visible_figures(page, 300, 200)) == ["ccdf-queue_delay", "cdf-jct", "curve-load"]
         assert page.locator("nav a").count() == 5
         assert page.locator("#failed table tbody tr").count() == 1
         assert page.locator("#table-mean-jct table tbody tr").count() == 6

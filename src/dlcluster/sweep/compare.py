@@ -285,10 +285,10 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
          f"contributes all its jobs. {lines} Log x axis; values below 1 s are drawn at 1 s."),
         # most jobs of a lightly loaded cluster never wait: a CDF would spend its height on them and squeeze the
         # tail that policies differ in into its top edge
-        ("tail", "queue_delay", "queueing-delay tail per policy",
-         f"Share of jobs (completed, seeds pooled) that waited longer than x seconds, log–log: the tail the "
-         f"policies differ in, down to one job in the line. {lines} A line starts at the share that waited longer "
-         f"than 1 s; a setting none of whose jobs waited that long has no line."),
+        ("ccdf", "queue_delay", "queueing-delay complementary CDF per policy",
+         f"Complementary CDF: the share of jobs (completed, seeds pooled) that waited longer than x seconds, "
+         f"log–log: the tail the policies differ in, down to one job in the line. {lines} A line starts at the "
+         f"share that waited longer than 1 s; a setting none of whose jobs waited that long has no line."),
     )
     items = []
     for kind, metric, title, definition in kinds:
@@ -309,7 +309,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
             for ax, prow in zip(axes, chunk.iter_rows(named=True), strict=True):
                 sel = _line(part, panel_keys, prow)
                 grid = np.geomspace(1.0, max(2.0, float(sel[metric].to_numpy().max())), CDF_POINTS) \
-                    if kind == "tail" else None
+                    if kind == "ccdf" else None
                 for i, s in enumerate(series):
                     d = sel if series_key is None else _line(sel, [series_key], {series_key: s})
                     if d.height == 0:
