@@ -46,8 +46,8 @@ def test_jobs_steps_tres_states(tmp_path: Path) -> None:
     assert jobs["cpu_num"].to_list() == [32, 16, 4, 2] and jobs["node_num"].to_list() == [1, 2, 1, 1]
     assert jobs["submit_time"][0] == 1591728061  # 2020-06-09T18:41:01Z
     assert jobs["start_time"].to_list()[2:] == [None, None]
-    # End − Start when both known, else Elapsed (1-02:00:05 = 93605 s)
-    assert jobs["duration"].to_list() == [3600, 93605, 0, 0]
+    # End − Start when both known, else Elapsed (1-02:00:05 = 93605 s); none while pending, 0 if cancelled unstarted
+    assert jobs["duration"].to_list() == [3600, 93605, None, 0]
     assert jobs["queue_delay"].to_list() == [60, 10, None, None]
 
 

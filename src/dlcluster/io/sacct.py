@@ -5,7 +5,8 @@ heterogeneous (``123+0``) ids are jobs. GPUs come from ``AllocTRES`` (``ReqTRES`
 allocation is empty): the untyped ``gres/gpu=N`` entry, else the sum of typed
 ``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
 (default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
-(``[D-]HH:MM:SS``) when either is missing. vc = Partition (else Account, else ``default``);
+(``[D-]HH:MM:SS``) when either is missing; none for a job still pending when the export was
+taken (its ``Elapsed`` of 0 is no run time). vc = Partition (else Account, else ``default``);
 cluster = the ``Cluster`` column, else the file's stem.
 """
 
@@ -149,7 +150,8 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         pl.coalesce(_text("Partition"), _text("Account"), pl.lit("default")).alias("vc"),
         _text("User").alias("user"),
         _text("JobName").alias("name"),
-        pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed")).alias("duration"),
+        pl.when(pl.col("status") != "pending")
+        .then(pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed"))).alias("duration"),
         (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
     ).sort(ROW))
     return Trace(out, format="sacct", timezone=timezone, source=str(path), dropped=dropped)
