@@ -141,6 +141,8 @@ def test_runs_where_nobody_waited_draw_no_queueing_figure(tmp_path: Path) -> Non
     assert why["sim-vc-queue"] == "no job waited in any VC of any run."
     assert why["sim-preemptions"] == "no run preempted any job (only preemptive policies, such as srtf, do)."
     assert why["sim-vs-observed"] == "no trace given (pass --trace TRACE)."
+    assert why["sim-energy"] == ("no run modelled power (simulate --power on, or --power ces to power idle nodes "
+                                 "down).")
     assert "sim-jct-cdf" in figure_ids(page)
     # a section with nothing to show is folded to one line with its reason
     assert re.search(r'<section id="timeline">.*?<summary>Nothing to show: no run folder holds a timeline.parquet.'
@@ -152,6 +154,37 @@ def test_one_run_without_waits_among_others_is_named(tmp_path: Path) -> None:
                             tmp_path / "out").read_text(encoding="utf-8")
     assert "sim-queue-cdf" in figure_ids(page)
     assert '<p class="check">a: no job waited (a step at 1 s).</p>' in page
+
+
+def test_the_energy_section_shows_the_runs_that_modelled_power(runs: Path, tmp_path: Path) -> None:
+    """CES and always-on runs beside a run without power: the table is their summaries' figures, the timeline
+    panel the CES run's busy nodes under its powered ones."""
+    main(["simulate", str(runs / "venus.parquet"), "--policy", "fifo", "--power", "ces", "-o", str(tmp_path / "ces")])
+    main(["simulate", str(runs / "venus.parquet"), "--policy", "fifo", "--power", "on", "-o", str(tmp_path / "on")])
+    page = build_sim_report(read_runs([tmp_path / "ces", tmp_path / "on", runs / "sim" / "fifo"]),
+                            tmp_path / "out").read_text(encoding="utf-8")
+    table = pl.read_csv(tmp_path / "out" / "tables" / "sim-energy.csv")
+    assert table["run"].to_list() == ["ces", "on"]
+    for run in ("ces", "on"):
+        energy = json.loads((tmp_path / run / "summary.json").read_text())["energy"]
+        row = table.filter(pl.col("run") == run).row(0, named=True)
+        assert (row["energy kWh"], row["saved %"], row["wake-ups"]) == pytest.approx(
+            (energy["energy_kwh"], energy["saved_pct"], energy["wakeups"]), rel=1e-9)
+    assert table.filter(pl.col("run") == "ces")["saved %"][0] > 0
+    assert '<p class="check">No power modelled in: fifo.</p>' in page
+    assert "sim-powered-nodes" in figure_ids(page)
+    nodes = pl.read_csv(tmp_path / "out" / "tables" / "sim-powered-nodes.csv")
+    assert nodes["run"].unique().to_list() == ["ces"]  # the always-on run changed no node's state
+    assert (nodes["powered"] >= nodes["busy"]).all() and nodes["busy"].max() > 0
+    # the first bin is the mean of the cluster's per-sample sums: powered = on + booting, busy = holding a job
+    timeline = pl.read_parquet(tmp_path / "ces" / "timeline.parquet")
+    lit = [c for c in ("nodes_on", "nodes_booting") if c in timeline.columns]
+    per_sample = timeline.group_by("time").agg(pl.sum_horizontal(*lit).sum().alias("powered"),
+                                                pl.col("nodes_busy").sum().alias("busy")).sort("time")
+    nodes = nodes.sort("hour")
+    first = per_sample.filter(pl.col("time") < per_sample["time"][0] + (nodes["hour"][1] - nodes["hour"][0]) * 3600)
+    assert (nodes["powered"][0], nodes["busy"][0]) == pytest.approx((first["powered"].mean(), first["busy"].mean()))
+    assert nodes["powered"][0] > nodes["busy"][0]
 
 
 def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -70,6 +70,32 @@ def hourly_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
             .group_by("vc", "hour").agg(*(ordered_mean(c).alias(c) for c in cols)).sort("vc", "hour"))
 
 
+ENERGY = (("energy_kwh", "energy kWh"), ("always_on_kwh", "always-on kWh"), ("saved_pct", "saved %"),
+          ("mean_powered_nodes", "mean powered nodes"), ("utilization_powered", "powered utilisation"),
+          ("wakeups", "wake-ups"), ("boot_delayed_jobs", "boot-delayed jobs"),
+          ("boot_delay_seconds", "boot delay s"))
+
+
+def energy(summary: dict) -> dict[str, object] | None:
+    """The run's energy figures (:data:`ENERGY`) from its summary, or None for a run without power modelled."""
+    e = summary.get("energy")
+    return None if e is None else {label: e.get(key) for key, label in ENERGY}
+
+
+def powered_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
+    """The whole cluster's busy and powered (on or booting) nodes, means over bins of whole hours: ``hour, busy,
+    powered`` (the sums over the VCs' samples; needs the node-state columns of a run whose nodes changed state)."""
+    t0 = timeline["time"].min()
+    span = (timeline["time"].max() - t0) // HOUR + 1
+    width = max(1, -(-span // points)) * HOUR
+    powered = pl.col("nodes_on") + (pl.col("nodes_booting") if "nodes_booting" in timeline.columns else 0)
+    per_sample = timeline.group_by("time").agg(pl.col("nodes_busy").sum().alias("busy"),
+                                               powered.sum().alias("powered"))
+    return (per_sample.with_columns(((pl.col("time") - t0) // width * width / HOUR).alias("hour"))
+            .group_by("hour").agg(ordered_mean("busy").alias("busy"), ordered_mean("powered").alias("powered"))
+            .sort("hour"))
+
+
 def busiest_vcs(timeline: pl.DataFrame, n: int) -> list[str]:
     """The ``n`` VCs with the most GPU time held or asked for over the run (ties by name)."""
     load = timeline.group_by("vc").agg((pl.col("total_gpus") - pl.col("idle_gpus") + pl.col("pending_gpus"))

@@ -23,6 +23,7 @@ def build_sim_report(runs: list[SimRun], out: str | Path, trace: Trace | None = 
         sim_sections.timeline_section(runs),
         sim_sections.preemption_section(runs),
         sim_sections.observed_section(runs, trace),
+        sim_sections.energy_section(runs),
     ]
     subtitle = [f"{r.name}: policy {r.summary.get('policy')}, placement {r.summary.get('placement')}, load "
                 f"{r.summary.get('load')}, {r.jobs.height:,} jobs ({r.folder})" for r in runs]

@@ -198,6 +198,43 @@ def preemption_section(runs: list[SimRun]) -> Section:
     return s
 
 
+def energy_section(runs: list[SimRun]) -> Section:
+    """Section 7: energy of the runs that modelled power, and their busy and powered nodes over time."""
+    s = Section("energy", "7. Energy", "What the nodes drew (simulate --power on|ces), and what powering idle nodes "
+                "down saved and cost the jobs.")
+    rows = [{"run": r.name, **e} for r in runs if (e := simruns.energy(r.summary)) is not None]
+    definition = ("From each run's summary.json: energy drawn and the same run's with every node always on (kWh), "
+                  "the share saved, the mean of powered (on or booting) nodes, busy over powered nodes, node "
+                  "wake-ups, and the jobs that started on a node in the second it finished booting after waiting, "
+                  "with their wait up to the boot time (boot delay, seconds).")
+    if not rows:
+        s.items.append(Item("sim-energy", "Energy per run", definition,
+                            absent="no run modelled power (simulate --power on, or --power ces to power idle nodes "
+                            "down)."))
+        return s
+    table = pl.DataFrame(rows)
+    without = [r.name for r in runs if simruns.energy(r.summary) is None]
+    s.items.append(Item("sim-energy", "Energy per run", definition, shown=table, data={"sim-energy": table},
+                        checks=[f"No power modelled in: {', '.join(without)}."] if without else []))
+    changed = [r for r in runs if r.timeline is not None and "nodes_on" in r.timeline.columns]
+    item_id, title = "sim-powered-nodes", "Busy and powered nodes over time"
+    tdef = ("The whole cluster's busy nodes (holding a job) and powered nodes (on or booting) over time, means of "
+            "the 60-second timeline samples in each bin; one panel per run whose nodes changed state.")
+    if not changed:
+        s.items.append(Item(item_id, title, tdef, absent="no run powered a node off: every node stayed on."))
+        return s
+    t = pl.concat([simruns.powered_timeline(r.timeline).select(pl.lit(r.name).alias("run"), pl.all())
+                   for r in changed if r.timeline is not None])
+    days = t["hour"].max() > 72
+    x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")
+    long = (t.with_columns((pl.col("hour") / 24).alias("day"))
+            .unpivot(index=["run", "hour", "day"], on=["busy", "powered"], variable_name="nodes", value_name="count")
+            .with_columns(pl.col("nodes").cast(pl.Enum(["busy", "powered"]))))
+    fig = plots.timeline(long, x, "count", "nodes", xlabel, panel="run", series="nodes")
+    s.items.append(Item(item_id, title, tdef, figure=fig, data={item_id: t}))
+    return s
+
+
 def observed_section(runs: list[SimRun], trace: Trace | None) -> Section:
     """Section 6: simulated versus observed queueing per VC, for runs that replay the trace as it was."""
     s = Section("observed", "6. Simulated versus observed queueing",
