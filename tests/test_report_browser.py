@@ -30,11 +30,13 @@ def test_simulation_report_loads_offline_with_every_figure_visible(tmp_path: Pat
     from dlcluster.cli import main
 
     main(["synth", "--preset", "helios-venus", "--days", "1", "--seed", "1", "-o", str(tmp_path / "t.parquet")])
-    main(["simulate", str(tmp_path / "t.parquet"), "--policy", "fifo,srtf", "-o", str(tmp_path / "sim")])
+    # with CES, so that the energy section draws too
+    main(["simulate", str(tmp_path / "t.parquet"), "--policy", "fifo,srtf", "--power", "ces", "-o",
+          str(tmp_path / "sim")])
     main(["report", str(tmp_path / "sim"), "--trace", str(tmp_path / "t.parquet"), "-o", str(tmp_path / "report")])
     page_path = tmp_path / "report" / "index.html"
     ids = figure_ids(page_path.read_text(encoding="utf-8"))
-    assert ids == FIGURES
+    assert ids == [*FIGURES, "sim-powered-nodes"]
     with offline_page(page_path) as page:
         assert visible_figures(page) == ids
-        assert page.locator("nav a").count() == 6
+        assert page.locator("nav a").count() == 7
