@@ -61,13 +61,19 @@ def overview(summary: dict) -> dict[str, object]:
 def hourly_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
     """Means per VC over bins of whole hours: ``vc, hour`` (bin start, hours since the run's first sample),
     ``running_gpus, pending_gpus, running_jobs, pending_jobs``; bins widen so a VC has at most about ``points``."""
+    cols = ["running_gpus", "pending_gpus", "running_jobs", "pending_jobs"]
+    return (timeline.with_columns(_hour_bin(timeline, points),
+                                  (pl.col("total_gpus") - pl.col("idle_gpus")).alias("running_gpus"))
+            .group_by("vc", "hour").agg(*(ordered_mean(c).alias(c) for c in cols)).sort("vc", "hour"))
+
+
+def _hour_bin(timeline: pl.DataFrame, points: int) -> pl.Expr:
+    """``hour``: each sample's bin start, in hours since the first sample; bins of whole hours, widened so that
+    the timeline has at most about ``points`` of them."""
     t0 = timeline["time"].min()
     span = (timeline["time"].max() - t0) // HOUR + 1
     width = max(1, -(-span // points)) * HOUR
-    cols = ["running_gpus", "pending_gpus", "running_jobs", "pending_jobs"]
-    return (timeline.with_columns(((pl.col("time") - t0) // width * width / HOUR).alias("hour"),
-                                  (pl.col("total_gpus") - pl.col("idle_gpus")).alias("running_gpus"))
-            .group_by("vc", "hour").agg(*(ordered_mean(c).alias(c) for c in cols)).sort("vc", "hour"))
+    return ((pl.col("time") - t0) // width * width / HOUR).alias("hour")
 
 
 ENERGY = (("energy_kwh", "energy kWh"), ("always_on_kwh", "always-on kWh"), ("saved_pct", "saved %"),
@@ -85,13 +91,10 @@ def energy(summary: dict) -> dict[str, object] | None:
 def powered_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
     """The whole cluster's busy and powered (on or booting) nodes, means over bins of whole hours: ``hour, busy,
     powered`` (the sums over the VCs' samples; needs the node-state columns of a run whose nodes changed state)."""
-    t0 = timeline["time"].min()
-    span = (timeline["time"].max() - t0) // HOUR + 1
-    width = max(1, -(-span // points)) * HOUR
     powered = pl.col("nodes_on") + (pl.col("nodes_booting") if "nodes_booting" in timeline.columns else 0)
     per_sample = timeline.group_by("time").agg(pl.col("nodes_busy").sum().alias("busy"),
                                                powered.sum().alias("powered"))
-    return (per_sample.with_columns(((pl.col("time") - t0) // width * width / HOUR).alias("hour"))
+    return (per_sample.with_columns(_hour_bin(timeline, points))
             .group_by("hour").agg(ordered_mean("busy").alias("busy"), ordered_mean("powered").alias("powered"))
             .sort("hour"))
 
