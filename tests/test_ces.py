@@ -337,28 +337,6 @@ def test_a_node_that_is_not_on_never_hosts_a_job(scenario, answers: list[int], b
     assert clash.height == 0
 
 
-class _GeneralBoots(PowerManager):
-    """Boots by the rule for VCs of mixed node sizes everywhere."""
-
-    def _uniform_boots(self, g: int, group: str, state: object) -> list[int]:
-        return self._mixed_boots(g, group, state)  # type: ignore[arg-type]
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(uniform=True), st.lists(st.integers(0, 8), min_size=1, max_size=12), st.integers(0, 40))
-def test_boots_counted_by_node_in_one_size_vcs_are_the_general_rules(scenario, answers: list[int],
-                                                                      boot: int) -> None:
-    """The shortcut for VCs whose nodes have one size (nodes counted, the queue read only as far as needed) boots
-    the nodes the general rule boots, at the same seconds."""
-    table, cluster = scenario
-    managers = [kind(Scripted(answers), step=7, boot_seconds=boot, min_idle=0)  # type: ignore[arg-type]
-                for kind in (PowerManager, _GeneralBoots)]
-    runs = [simulate(table, cluster, "fifo", power=PowerModel(), unknown_vc="unschedulable", observers=[m])
-            for m in managers]
-    assert runs[0].node_states.equals(runs[1].node_states)
-    assert runs[0].jobs.equals(runs[1].jobs)
-
-
 def test_energy_adds_up_over_states_on_a_hand_made_case() -> None:
     model = PowerModel(node_watts=100, gpu_idle_watts=10, gpu_busy_watts=60, off_watts=5, boot_watts=200,
                        boot_seconds=30)

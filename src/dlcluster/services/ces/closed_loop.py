@@ -120,28 +120,12 @@ class PowerManager(Observer):
         seen = (state.gains, state.free_total, state.unusable, len(off), self.control.queued(group))
         if self._settled[g] == seen:
             return
-        if self._boots:
-            self._settle(now)
-        uniform = self.uniform[g] and state.largest
-        boot = self._uniform_boots(g, group, state) if uniform else self._mixed_boots(g, group, state)
+        boot = self._boots_for(g, group, state)
         if boot:
             self._boot(g, boot, now)
         self._settled[g] = None if boot else seen
 
-    def _uniform_boots(self, g: int, group: str, state: VCState) -> list[int]:
-        """:meth:`_mixed_boots` where every node has the same size: a job needs ``ceil(gpus / size)`` nodes, GPUs
-        follow from nodes, and the lowest-numbered nodes that are off boot (the order both of its rules give)."""
-        off, size = self.off[g], state.largest
-        have = state.by_free[size] + self.booting[g]  # idle nodes that are on, and nodes booting
-        enough = have + len(off)  # once the jobs need this many nodes, every node that is off boots
-        gpus, need = self.control.jobs.gpu, 0
-        for j in self.control.waiting(group):  # (a long queue is not read to its end)
-            need += -(-gpus[j] // size)
-            if need >= enough:
-                break
-        return sorted(off)[: need - have] if need > have else []
-
-    def _mixed_boots(self, g: int, group: str, state: VCState) -> list[int]:
+    def _boots_for(self, g: int, group: str, state: VCState) -> list[int]:
         """The nodes of group ``g`` to boot for its waiting jobs (see :meth:`on_waiting`)."""
         off = self.off[g]
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
