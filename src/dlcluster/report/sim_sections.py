@@ -202,7 +202,8 @@ def energy_section(runs: list[SimRun]) -> Section:
     """Section 7: energy of the runs that modelled power, and their busy and powered nodes over time."""
     s = Section("energy", "7. Energy", "What the nodes drew (simulate --power on|ces), and what powering idle nodes "
                 "down saved and cost the jobs.")
-    rows = [{"run": r.name, **e} for r in runs if (e := simruns.energy(r.summary)) is not None]
+    energy = {r.name: simruns.energy(r.summary) for r in runs}
+    rows = [{"run": name, **e} for name, e in energy.items() if e is not None]
     definition = ("From each run's summary.json: energy drawn and the same run's with every node always on (kWh), "
                   "the share saved, the mean of powered (on or booting) nodes, busy over powered nodes, node "
                   "wake-ups, and the jobs that started on a node in the second it finished booting after waiting, "
@@ -213,7 +214,7 @@ def energy_section(runs: list[SimRun]) -> Section:
                             "down)."))
         return s
     table = pl.DataFrame(rows)
-    without = [r.name for r in runs if simruns.energy(r.summary) is None]
+    without = [name for name, e in energy.items() if e is None]
     s.items.append(Item("sim-energy", "Energy per run", definition, shown=table, data={"sim-energy": table},
                         checks=[f"No power modelled in: {', '.join(without)}."] if without else []))
     changed = [r for r in runs if r.timeline is not None and "nodes_on" in r.timeline.columns]
