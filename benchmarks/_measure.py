@@ -8,6 +8,7 @@ that of any process it started and waited for.
 from __future__ import annotations
 
 import compileall
+import json
 import os
 import resource
 import signal
@@ -18,7 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -150,6 +153,28 @@ def run_cases(cases: dict[str, Callable[[], None]], names: Sequence[str] | None)
         if name not in cases:
             raise SystemExit(f"unknown case {name!r}; cases: {', '.join(cases)}")
         cases[name]()
+
+
+def in_turn(runs: int, settings: dict[str, Callable[[], T]]) -> dict[str, list[T]]:
+    """Each setting ``runs`` times, the settings in turn (a slow spell of the shared machine then hits every
+    setting, not one): per setting, its results in run order."""
+    out: dict[str, list[T]] = {label: [] for label in settings}
+    for _ in range(runs):
+        for label, measure in settings.items():
+            out[label].append(measure())
+    return out
+
+
+def spread(values: Sequence[float], fmt: str = ".2f") -> str:
+    """``min–max`` of ``values``, for a column beside their median."""
+    return f"{min(values):{fmt}}–{max(values):{fmt}}"
+
+
+def simulate_measured(args: Sequence[str]) -> tuple[Measured, dict]:
+    """One ``dlcluster simulate`` process into a temporary folder: its figures and its ``summary.json``."""
+    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
+        m = command_measured(dlcluster("simulate", *args, "-o", tmp))
+        return m, json.loads((Path(tmp) / "summary.json").read_text())
 
 
 def philly_window_args() -> list[str] | None:

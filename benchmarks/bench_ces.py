@@ -17,21 +17,21 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import tempfile
-from pathlib import Path
+from functools import partial
 
 from benchmarks._measure import (
     FIGURES,
-    Measured,
-    WORK,
     Table,
     command_measured,
     dlcluster,
     figures,
+    in_turn,
     philly_window_args,
     python_snippet_measured,
     run_cases,
     saturn_parquet,
+    simulate_measured,
+    spread,
 )
 from benchmarks.bench_sim import PHILLY
 
@@ -56,12 +56,6 @@ def open_loop() -> None:
         t.row(label, *figures(m)[:3], out["mean_off_nodes"], out["utilization_powered"], out["shortages"])
 
 
-def _simulate(args: list[str]) -> tuple[Measured, dict]:
-    with tempfile.TemporaryDirectory(dir=WORK) as tmp:
-        m = command_measured(dlcluster("simulate", *args, "-o", tmp))
-        return m, json.loads((Path(tmp) / "summary.json").read_text())
-
-
 def closed_loop() -> None:
     """FIFO with and without power management, whole process, on the Philly window and the Saturn look-alike."""
     philly = philly_window_args()
@@ -73,20 +67,14 @@ def closed_loop() -> None:
     t = Table(("trace", 12), ("power", 13), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
               ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("saved %", 8, ".1f"), ("mean queue s", 13, ".1f"))
     for name, args in cases:
-        cpu: dict[str, list[float]] = {label: [] for label in POWER}
-        peak: dict[str, list[float]] = {label: [] for label in POWER}
-        summaries = {}
-        for _ in range(RUNS[name]):
-            for label, power in POWER.items():
-                m, summaries[label] = _simulate([*args, "-p", "fifo", *power])
-                cpu[label].append(m.cpu)
-                peak[label].append(m.peak_mib)
-        base = statistics.median(cpu["none"])
-        for label, summary in summaries.items():
+        runs = in_turn(RUNS[name], {label: partial(simulate_measured, [*args, "-p", "fifo", *power])
+                                    for label, power in POWER.items()})
+        base = statistics.median(m.cpu for m, _ in runs["none"])
+        for label, done in runs.items():
+            cpu, summary = [m.cpu for m, _ in done], done[-1][1]
             saved = (summary.get("energy") or {}).get("saved_pct")
-            median = statistics.median(cpu[label])
-            t.row(name, label, len(cpu[label]), median, f"{min(cpu[label]):.2f}–{max(cpu[label]):.2f}",
-                  max(peak[label]), median / base, saved, summary["overall"]["mean_queue_delay"])
+            t.row(name, label, len(cpu), statistics.median(cpu), spread(cpu), max(m.peak_mib for m, _ in done),
+                  statistics.median(cpu) / base, saved, summary["overall"]["mean_queue_delay"])
     # the forecaster's fixed cost, which no faster simulator can take off a short run: importing LightGBM (and the
     # SciPy it imports) into a process that already has what a plain run imports
     # (the least of five processes each: one process's start-up varies by more than the difference)

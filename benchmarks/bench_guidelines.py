@@ -11,12 +11,10 @@ became: retried runs and slower jobs lengthen the queue, and a longer queue cost
 
 from __future__ import annotations
 
-import json
 import statistics
-import tempfile
-from pathlib import Path
+from functools import partial
 
-from benchmarks._measure import WORK, Table, command_measured, dlcluster, philly_window_args, saturn_parquet
+from benchmarks._measure import WORK, Table, in_turn, philly_window_args, saturn_parquet, simulate_measured, spread
 
 RUNS = {
     "plain": [],
@@ -43,23 +41,14 @@ def main() -> None:
     t = Table(("trace", 12), ("run", 28), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
               ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("retries", 9, ",d"), ("mean queue s", 14, ",.0f"))
     for name, args in cases:
-        cpu: dict[str, list[float]] = {label: [] for label in RUNS}
-        peak: dict[str, float] = {}
-        summaries = {}
-        for _ in range(REPEAT):
-            for label, extra in RUNS.items():
-                with tempfile.TemporaryDirectory(dir=WORK) as tmp:
-                    m = command_measured(dlcluster("simulate", *args, "-p", "fifo", *extra, "-o", tmp))
-                    summaries[label] = json.loads((Path(tmp) / "summary.json").read_text())
-                cpu[label].append(m.cpu)
-                peak[label] = max(peak.get(label, 0.0), m.peak_mib)
-        base = statistics.median(cpu["plain"])
-        for label, summary in summaries.items():
-            median = statistics.median(cpu[label])
-            t.row(name, label, len(cpu[label]), median, f"{min(cpu[label]):.2f}–{max(cpu[label]):.2f}", peak[label],
-                  median / base, (summary.get("failures") or {}).get("retries"),
+        runs = in_turn(REPEAT, {label: partial(simulate_measured, [*args, "-p", "fifo", *extra])
+                                for label, extra in RUNS.items()})
+        base = statistics.median(m.cpu for m, _ in runs["plain"])
+        for label, done in runs.items():
+            cpu, summary = [m.cpu for m, _ in done], done[-1][1]
+            t.row(name, label, len(cpu), statistics.median(cpu), spread(cpu), max(m.peak_mib for m, _ in done),
+                  statistics.median(cpu) / base, (summary.get("failures") or {}).get("retries"),
                   summary["overall"]["mean_queue_delay"])
-
 
 if __name__ == "__main__":
     main()

@@ -17,11 +17,12 @@ import os
 import shutil
 import statistics
 import sys
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
-from benchmarks._measure import WORK, Measured, Table, command_measured, dlcluster
+from benchmarks._measure import WORK, Measured, Table, command_measured, dlcluster, in_turn, spread
 
 EXPERIMENT = """\
 [[trace]]
@@ -64,10 +65,7 @@ def main(only: list[str] | None = None) -> None:
     try:
         local2 = None
         if not only or "local" in only:
-            runs: dict[str, list[tuple[Measured, float]]] = {label: [] for label in local}
-            for _ in range(RUNS):
-                for label, args in local.items():
-                    runs[label].append(_sweep(exp, args))
+            runs = in_turn(RUNS, {label: partial(_sweep, exp, args) for label, args in local.items()})
             wall = {label: statistics.median(m.wall for m, _ in r) for label, r in runs.items()}
             cells = {label: statistics.median(c for _, c in r) for label, r in runs.items()}
             base = CELLS / wall["local, 1 worker"] * 60
@@ -81,7 +79,7 @@ def main(only: list[str] | None = None) -> None:
                     # at all, two workers could be at most this much faster than one
                     verdict += f"; cells alone ≤ {2 * cells['local, 1 worker'] / cells[label]:.2f}×"
                 walls = [m.wall for m, _ in r]
-                t.row(label, len(r), wall[label], f"{min(walls):.1f}–{max(walls):.1f}",
+                t.row(label, len(r), wall[label], spread(walls, ".1f"),
                       statistics.median(m.cpu for m, _ in r), max(m.peak_mib for m, _ in r), rate, rate / base,
                       cells[label], verdict)
         if not only or "ray" in only:
