@@ -468,6 +468,8 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     f = tmp_path / "short.csv"
     _daily(2).write_csv(f)
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
+                          (("--test-days", "nan"), "--test-days must be a number of days, got nan"),
+                          (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
                           (("--rule", "fuzzy"), "unknown controller"),
                           (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule"),
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):

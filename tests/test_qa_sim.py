@@ -64,6 +64,24 @@ def test_load_must_be_finite(load: float) -> None:
         simulate(jobs(("a", "v", 1, 0, 10), ("b", "v", 1, 5, 10)), spec(v=(8,)), "fifo", load=load)
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--failures", "replay", "--no-retry-within", "nan"],
+     "error: --no-retry-within must be a number of minutes up to 52,596,000 (100 years), got nan\n"),
+    (["--failures", "replay", "--retries", "2", "--no-retry-within", "1e300"],
+     "error: --no-retry-within must be a number of minutes up to 52,596,000 (100 years), got 1e+300\n"),
+    (["--failures", "replay", "--validation-minutes", "inf", "--validation-gpus", "4"],
+     "error: --validation-minutes must be a number of minutes up to 52,596,000 (100 years), got inf\n"),
+    # a boot of a century kept the controller ticking for a century of simulated time
+    (["--power", "ces", "--boot-seconds", "3155760000"],
+     "error: power model: boot_seconds must be at most 86,400 (one day), got 3,155,760,000\n"),
+])
+def test_option_values_beyond_their_range_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    res = cli("simulate", str(trace), *args, "-o", str(tmp_path / "out"))
+    assert (res.returncode, res.stderr) == (2, message)
+    assert not (tmp_path / "out").exists()
+
+
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     target = tmp_path / "taken"

@@ -133,6 +133,7 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("policy =", "polcy ="), "field 'grid.polcy': not an option of `dlcluster simulate` (options: "),
     (SMALL.replace('"sjf"', '"lottery"'), "field 'grid.policy': unknown policy 'lottery'; choose one of: fifo, "),
     (SMALL + "load = [1.0, \"x\"]\n", "field 'grid.load': Invalid value for '--load'"),
+    (SMALL + "load = [0]\n", "field 'grid.load': --load must be a positive finite number, got 0.0"),
     (SMALL.replace("days = 2", "days = -1"), "field 'trace[0].days': expected a positive number of days, got -1"),
     (SMALL.replace('preset = "helios-venus"', 'preset = "nope"'), "field 'trace[0].preset': unknown preset 'nope'"),
     (SMALL + "[simulate]\noutput = \"x\"\n", "field 'simulate.output': set by the sweep itself"),

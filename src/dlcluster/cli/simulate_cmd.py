@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -306,6 +307,17 @@ def _unknown_vcs_hint() -> Iterator[None]:
                          "counts such jobs as unschedulable", path=exc.path, field=exc.field) from None
 
 
+def _minutes(option: str, minutes: float | None) -> int | None:
+    """``minutes`` as whole seconds, or None; a value that is not a number of minutes up to 100 years is an error."""
+    from dlcluster.io._common import MAX_SECONDS
+
+    if minutes is None:
+        return None
+    if not (math.isfinite(minutes) and abs(minutes) * 60 <= MAX_SECONDS):
+        raise ConfigError(f"{option} must be a number of minutes up to {MAX_SECONDS // 60:,} (100 years), got {minutes}")
+    return round(minutes * 60)
+
+
 def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,
                    validation_gpus: int, keep_progress: bool) -> FailureModel | None:
     """The failure model of ``--failures replay`` and its options (None for ``--failures none``)."""
@@ -322,8 +334,8 @@ def _failure_model(failures: str, retries: int, no_retry_within: float | None, v
             raise ConfigError(f"{', '.join(used)} need --failures replay")
         return None
     return FailureModel(retries=retries,
-                        no_retry_within=round(no_retry_within * 60) if no_retry_within is not None else None,
-                        validation_seconds=round(validation_minutes * 60) if validation_minutes is not None else None,
+                        no_retry_within=_minutes("--no-retry-within", no_retry_within),
+                        validation_seconds=_minutes("--validation-minutes", validation_minutes),
                         validation_gpus=validation_gpus, keep_progress=keep_progress)
 
 

@@ -23,6 +23,9 @@ OFF, BOOTING = "off", "booting"
 JOULES_PER_KWH = 3.6e6
 
 
+MAX_BOOT_SECONDS = 86_400
+
+
 @dataclass(frozen=True, slots=True)
 class PowerModel:
     """Watts of one node by state (defaults: an 8×V100 server, see docs/power.md) and its boot time.
@@ -45,6 +48,9 @@ class PowerModel:
                 raise ConfigError(f"power model: {f.name} must be a number >= 0, got {value!r}")
         if self.gpu_busy_watts < self.gpu_idle_watts:
             raise ConfigError("power model: gpu_busy_watts must be at least gpu_idle_watts")
+        if self.boot_seconds > MAX_BOOT_SECONDS:  # a controller keeps ticking until every boot is over
+            raise ConfigError(f"power model: boot_seconds must be at most {MAX_BOOT_SECONDS:,} (one day), "
+                              f"got {self.boot_seconds:,}")
 
     def idle_watts(self, gpus: int) -> float:
         """Power of an idle ``on`` node with ``gpus`` GPUs."""

@@ -52,12 +52,17 @@ def _check(jobs: pl.DataFrame, source: str, cpus: bool) -> None:
             raise InputError(f"job {bad['job_id'][0]!r} {what}", path=source, field=field)
 
 
-def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
-    """Divide inter-arrival times by ``load`` (floored to whole seconds), keeping the first submit."""
+def check_load(load: float) -> None:
+    """Refuse a load factor that is not a positive finite number within ``LOAD_RANGE``."""
     if not (0 < load < math.inf):  # also rejects NaN
         raise ConfigError(f"--load must be a positive finite number, got {load}")
     if not LOAD_RANGE[0] <= load <= LOAD_RANGE[1]:
         raise ConfigError(f"--load {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
+
+
+def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
+    """Divide inter-arrival times by ``load`` (floored to whole seconds), keeping the first submit."""
+    check_load(load)
     if load == 1 or df.height == 0:
         return df
     first = df["submit"].min()

@@ -88,6 +88,10 @@ def _semantic(name: str) -> Callable[[Any], object] | None:
                 raise InputError("one policy per cell: sweep several with policy = [\"fifo\", \"sjf\"]")
             get_policy(str(v))
         return policy
+    if name == "load":
+        from dlcluster.sim.prepare import check_load
+
+        return lambda v: check_load(float(v))
     if name == "placement":
         from dlcluster.sim.placement import get_placement
 

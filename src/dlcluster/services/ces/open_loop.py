@@ -8,6 +8,8 @@ the controller's forecasts come from the values known at ``i``. Nodes wake insta
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +62,8 @@ def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_d
     calendar = calendar or Calendar()
     per_day = DAY // step
     n = series.height
+    if not math.isfinite(test_days):
+        raise ConfigError(f"--test-days must be a number of days, got {test_days}")
     test = int(round(test_days * per_day))
     if test < 1:
         raise ConfigError(f"--test-days must cover at least one step, got {test_days}")
