@@ -107,6 +107,17 @@ def test_end_before_start_is_a_negative_duration_error(tmp_path: Path, fmt: str,
     assert trace.jobs.height == 0 and trace.dropped == {"end before start": 1}
 
 
+def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration(tmp_path: Path) -> None:
+    # 01:40 EDT to 01:10 EST on 2021-11-07 (the clocks went back at 02:00 EDT while it ran): 30 minutes
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time,start_time,end_time,gpu_num,vc\n"
+                    "a,2021-11-07 01:10:00,2021-11-07 01:40:00,2021-11-07 01:10:00,1,v\n"
+                    "b,2021-11-07 01:00:00,2021-11-07 01:05:00,2021-11-07 01:35:00,1,v\n")
+    jobs = read_trace(path, format="csv", timezone="America/New_York").jobs
+    assert jobs["duration"].to_list() == [1800, 1800]
+    assert jobs["start_time"].to_list() == [1636263600, 1636261500]
+
+
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
     src = tmp_path / "jobs.csv"
     src.write_text(PHILLY_JOBS + ROW)

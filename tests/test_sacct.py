@@ -57,6 +57,16 @@ def test_timezone_option_shifts_wall_clock(tmp_path: Path) -> None:
     assert trace.timezone == "Asia/Shanghai"
 
 
+def test_a_job_ending_in_the_repeated_autumn_hour_keeps_its_true_duration(tmp_path: Path) -> None:
+    # 01:40 EDT to 01:10 EST on 2021-11-07: the clocks went back at 02:00 EDT while it ran (Elapsed 00:30:00); a job
+    # wholly inside the repeated hour reads as its first occurrence
+    body = (f"200|a|alice|lab|gpu|2021-11-07T01:20:00|2021-11-07T01:40:00|2021-11-07T01:10:00|00:30:00|COMPLETED|1|8|{TRES}|\n"
+            f"201|b|bob|lab|gpu|2021-11-07T01:05:00|2021-11-07T01:10:00|2021-11-07T01:50:00|00:40:00|COMPLETED|1|8|{TRES}|\n")
+    jobs = read_trace(_write(tmp_path, body), timezone="America/New_York").jobs
+    assert jobs["duration"].to_list() == [1800, 2400]
+    assert jobs["start_time"].to_list() == [1636263600, 1636261800]  # 05:40 and 05:10 UTC
+
+
 def test_state_vocabulary(tmp_path: Path) -> None:
     states = ["TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "FAILED"]
     body = "".join(f"{i}|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|{s}|1|1||\n" for i, s in enumerate(states))

@@ -210,6 +210,12 @@ def parse_datetime(col: str, fmt: str, tz: str, ambiguous: str = "earliest") -> 
     return parsed.dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null").dt.epoch("s")
 
 
+def later_if_before(end_early: pl.Expr, end_late: pl.Expr, start: pl.Expr) -> pl.Expr:
+    """An end time read both ways (``ambiguous`` earliest and latest): the later instant where the earlier one comes
+    before ``start`` (the job ran while the clocks went back, and ended in the repeated hour)."""
+    return pl.when(end_early < start).then(end_late).otherwise(end_early)
+
+
 def wall_clock_text(col: str, tz: str, fmt: str) -> pl.Expr:
     """Format a UTC epoch-seconds column as ``tz`` wall-clock text (for writers; null stays null)."""
     return local_datetime(pl.col(col), tz).dt.strftime(fmt).alias(col)

@@ -33,6 +33,7 @@ from dlcluster.io._common import (
     duplicate,
     ends_before,
     header_has,
+    later_if_before,
     map_status,
     negative,
     parse_float,
@@ -106,10 +107,11 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
     return sources
 
 
-def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str
-          ) -> tuple[pl.Series, str, Check]:
+def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str,
+          ambiguous: str = "earliest") -> tuple[pl.Series, str, Check]:
     """One time column as UTC epoch seconds (aligned with ``df``, to be named ``name``), what it was expected to be,
-    and its range check (on the unrounded number for numeric epochs, so 1e20 is out of range, not unparsable)."""
+    and its range check (on the unrounded number for numeric epochs, so 1e20 is out of range, not unparsable).
+    ``ambiguous``: the instant a wall-clock time in the repeated hour of a daylight-saving change takes."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
     first = present[0] if present.len() else None
@@ -126,7 +128,7 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
         raise InputError(f"cannot tell the date-time format of {first!r}", path=path, field=source) from exc
     assert isinstance(parsed.dtype, pl.Datetime)
     zoned = parsed.dt.convert_time_zone("UTC") if parsed.dtype.time_zone else parsed.dt.replace_time_zone(
-        timezone, ambiguous="earliest", non_existent="null")
+        timezone, ambiguous=ambiguous, non_existent="null")
     return zoned.dt.epoch("s"), "a date-time like the first one", time_limit(source, pl.col(name))
 
 
@@ -193,9 +195,14 @@ def read(
     df = df.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("_index"))
     parsed: list[pl.Expr] = []
     checks: list[Check] = []
+    times: dict[str, pl.Series] = {}
     for c in TIMES:
         if c in src:
             series, what, limit = _time(df, src[c], time_unit, timezone, path, f"_{c}")
+            if c == "end_time" and "start_time" in times:
+                late = _time(df, src[c], time_unit, timezone, path, f"_{c}", ambiguous="latest")[0]
+                series = pl.select(later_if_before(pl.lit(series), pl.lit(late), pl.lit(times["start_time"]))).to_series()
+            times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))
             checks += [limit, unparsable(src[c], f"_{c}", what)]
     for c in COUNTS + SPANS:

@@ -45,6 +45,7 @@ from dlcluster.io._common import (
     duplicate,
     is_null_token,
     map_status,
+    later_if_before,
     parse_datetime,
     require_file,
     required_value,
@@ -269,11 +270,10 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
     raw_jobs, raw_att, errors, dropped = _stream(log, lenient)
     # The log's wall-clock times carry no zone: an attempt that ends in the repeated hour of
     # the autumn DST change reads as ending before it started unless its end takes the later instant.
-    end_early = parse_datetime("end_time", TIME_FORMAT, timezone)
     att = raw_att.with_columns(parse_datetime("start_time", TIME_FORMAT, timezone).alias("start_time_")).with_columns(
-        pl.when(end_early < pl.col("start_time_"))
-        .then(parse_datetime("end_time", TIME_FORMAT, timezone, ambiguous="latest"))
-        .otherwise(end_early).alias("end_time_"),
+        later_if_before(parse_datetime("end_time", TIME_FORMAT, timezone),
+                        parse_datetime("end_time", TIME_FORMAT, timezone, ambiguous="latest"),
+                        pl.col("start_time_")).alias("end_time_"),
     )
     first = att.filter(pl.col("attempt") == 0).select(
         ROW, pl.col("start_time_").alias("start_time"), pl.col("gpus").alias("gpu_num"),
