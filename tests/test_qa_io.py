@@ -107,6 +107,30 @@ def test_end_before_start_is_a_negative_duration_error(tmp_path: Path, fmt: str,
     assert trace.jobs.height == 0 and trace.dropped == {"end before start": 1}
 
 
+@pytest.mark.parametrize(
+    ("fmt", "name", "text", "field", "value"),
+    [
+        ("philly-jobs", "jobs_processed.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n"
+         "2017-03-12 02:30:00,60.0,1,60.0,a\n", "timestamp", "2017-03-12 02:30:00"),
+        ("csv", "jobs.csv", "job_id,submit_time,gpu_num\na,2017-03-12 02:30:00,1\n", "submit_time",
+         "2017-03-12 02:30:00"),
+        ("sacct", "c.txt", "JobID|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|NNodes|NCPUS|AllocTRES|"
+         "ReqTRES\n7|a|u|l|gpu|2017-03-12T01:50:00|2017-03-12T02:10:00|2017-03-12T03:40:00|00:30:00|COMPLETED|1|8||\n",
+         "Start", "2017-03-12T02:10:00"),
+    ],
+)
+def test_a_time_the_clocks_skip_is_named_as_such(tmp_path: Path, fmt: str, name: str, text: str, field: str,
+                                                 value: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format=fmt, timezone="America/Los_Angeles")
+    assert str(err.value) == (f"{path}, line 2, field '{field}': '{value}' is no such time in America/Los_Angeles "
+                              "(the clocks skip it when daylight saving starts)")
+    assert read_trace(path, format=fmt, timezone="America/Los_Angeles", lenient=True).dropped == \
+        {f"skipped time {field}": 1}
+
+
 def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration(tmp_path: Path) -> None:
     # 01:40 EDT to 01:10 EST on 2021-11-07 (the clocks went back at 02:00 EDT while it ran): 30 minutes
     path = tmp_path / "jobs.csv"

@@ -268,6 +268,15 @@ def unparsable(col: str, parsed: str, what: str) -> Check:
     )
 
 
+def skipped_time(col: str, fmt: str | None, tz: str) -> Check:
+    """A check failing where ``col`` reads as a wall-clock time (``fmt``; None: inferred) that ``tz`` skips when
+    daylight saving starts (put before :func:`unparsable`, which would call it unparsable)."""
+    naive = cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us")
+    skipped = naive.is_not_null() & naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").is_null()
+    return Check(col, skipped, f"skipped time {col}",
+                 lambda v: f"{v!r} is no such time in {tz} (the clocks skip it when daylight saving starts)")
+
+
 def out_of_range(field: str, value: pl.Expr, low: float, high: float, allowed: str,
                  hint: Callable[[object], str] | None = None) -> Check:
     """A check failing where ``value`` (a float or parsed column) is infinite or outside ``[low, high]``."""

@@ -43,6 +43,7 @@ from dlcluster.io._common import (
     require_file,
     required_value,
     seconds_limit,
+    skipped_time,
     starts_before,
     time_limit,
     to_int,
@@ -108,9 +109,10 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
 
 
 def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str,
-          ambiguous: str = "earliest") -> tuple[pl.Series, str, Check]:
+          ambiguous: str = "earliest") -> tuple[pl.Series, str, list[Check]]:
     """One time column as UTC epoch seconds (aligned with ``df``, to be named ``name``), what it was expected to be,
-    and its range check (on the unrounded number for numeric epochs, so 1e20 is out of range, not unparsable).
+    and its checks before parsing: its range (on the unrounded number for numeric epochs, so 1e20 is out of range,
+    not unparsable) and, for wall-clock text, the hour that daylight saving skips.
     ``ambiguous``: the instant a wall-clock time in the repeated hour of a daylight-saving change takes."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
@@ -119,7 +121,7 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
         unit = unit or "s"
         seconds = raw_number(source) / UNITS[unit]
         values = df.select(to_int(seconds.floor())).to_series()
-        return values, f"epoch {unit}", time_limit(source, seconds, partial(_unit_hint, unit=unit))
+        return values, f"epoch {unit}", [time_limit(source, seconds, partial(_unit_hint, unit=unit))]
     raw_s = _slash_dates(raw_s, source, path)
     try:
         # eager on purpose: only a Series infers a zone-aware type from text like '...+02:00'
@@ -129,7 +131,10 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
     assert isinstance(parsed.dtype, pl.Datetime)
     zoned = parsed.dt.convert_time_zone("UTC") if parsed.dtype.time_zone else parsed.dt.replace_time_zone(
         timezone, ambiguous=ambiguous, non_existent="null")
-    return zoned.dt.epoch("s"), "a date-time like the first one", time_limit(source, pl.col(name))
+    checks = [time_limit(source, pl.col(name))]
+    if not parsed.dtype.time_zone:
+        checks.append(skipped_time(source, None, timezone))
+    return zoned.dt.epoch("s"), "a date-time like the first one", checks
 
 
 def _unit_hint(value: object, unit: str) -> str:
@@ -198,13 +203,13 @@ def read(
     times: dict[str, pl.Series] = {}
     for c in TIMES:
         if c in src:
-            series, what, limit = _time(df, src[c], time_unit, timezone, path, f"_{c}")
+            series, what, time_checks = _time(df, src[c], time_unit, timezone, path, f"_{c}")
             if c == "end_time" and "start_time" in times:
                 late = _time(df, src[c], time_unit, timezone, path, f"_{c}", ambiguous="latest")[0]
                 series = pl.select(later_if_before(pl.lit(series), pl.lit(late), pl.lit(times["start_time"]))).to_series()
             times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))
-            checks += [limit, unparsable(src[c], f"_{c}", what)]
+            checks += [*time_checks, unparsable(src[c], f"_{c}", what)]
     for c in COUNTS + SPANS:
         if c in src:
             parsed.append((parse_int(src[c]) if c in COUNTS else to_int(parse_float(src[c]).floor())).alias(f"_{c}"))

@@ -24,6 +24,7 @@ from dlcluster.io._common import (
     require_columns,
     required_value,
     seconds_limit,
+    skipped_time,
     time_limit,
     unparsable,
 )
@@ -53,6 +54,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         time_limit("timestamp", pl.col("submit_time")),
         seconds_limit("duration"),
         count_limit("num_gpus"),
+        skipped_time("timestamp", "%Y-%m-%d %H:%M:%S", timezone),
         unparsable("timestamp", "submit_time", "a time (YYYY-MM-DD HH:MM:SS)"),
         required_value("submit_time", "timestamp"),
         unparsable("duration", "duration_", "a whole number of seconds"),
