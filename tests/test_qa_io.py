@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io import read_trace
+from dlcluster.io import detect_format, read_trace
 
 PHILLY_JOBS = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 ROW = "2017-10-09 07:01:55,66.0,1,66.0,a\n"
@@ -129,6 +129,24 @@ def test_a_time_the_clocks_skip_is_named_as_such(tmp_path: Path, fmt: str, name:
                               "(the clocks skip it when daylight saving starts)")
     assert read_trace(path, format=fmt, timezone="America/Los_Angeles", lenient=True).dropped == \
         {f"skipped time {field}": 1}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "philly-jobs", "helios", "swf", "sacct"])
+def test_a_binary_file_is_a_one_line_error_without_its_bytes(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "bin.csv"
+    path.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format=fmt)
+    assert str(err.value) == f"{path}: not a text file (it holds NUL bytes): a CSV or text export was expected"
+
+
+def test_a_byte_order_mark_does_not_hide_the_format(tmp_path: Path) -> None:
+    # spreadsheet programs save UTF-8 CSV with a byte-order mark
+    path = tmp_path / "jobs_processed.csv"
+    path.write_text("\ufefftimestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,60.0,1,60.0,a\n",
+                    encoding="utf-8")
+    assert detect_format(path) == "philly-jobs"
+    assert read_trace(path).jobs["gpu_num"].to_list() == [1]
 
 
 def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration(tmp_path: Path) -> None:

@@ -50,6 +50,9 @@ class Check:
 WIDE = "_wide"  # on a row with more fields than the header: what is wrong (null elsewhere)
 
 
+COMPRESSED = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip and zstd magic numbers
+
+
 def read_csv_text(
     path: str | Path,
     *,
@@ -65,6 +68,11 @@ def read_csv_text(
     A row with more fields than the header gets a ``_wide`` text (see :func:`apply_checks`).
     """
     require_file(path)
+    with Path(path).open("rb") as fh:
+        head = fh.read(4096)
+    # a binary file (other than a compressed CSV, which Polars reads): its bytes must not reach the terminal in an error
+    if b"\0" in head and not head.startswith(COMPRESSED):
+        raise InputError("not a text file (it holds NUL bytes): a CSV or text export was expected", path=path)
     options: dict[str, Any] = {
         "glob": False,  # a file name with '*' or '[' is a name, not a pattern
         "separator": separator, "has_header": has_header,
@@ -171,7 +179,7 @@ def first_line(path: Path) -> str:
     """The first line of a text file ('' for a folder or a missing file): for cheap format sniffing."""
     if not path.is_file():
         return ""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:  # (-sig: a byte-order mark is not text)
         return fh.readline()
 
 
