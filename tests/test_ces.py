@@ -477,6 +477,18 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
+def test_ces_input_errors_name_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.csv"
+    run = cli("ces", str(missing))
+    assert (run.returncode, run.stderr) == (2, f"error: {missing}: no such file or folder\n")
+    # a trace with submissions only (no start or end time) holds no demand
+    t = jobs(("a", "v", 1, 0, 60)).with_columns(start_time=pl.lit(None, pl.Int64), end_time=pl.lit(None, pl.Int64))
+    trace = write_trace(tmp_path / "t.parquet", t, spec(v=(8,)))
+    run = cli("ces", str(trace))
+    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'start_time': no job of the trace has both a "
+                                               "start and an end time: no demand to count\n")
+
+
 def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(tmp_path: Path) -> None:
     # one job a day for 6 days, each 1 h on 8 GPUs, then one job that runs 60 days: its tail is no workload
     rows = [(f"d{i}", "v", 8, i * DAY, 3600) for i in range(6)] + [("long", "v", 8, 6 * DAY, 60 * DAY)]

@@ -85,6 +85,8 @@ def ces(
         raise ConfigError(f"--output {output}: exists and is not a folder")
     controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
     calendar = Calendar(holidays, parse_events(events))
+    if not source.exists():
+        raise InputError("no such file or folder", path=source)
     if fmt is None and _is_series(source):  # --format reads even a series-like CSV as a trace
         given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
                                           ("--tz", tz)) if value]
@@ -114,7 +116,10 @@ def ces(
         # after the last submission the demand only drains (a long job can run for months): not a workload to
         # replay, so the series stops there
         last_submit = trace.jobs["submit_time"].max()
-        minutes = from_trace(trace.jobs, spec).filter(pl.col("time") <= last_submit)
+        try:
+            minutes = from_trace(trace.jobs, spec).filter(pl.col("time") <= last_submit)
+        except InputError as exc:
+            raise InputError(exc.detail, path=source, field=exc.field) from None
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     if compat is not None:
         if rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600:
