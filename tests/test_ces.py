@@ -412,10 +412,10 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "power.toml"
     bad.write_text("idle_wats = 3\n")
     cases = ((("--power", "ces", "--power-model", str(bad)), "field 'idle_wats': unknown setting"),
-             (("--buffer", "4"), "--buffer need --power ces"),
+             (("--buffer", "4"), "--buffer needs --power ces"),
              (("--power", "solar"), "--power 'solar': choose none, on or ces"),
-             (("--power", "on", "--risk", "0.1"), "--risk need --power ces"),
-             (("--boot-seconds", "10",), "--boot-seconds need --power on or ces"),
+             (("--power", "on", "--risk", "0.1"), "--risk needs --power ces"),
+             (("--boot-seconds", "10",), "--boot-seconds needs --power on or ces"),
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
              (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"))
     for args, message in cases:
@@ -475,6 +475,14 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_the_simulate_legend_defines_powered_util_only_when_energy_is_shown(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 60)), spec(v=(8,)))
+    defined = "powered util: busy nodes / powered nodes"
+    texts = [" ".join(cli("simulate", str(trace), "-o", str(tmp_path / p), "--power", p).stdout.split())
+             for p in ("none", "on")]
+    assert [defined in t for t in texts] == [False, True]
 
 
 def test_ces_input_errors_name_the_file(tmp_path: Path) -> None:

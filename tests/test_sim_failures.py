@@ -142,7 +142,7 @@ def test_failures_none_changes_nothing_and_errors_are_one_line(tmp_path: Path) -
     assert cli("simulate", str(trace), "-o", str(b), "--failures", "none").returncode == 0
     for f in ("jobs.parquet", "timeline.parquet", "placements.parquet"):
         assert (a / f).read_bytes() == (b / f).read_bytes()
-    for args, message in ((("--retries", "2"), "--retries need --failures replay"),
+    for args, message in ((("--retries", "2"), "--retries needs --failures replay"),
                           (("--failures", "replay", "--validation-minutes", "5"), "needs both --validation-minutes"),
                           (("--failures", "sometimes"), "choose none or replay"),
                           (("--failures", "replay", "--compat", "helios-artifact"), "replays no failures")):

@@ -140,7 +140,7 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'cell 0 (power=sometimes, policy=fifo, seed=1)': "
                                                     "--power 'sometimes': choose none, on or ces"),
     (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'cell 0 (ces_preset=venus, policy=fifo, seed=1)': "
-                                                      "--ces-preset need --power ces"),
+                                                      "--ces-preset needs --power ces"),
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),

@@ -84,6 +84,7 @@ FAILURES = (Metric("failed_gpu_hours", "failed GPU-h", count),
 
 LEGEND = ("times in s, min, h, d; util: GPU time used / GPU time available from the first submission to the last "
           "end; busy util: the same while the VC had jobs (waiting or running), each VC's GPUs counted only then")
+ENERGY_LEGEND = "; powered util: busy nodes / powered nodes, the mean over timeline samples (whole nodes, not GPUs)"
 
 
 def tables(title: str, label_headers: Sequence[str], rows: Sequence[Row], metrics: Sequence[Metric],

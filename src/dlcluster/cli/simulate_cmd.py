@@ -18,7 +18,7 @@ from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import app
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
-from dlcluster.cli.sim_tables import LEGEND, simulate_tables
+from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
 
@@ -292,7 +292,8 @@ def simulate(
         for table in simulate_tables(summaries, out.width, by_vc):
             out.print(table)
             out.print()
-        out.print(LEGEND, highlight=False)
+        energy = any("energy" in summary for summary in summaries.values())
+        out.print(LEGEND + (ENERGY_LEGEND if energy else ""), highlight=False)
     walls = ", ".join(f"{name} {s['wall_seconds']:.2f} s" for name, s in summaries.items())
     console.print(f"wrote {output} (simulated in {walls})", soft_wrap=True, highlight=False)
 
@@ -305,6 +306,11 @@ def _unknown_vcs_hint() -> Iterator[None]:
     except UnknownVCError as exc:
         raise InputError(f"{exc.detail}; --pooled runs every job on the whole cluster as one VC, --skip-unknown-vcs "
                          "counts such jobs as unschedulable", path=exc.path, field=exc.field) from None
+
+
+def _need(flags: list[str]) -> str:
+    """'--a needs' or '--a, --b need'."""
+    return f"{', '.join(flags)} {'needs' if len(flags) == 1 else 'need'}"
 
 
 def _minutes(option: str, minutes: float | None) -> int | None:
@@ -331,7 +337,7 @@ def _failure_model(failures: str, retries: int, no_retry_within: float | None, v
     if failures == "none":
         used = [flag for flag, set_ in given.items() if set_]
         if used:
-            raise ConfigError(f"{', '.join(used)} need --failures replay")
+            raise ConfigError(f"{_need(used)} --failures replay")
         return None
     return FailureModel(retries=retries,
                         no_retry_within=_minutes("--no-retry-within", no_retry_within),
@@ -352,7 +358,7 @@ def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk:
     for flags, needed, allowed in ((ces_only, "--power ces", ("ces",)), (model_only, "--power on or ces", ("on", "ces"))):
         given = [flag for flag, set_ in flags.items() if set_]
         if given and power not in allowed:
-            raise ConfigError(f"{', '.join(given)} need {needed}")
+            raise ConfigError(f"{_need(given)} {needed}")
     if power == "none":
         return None
     from dlcluster.cli.ces_cmd import PRESET_NAMES

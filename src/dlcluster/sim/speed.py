@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dlcluster.config_file import read_toml
-from dlcluster.errors import InputError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim.cluster import Allocation
 from dlcluster.sim.jobs import Jobs
 
@@ -125,5 +125,7 @@ def speed_model(name_or_path: str) -> PlacementSpeed | None:
         return None
     if name_or_path == "philly":
         return PlacementSpeed()
+    if not Path(name_or_path).exists():
+        raise ConfigError(f"--speed-model {name_or_path!r}: choose none, philly or a TOML file (no such file)")
     return read_speed_model(name_or_path)
 
