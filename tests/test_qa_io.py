@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,23 @@ def test_a_byte_order_mark_does_not_hide_the_format(tmp_path: Path) -> None:
                     encoding="utf-8")
     assert detect_format(path) == "philly-jobs"
     assert read_trace(path).jobs["gpu_num"].to_list() == [1]
+
+
+def test_a_gzipped_csv_is_detected_and_read_with_its_line_numbers(tmp_path: Path) -> None:
+    header = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+    good = tmp_path / "jobs_processed.csv.gz"
+    good.write_bytes(gzip.compress((header + "2017-10-01 00:00:00,60.0,2,120.0,a\n").encode()))
+    assert detect_format(good) == "philly-jobs"
+    assert read_trace(good).jobs["gpu_num"].to_list() == [2]
+    canonical = tmp_path / "jobs.csv.gz"
+    canonical.write_bytes(gzip.compress(b"job_id,cluster,vc,gpu_num,submit_time,status\na,c,v,1,1600000000,completed\n"))
+    assert detect_format(canonical) == "csv"
+    wide = tmp_path / "wide.csv.gz"
+    wide.write_bytes(gzip.compress((header + "2017-10-01 00:00:00,60.0,2,120.0,a\n"
+                                    "2017-10-01 00:00:01,60.0,1,60.0,a,extra\n").encode()))
+    with pytest.raises(InputError) as err:
+        read_trace(wide)
+    assert str(err.value) == f"{wide}, line 3: has 6 fields, the header names 5"
 
 
 def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration(tmp_path: Path) -> None:

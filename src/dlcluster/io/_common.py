@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gzip
+import io
 import math
 import re
 from collections import Counter
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -127,7 +129,7 @@ def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict:
     """
     _require_utf8(path)
     out: list[tuple[int, int]] = []
-    with path.open("r", encoding="utf-8-sig", errors="replace", newline="") as fh:
+    with _open_text(path, errors="replace", newline="") as fh:
         reader = (csv.reader(fh, delimiter=separator, quoting=csv.QUOTE_NONE, strict=strict) if quote_char is None
                   else csv.reader(fh, delimiter=separator, quotechar=quote_char, strict=strict))
         line = 1
@@ -140,11 +142,23 @@ def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict:
     return out
 
 
+def _open_bytes(path: Path) -> IO[bytes]:
+    """The file's bytes, decompressed if it is gzip (Polars reads a gzipped CSV as it is, so the slow paths must)."""
+    with path.open("rb") as fh:
+        gzipped = fh.read(2) == COMPRESSED[0]
+    return gzip.open(path, "rb") if gzipped else path.open("rb")
+
+
+def _open_text(path: Path, **options: Any) -> IO[str]:
+    """:func:`_open_bytes` as UTF-8 text; a byte-order mark is not text."""
+    return io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", **options)
+
+
 def _require_utf8(path: Path) -> None:
     """Raise naming the line of the first byte that is not UTF-8."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines = 0
-    with path.open("rb") as fh:
+    with _open_bytes(path) as fh:
         while chunk := fh.read(1 << 20):
             try:
                 decoder.decode(chunk)
@@ -179,8 +193,11 @@ def first_line(path: Path) -> str:
     """The first line of a text file ('' for a folder or a missing file): for cheap format sniffing."""
     if not path.is_file():
         return ""
-    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:  # (-sig: a byte-order mark is not text)
-        return fh.readline()
+    with _open_text(path, errors="replace") as fh:
+        try:
+            return fh.readline()
+        except (OSError, EOFError):  # a gzip stream cut short
+            return ""
 
 
 def header_has(path: Path, columns: Iterable[str], separator: str = ",") -> bool:

@@ -68,7 +68,7 @@ STATUS_WORDS = {
 
 def sniff(path: Path) -> bool:
     """A CSV whose header already names the canonical required columns (any other needs ``--format csv``)."""
-    return path.suffix.lower() == ".csv" and header_has(path, REQUIRED)
+    return path.name.lower().endswith((".csv", ".csv.gz")) and header_has(path, REQUIRED)
 
 
 def _load(path: Path) -> tuple[pl.DataFrame, str]:
