@@ -88,7 +88,7 @@ OVERFLOW = [
     ("csv", "jobs.csv", CSV + "a,0,1,{v}\n", "duration"),
     ("csv", "jobs.csv", CSV + "a,0,{v},5\n", "gpu_num"),
     ("helios", "cluster_log.csv", HELIOS + "j,u,v,1,1,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:00,"
-                                           "2020-04-01 00:01:00,{v},0\n", "duration"),
+                                           "2020-04-01 00:00:01,{v},0\n", "duration"),
     ("helios", "cluster_log.csv", HELIOS + "j,u,v,{v},1,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:00,"
                                            "2020-04-01 00:01:00,60,0\n", "gpu_num"),
     ("philly-jobs", "jobs.csv", PHILLY_JOBS + "2017-10-09 07:01:55,{v},1,66.0,a\n", "duration"),

@@ -150,6 +150,21 @@ def test_a_byte_order_mark_does_not_hide_the_format(tmp_path: Path) -> None:
     assert read_trace(path).jobs["gpu_num"].to_list() == [1]
 
 
+@pytest.mark.parametrize(("row", "message"), [
+    ("2020-04-01 00:09:00,2020-04-01 00:09:00,2020-04-01 00:10:00,999,0",
+     "field 'duration': '999' is not the row's end_time − start_time"),
+    ("2020-04-01 00:08:00,2020-04-01 00:09:00,2020-04-01 00:10:00,60,0",
+     "field 'queue': '0' is not the row's start_time − submit_time"),
+])
+def test_a_helios_row_whose_duration_or_queue_contradicts_its_times_is_refused(tmp_path: Path, row: str,
+                                                                                message: str) -> None:
+    path = tmp_path / "cluster_log.csv"
+    path.write_text(HELIOS + f"5,u3,vcB,1,4,1,COMPLETED,{row}\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="helios")
+    assert str(err.value) == f"{path}, line 2, {message}"
+
+
 def test_a_gzipped_csv_is_detected_and_read_with_its_line_numbers(tmp_path: Path) -> None:
     header = "timestamp,duration,num_gpus,gpu_time,cluster\n"
     good = tmp_path / "jobs_processed.csv.gz"
