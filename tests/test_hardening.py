@@ -34,6 +34,7 @@ from dlcluster.sim import simulate
 sim_prepare = importlib.import_module("dlcluster.sim.prepare")
 sim_results = importlib.import_module("dlcluster.sim.results")
 sim_engine = importlib.import_module("dlcluster.sim.engine")
+sim_power = importlib.import_module("dlcluster.sim.power")
 synth_generate = importlib.import_module("dlcluster.synth.generate")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -655,3 +656,6 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {synth_generate.MAX_JOBS:,} |" in text
     assert f"| {sim_results.MAX_SAMPLES:,}; a longer run samples every k·60 s |" in text
     assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
+    assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text
+    assert sim_power.MAX_BOOT_SECONDS == 86_400
+    assert f"| {_common.MAX_SECONDS // 60:,} minutes (100 years), a finite number |" in text
