@@ -92,6 +92,19 @@ def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path
     assert target.read_text() == "keep me\n"
 
 
+def test_a_run_that_simulated_no_job_says_so(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10), ("b", "w", 1, 5, 10)), spec(v=(8,), w=(8,)))
+    empty = cli("simulate", str(trace), "--start", "2030-01-01", "-o", str(tmp_path / "o1"))
+    assert empty.returncode == 0
+    assert "note: no job was simulated: the trace holds no GPU job submitted between --start and --end\n" in empty.stderr
+    other = tmp_path / "other.csv"
+    other.write_text("vc,nodes\nzz,1\n")
+    none_fit = cli("simulate", str(trace), "--cluster", str(other), "--skip-unknown-vcs", "-o", str(tmp_path / "o2"))
+    assert "note: no job was simulated: 2 job(s) could not run on this cluster\n" in none_fit.stderr
+    ran = cli("simulate", str(trace), "-o", str(tmp_path / "o3"))
+    assert ran.returncode == 0 and "note: no job" not in ran.stderr
+
+
 def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     # the progress bar used to print a blank line before the error when stderr is not a terminal
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))

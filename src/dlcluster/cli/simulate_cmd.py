@@ -294,6 +294,11 @@ def simulate(
             out.print()
         energy = any("energy" in summary for summary in summaries.values())
         out.print(LEGEND + (ENERGY_LEGEND if energy else ""), highlight=False)
+    overall = summaries[names[0]]["overall"]
+    if overall["jobs"] == 0:  # an empty table must not pass for a result
+        why = (f"{overall['unschedulable']:,} job(s) could not run on this cluster" if overall.get("unschedulable")
+               else "the trace holds no GPU job" + (" submitted between --start and --end" if window else ""))
+        console.print(f"note: no job was simulated: {why}", soft_wrap=True, highlight=False)
     walls = ", ".join(f"{name} {s['wall_seconds']:.2f} s" for name, s in summaries.items())
     console.print(f"wrote {output} (simulated in {walls})", soft_wrap=True, highlight=False)
 
