@@ -325,7 +325,8 @@ def _minutes(option: str, minutes: float | None) -> int | None:
     if minutes is None:
         return None
     if not (math.isfinite(minutes) and abs(minutes) * 60 <= MAX_SECONDS):
-        raise ConfigError(f"{option} must be a number of minutes up to {MAX_SECONDS // 60:,} (100 years), got {minutes}")
+        raise ConfigError(f"{option} must be a number of minutes up to {MAX_SECONDS // 60:,} (100 years), "
+                          f"got {minutes}")
     return round(minutes * 60)
 
 

@@ -206,7 +206,8 @@ def read(
             series, what, time_checks = _time(df, src[c], time_unit, timezone, path, f"_{c}")
             if c == "end_time" and "start_time" in times:
                 late = _time(df, src[c], time_unit, timezone, path, f"_{c}", ambiguous="latest")[0]
-                series = pl.select(later_if_before(pl.lit(series), pl.lit(late), pl.lit(times["start_time"]))).to_series()
+                start = pl.lit(times["start_time"])
+                series = pl.select(later_if_before(pl.lit(series), pl.lit(late), start)).to_series()
             times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))
             checks += [*time_checks, unparsable(src[c], f"_{c}", what)]

@@ -98,8 +98,8 @@ def _checks() -> list[Check]:
     # the release defines both as differences of the row's own times: a row where they disagree is corrupt
     for col, later, earlier in (("duration", "end_time_", "start_time_"), ("queue", "start_time_", "submit_time_")):
         what = f"{later.rstrip('_')} − {earlier.rstrip('_')}"
-        checks.append(Check(col, pl.col(f"{col}_") != pl.col(later) - pl.col(earlier), f"{col} disagrees with the times",
-                            lambda v, what=what: f"{v!r} is not the row's {what}"))
+        checks.append(Check(col, pl.col(f"{col}_") != pl.col(later) - pl.col(earlier),
+                            f"{col} disagrees with the times", lambda v, what=what: f"{v!r} is not the row's {what}"))
     return checks
 
 
