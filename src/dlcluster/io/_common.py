@@ -142,7 +142,7 @@ def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict:
     return out
 
 
-def _open_bytes(path: Path) -> IO[bytes]:
+def _open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """The file's bytes, decompressed if it is gzip (Polars reads a gzipped CSV as it is, so the slow paths must)."""
     with path.open("rb") as fh:
         gzipped = fh.read(2) == COMPRESSED[0]
@@ -224,21 +224,27 @@ def cell_text(col: str) -> pl.Expr:
     return pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
 
 
-def parse_datetime(col: str, fmt: str, tz: str, ambiguous: str = "earliest") -> pl.Expr:
+def parse_datetime(col: str, fmt: str, tz: str, after: pl.Expr | None = None) -> pl.Expr:
     """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
 
-    A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous;
-    ``ambiguous`` picks the ``earliest`` (default) or ``latest`` instant.
+    A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous: it reads as the earliest
+    instant, except, for an end time with ``after`` (its job's start), where that would come before ``after``: the
+    job ran while the clocks went back, and ended in the repeated hour (see :func:`localize`).
     """
     check_timezone(tz)
-    parsed = cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us")
-    return parsed.dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null").dt.epoch("s")
+    return localize(cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us"), tz, after)
 
 
-def later_if_before(end_early: pl.Expr, end_late: pl.Expr, start: pl.Expr) -> pl.Expr:
-    """An end time read both ways (``ambiguous`` earliest and latest): the later instant where the earlier one comes
-    before ``start`` (the job ran while the clocks went back, and ended in the repeated hour)."""
-    return pl.when(end_early < start).then(end_late).otherwise(end_early)
+def localize(wall: pl.Expr | pl.Series, tz: str, after: pl.Expr | pl.Series | None = None) -> pl.Expr:
+    """Naive wall-clock datetimes in ``tz`` as UTC epoch seconds (null where ``tz`` skips the time); an ambiguous
+    one reads as the earliest instant, or as the latest where the earliest comes before ``after``."""
+    wall = pl.lit(wall) if isinstance(wall, pl.Series) else wall
+    after = pl.lit(after) if isinstance(after, pl.Series) else after
+    early = wall.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.epoch("s")
+    if after is None:
+        return early
+    late = wall.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null").dt.epoch("s")
+    return pl.when(early < after).then(late).otherwise(early)
 
 
 def wall_clock_text(col: str, tz: str, fmt: str) -> pl.Expr:
@@ -293,10 +299,12 @@ def unparsable(col: str, parsed: str, what: str) -> Check:
     )
 
 
-def skipped_time(col: str, fmt: str | None, tz: str) -> Check:
+def skipped_time(col: str, parsed: str, fmt: str | None, tz: str) -> Check:
     """A check failing where ``col`` reads as a wall-clock time (``fmt``; None: inferred) that ``tz`` skips when
-    daylight saving starts (put before :func:`unparsable`, which would call it unparsable)."""
-    naive = cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us")
+    daylight saving starts (put before :func:`unparsable`, which would call it unparsable). Only the rows whose
+    parsed twin ``parsed`` is null are read again."""
+    failed = pl.when(pl.col(parsed).is_null()).then(cell_text(col))
+    naive = failed.str.to_datetime(fmt, strict=False, time_unit="us")
     skipped = naive.is_not_null() & naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").is_null()
     return Check(col, skipped, f"skipped time {col}",
                  lambda v: f"{v!r} is no such time in {tz} (the clocks skip it when daylight saving starts)")

@@ -33,7 +33,7 @@ from dlcluster.io._common import (
     duplicate,
     ends_before,
     header_has,
-    later_if_before,
+    localize,
     map_status,
     negative,
     parse_float,
@@ -109,11 +109,11 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
 
 
 def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str,
-          ambiguous: str = "earliest") -> tuple[pl.Series, str, list[Check]]:
+          after: pl.Series | None = None) -> tuple[pl.Series, str, list[Check]]:
     """One time column as UTC epoch seconds (aligned with ``df``, to be named ``name``), what it was expected to be,
     and its checks before parsing: its range (on the unrounded number for numeric epochs, so 1e20 is out of range,
     not unparsable) and, for wall-clock text, the hour that daylight saving skips.
-    ``ambiguous``: the instant a wall-clock time in the repeated hour of a daylight-saving change takes."""
+    ``after``: for end times, their jobs' starts (see :func:`~dlcluster.io._common.localize`)."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
     first = present[0] if present.len() else None
@@ -129,12 +129,11 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot tell the date-time format of {first!r}", path=path, field=source) from exc
     assert isinstance(parsed.dtype, pl.Datetime)
-    zoned = parsed.dt.convert_time_zone("UTC") if parsed.dtype.time_zone else parsed.dt.replace_time_zone(
-        timezone, ambiguous=ambiguous, non_existent="null")
     checks = [time_limit(source, pl.col(name))]
-    if not parsed.dtype.time_zone:
-        checks.append(skipped_time(source, None, timezone))
-    return zoned.dt.epoch("s"), "a date-time like the first one", checks
+    if parsed.dtype.time_zone:
+        return parsed.dt.convert_time_zone("UTC").dt.epoch("s"), "a date-time like the first one", checks
+    checks.append(skipped_time(source, name, None, timezone))
+    return pl.select(localize(parsed, timezone, after)).to_series(), "a date-time like the first one", checks
 
 
 def _unit_hint(value: object, unit: str) -> str:
@@ -203,11 +202,8 @@ def read(
     times: dict[str, pl.Series] = {}
     for c in TIMES:
         if c in src:
-            series, what, time_checks = _time(df, src[c], time_unit, timezone, path, f"_{c}")
-            if c == "end_time" and "start_time" in times:
-                late = _time(df, src[c], time_unit, timezone, path, f"_{c}", ambiguous="latest")[0]
-                start = pl.lit(times["start_time"])
-                series = pl.select(later_if_before(pl.lit(series), pl.lit(late), start)).to_series()
+            series, what, time_checks = _time(df, src[c], time_unit, timezone, path, f"_{c}",
+                                              times.get("start_time") if c == "end_time" else None)
             times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))
             checks += [*time_checks, unparsable(src[c], f"_{c}", what)]

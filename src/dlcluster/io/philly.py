@@ -44,7 +44,6 @@ from dlcluster.io._common import (
     apply_checks,
     duplicate,
     is_null_token,
-    later_if_before,
     map_status,
     parse_datetime,
     require_file,
@@ -271,9 +270,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
     # The log's wall-clock times carry no zone: an attempt that ends in the repeated hour of
     # the autumn DST change reads as ending before it started unless its end takes the later instant.
     att = raw_att.with_columns(parse_datetime("start_time", TIME_FORMAT, timezone).alias("start_time_")).with_columns(
-        later_if_before(parse_datetime("end_time", TIME_FORMAT, timezone),
-                        parse_datetime("end_time", TIME_FORMAT, timezone, ambiguous="latest"),
-                        pl.col("start_time_")).alias("end_time_"),
+        parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.col("start_time_")).alias("end_time_"),
     )
     first = att.filter(pl.col("attempt") == 0).select(
         ROW, pl.col("start_time_").alias("start_time"), pl.col("gpus").alias("gpu_num"),

@@ -54,7 +54,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         time_limit("timestamp", pl.col("submit_time")),
         seconds_limit("duration"),
         count_limit("num_gpus"),
-        skipped_time("timestamp", "%Y-%m-%d %H:%M:%S", timezone),
+        skipped_time("timestamp", "submit_time", "%Y-%m-%d %H:%M:%S", timezone),
         unparsable("timestamp", "submit_time", "a time (YYYY-MM-DD HH:MM:SS)"),
         required_value("submit_time", "timestamp"),
         unparsable("duration", "duration_", "a whole number of seconds"),

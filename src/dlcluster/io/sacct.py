@@ -26,7 +26,6 @@ from dlcluster.io._common import (
     duplicate,
     ends_before,
     first_line,
-    later_if_before,
     map_status,
     negative,
     parse_datetime,
@@ -105,10 +104,6 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         pl.col("JobID").str.strip_chars().alias("job_id"),
         parse_datetime("Submit", TIME_FORMAT, timezone).alias("submit_time"),
         parse_datetime("Start", TIME_FORMAT, timezone).alias("start_time"),
-        # an end in the repeated hour of the autumn change: the later instant if the earlier precedes the start
-        later_if_before(parse_datetime("End", TIME_FORMAT, timezone),
-                        parse_datetime("End", TIME_FORMAT, timezone, ambiguous="latest"),
-                        parse_datetime("Start", TIME_FORMAT, timezone)).alias("end_time"),
         _elapsed().alias("elapsed"),
         parse_int("NCPUS").alias("cpu_num"),
         parse_int("NNodes").alias("node_num"),
@@ -118,16 +113,19 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         req_bad.alias("_req_bad"),
         # 'CANCELLED by 1234': the state is the first word
         pl.col("State").str.strip_chars().str.split(" ").list.first().alias("_state"),
-    ).with_columns(map_status("_state", STATES).alias("status"))
+    ).with_columns(
+        map_status("_state", STATES).alias("status"),
+        parse_datetime("End", TIME_FORMAT, timezone, after=pl.col("start_time")).alias("end_time"),
+    )
     checks = [
         required_value("job_id", "JobID"),
         duplicate("job_id", "JobID"),
-        skipped_time("Submit", TIME_FORMAT, timezone),
+        skipped_time("Submit", "submit_time", TIME_FORMAT, timezone),
         unparsable("Submit", "submit_time", f"a time ({TIME_FORMAT})"),
         required_value("submit_time", "Submit"),
-        skipped_time("Start", TIME_FORMAT, timezone),
+        skipped_time("Start", "start_time", TIME_FORMAT, timezone),
         unparsable("Start", "start_time", f"a time ({TIME_FORMAT})"),
-        skipped_time("End", TIME_FORMAT, timezone),
+        skipped_time("End", "end_time", TIME_FORMAT, timezone),
         unparsable("End", "end_time", f"a time ({TIME_FORMAT})"),
         unparsable("Elapsed", "elapsed", "an elapsed time ([D-]HH:MM:SS)"),
         Check("AllocTRES", pl.col("_alloc_bad"), "unparsable AllocTRES", lambda v: f"bad GPU count in {v!r}"),
