@@ -7,7 +7,7 @@ from importlib.metadata import EntryPoint
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_sim_helpers import by_id, check_invariants, jobs, scenarios, spec
 
@@ -23,11 +23,55 @@ from dlcluster.sim import (
 )
 from dlcluster.sim.placement import PLACEMENTS, get_placement
 from dlcluster.sim.cluster import VCState
+from dlcluster.sim.engine import Engine
 from dlcluster.sim.placement.consolidate import Consolidate
 from dlcluster.sim.placement.spread import FirstFit
 from dlcluster.sim.policies import POLICIES, get_policy
 
 PREEMPTIVE = ("srtf", "las:100", "tiresias:60")
+
+
+# ---- the engine's end heap ------------------------------------------------------------------------------------------
+
+class _Ends:
+    """A handler that records every end the engine hands over."""
+
+    single_events, unobserved = True, True
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[int, int]] = []
+
+    def one_end(self, now: int, job: int) -> None:
+        self.ended.append((now, job))
+
+    def second(self, now, ended, first, last, woken, nodes, ticks) -> None:  # noqa: ANN001
+        self.ended += [(now, j) for j in ended]
+
+    def one_arrival(self, now: int, arrival: int) -> None:
+        pass
+
+    def unfinished(self) -> bool:
+        return False
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(1, 10_000), st.sampled_from([False] * 9 + [True])),
+                min_size=1, max_size=400))
+@example([(0, t, False) for t in range(100, 0, -1)])  # one job whose end keeps moving earlier (it speeds up)
+def test_moved_and_cancelled_ends_leave_only_live_ends_and_a_bounded_heap(moves: list[tuple[int, int, bool]]) -> None:
+    engine, last = Engine(jobs=10), {}
+    for job, time, cancel in moves:  # a speed change moves an end; a preemption cancels it
+        if cancel and job in last:
+            engine.cancel(job)
+            del last[job]
+        else:
+            engine.finish_at(job, time)
+            last[job] = time
+        # stale entries are cleared once they make up two thirds of the heap: it holds at most 3x the live ends
+        assert len(engine._ends) <= 3 * len(last) + 3
+    handler = _Ends()
+    engine.run([], handler)
+    assert handler.ended == sorted((t, j) for j, t in last.items())
 
 
 # ---- preemption respects placement ----------------------------------------------------------------------------------

@@ -77,14 +77,20 @@ class Engine:
 
     def finish_at(self, job: int, time: int) -> None:
         """Schedule ``job`` to end at ``time`` (replacing any end scheduled before)."""
+        if self._live[job] >= 0:  # a speed change moved its end: the entry of the old one is stale now
+            self._stale()
         self._live[job] = time
         heapq.heappush(self._ends, (time, job))
 
     def cancel(self, job: int) -> None:
         """Forget ``job``'s scheduled end (it was preempted)."""
         self._live[job] = -1
+        self._stale()
+
+    def _stale(self) -> None:
+        """Count one more stale entry; clear the heap of them once they make up two thirds of it."""
         self._cancelled += 1
-        if 3 * self._cancelled > 2 * len(self._ends):  # at most a third of the heap may still be live
+        if 3 * self._cancelled > 2 * len(self._ends):
             self._drop_stale()
 
     def _drop_stale(self) -> None:

@@ -108,9 +108,10 @@ def first_attempt_fails() -> pl.Expr:
 def retry_lists(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> dict[int, list[int]]:
     """By row of ``plan``, the work of the attempts after the first, the next one last (for popping); only rows that
     have any."""
-    more = plan.with_row_index("i").filter(pl.col("tries") > 1).select("i", "job_id", "first", "tries")
-    return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (tries - 1))
-            for i, job_id, first, tries in more.iter_rows()}
+    more = plan.with_row_index("i").filter(pl.col("tries") > 1)
+    rows, ids, firsts, tries = (more[c].to_list() for c in ("i", "job_id", "first", "tries"))  # (columns: no row tuples)
+    return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (n - 1))
+            for i, job_id, first, n in zip(rows, ids, firsts, tries, strict=True)}
 
 
 def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:

@@ -218,7 +218,7 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     ]
     t_all = time.perf_counter()
     sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress,
-                     df["outcome"].to_list() if replayed else None)
+                     df["outcome"].to_list() if replayed and observers else None)  # (only observers hear outcomes)
     engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
     wall = time.perf_counter() - t_all
     if sim.left:
