@@ -7,12 +7,12 @@ The model learns the change from ``y[i]``, which keeps it right when the level d
 beyond the range it was trained on (trees cannot extrapolate).
 
 :class:`DemandForecaster` is online: :meth:`~DemandForecaster.extend` appends demand; each
-origin's feature row is computed from the values known at that origin when a fit or a
-forecast first needs it, and stored. Rows are computed in blocks, vectorised, or one at a
-time when only a few are new (a forecast at every step), with the same arithmetic in the same
-order, so both ways give the same bits. A forecast after skipped origins computes its own row
-alone and leaves the skipped ones to a later block. The same rows serve the open loop (all at
-once) and the simulator (one step at a time).
+origin's feature row is computed from the values known at that origin when a fit first needs
+it, and stored. Rows are computed in blocks, vectorised, or one at a time when only a few are
+new, with the same arithmetic in the same order, so both ways give the same bits. A forecast
+at a new origin computes that row alone and stores nothing: the next fit computes the rows it
+lacks in one block. The same rows serve the open loop (all at once) and the simulator (one
+step at a time).
 """
 
 from __future__ import annotations
@@ -339,14 +339,13 @@ class DemandForecaster:
         if self.models_ is None:
             raise RuntimeError("DemandForecaster is not fitted: call fit() first")
         i = len(self.y) - 1
-        if 0 < i - self._filled < _BLOCK:
-            # origins skipped since the last stored row (a controller that forecasts only now and then): this row
-            # alone, the skipped ones later in one block
+        if i >= self._filled:
+            # this row alone, not stored: the next fit computes every row it lacks in one block, which costs about
+            # as much as a few dozen rows one by one (storing rows here would pay that every few dozen steps)
             shared = self._shared(i)
             for k, target in enumerate(self.targets):
                 self._buffers[k][0] = shared + self._specific(i, target)
         else:
-            self._fill(i + 1)
             for k in range(len(self.targets)):
                 self._buffers[k][0] = self._rows[k][i]
         now = self.y[i]
