@@ -115,7 +115,7 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     exp = _write(tmp_path, SMALL.replace('policy = ["fifo", "sjf"]\n', "").replace("seed = [1, 2]", "seed = [1]")
                  + '[[case]]\npolicy = "fifo"\n[[case]]\npolicy = "qssf"\nestimates = "est.csv"\n')
     res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 3, res.stderr  # the table is written, and the exit status says it has a failed cell
     assert "2 cells, 0 already done, 2 run now, 1 failed" in res.stderr
     table = pl.read_parquet(tmp_path / "out/results.parquet")
     assert table["status"].to_list() == ["ok", "failed"]
@@ -127,6 +127,7 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     assert len(failed) == 1 and json.loads(failed[0].read_text())["params"]["policy"] == "qssf"
     again = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
     assert "2 cells, 1 already done, 1 run now, 1 failed" in again.stderr  # a failed cell is tried again
+    assert again.returncode == 3
 
 
 @pytest.mark.parametrize(("text", "message"), [
