@@ -120,6 +120,24 @@ def test_trace_options_where_there_is_no_trace_are_refused(tmp_path: Path) -> No
                                   "(time, used|active, total)")
 
 
+@pytest.mark.parametrize(("command", "args", "message"), [
+    ("simulate", ["--start="], "error: --start '': expected a time like 2017-10-01 00:00:00"),
+    ("simulate", ["--end", ""], "error: --end '': expected a time like 2017-10-01 00:00:00"),
+    ("predict", ["--start="], "error: --start '': expected a time like 2017-10-01 00:00:00"),
+    ("info", ["--tz", ""], "error: unknown time zone '' (use an IANA name such as Asia/Shanghai)"),
+])
+def test_an_empty_option_value_is_refused_not_ignored(plain: tuple[Path, Path, pl.DataFrame], tmp_path: Path,
+                                                      command: str, args: list[str], message: str) -> None:
+    """``--start=`` (an unset shell variable) must not quietly mean "no window", nor ``--tz ""`` "no zone"."""
+    trace, spec, _ = plain
+    extra = {"simulate": ["--cluster", str(spec), "-o", str(tmp_path / "out")], "predict": ["eval"], "info": []}
+    before = ["eval"] if command == "predict" else []
+    after = [a for a in extra[command] if a != "eval"]
+    res = cli(command, *before, str(trace), "--format", "csv", *OPTIONS[:4], "--lenient", *after, *args)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == message
+
+
 # --- the time zone notice -------------------------------------------------------------------------------------
 
 def test_a_source_without_a_time_zone_gets_a_one_line_notice(tmp_path: Path) -> None:

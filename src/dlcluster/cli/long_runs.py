@@ -55,10 +55,11 @@ def _parse_time(text: str, option: str) -> datetime.datetime:
 
 def submit_window(start: str | None, end: str | None, timezone: str, wall: bool) -> tuple[int, int] | None:
     """The ``--start``/``--end`` window of submit times as epoch seconds (None when neither is given)."""
-    if not start and not end:
+    if start is None and end is None:
         return None
-    lo = wall_instant(start, "--start", timezone, wall) if start else -(2**62)
-    hi = wall_instant(end, "--end", timezone, wall) if end else 2**62
+    # (an empty value, e.g. ``--start=`` from an unset shell variable, is refused as a bad time, not ignored)
+    lo = wall_instant(start, "--start", timezone, wall) if start is not None else -(2**62)
+    hi = wall_instant(end, "--end", timezone, wall) if end is not None else 2**62
     if lo > hi:
         raise ConfigError(f"--start {start!r} is after --end {end!r}: the window holds no time")
     return lo, hi

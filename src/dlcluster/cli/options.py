@@ -81,7 +81,7 @@ def reader_options(lenient: bool, mapping: str | None, time_unit: str | None, tz
         opts["mapping"] = parse_mapping(mapping)
     if time_unit:
         opts["time_unit"] = time_unit
-    if tz:
+    if tz is not None:  # (``--tz ""`` is refused by the reader as an unknown zone, not ignored)
         opts["timezone"] = tz
     return opts
 

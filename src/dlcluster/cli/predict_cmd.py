@@ -96,7 +96,7 @@ def evaluate_cmd(
     if output is not None and output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a folder")
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
-    since = wall_instant(start, "--start", trace.timezone, wall=False) if start else None
+    since = wall_instant(start, "--start", trace.timezone, wall=False) if start is not None else None
     with _progress(estimator) as progress:
         result = evaluate(trace.jobs, est, since, source=str(trace_path), progress=progress)
     notes: list[str] = []
