@@ -66,6 +66,19 @@ def test_fields_map_onto_canonical_columns(tmp_path: Path) -> None:
     assert jobs["queue_delay"].to_list() == [30, None, 5]
 
 
+def test_info_says_that_openb_times_are_relative_and_a_dated_trace_gets_no_such_note(tmp_path: Path) -> None:
+    path = _write(tmp_path, "p0,12000,16384,1,460,,LS,Running,10,500,40\n")
+    res = cli("info", str(path))
+    assert res.returncode == 0 and "1970-01-01T00:00:10Z" in res.stdout
+    assert res.stderr.strip() == (f"note: {path}: its times count from the trace's own start, not from a date: "
+                                  "1970-01-01 is its first day")
+    dated = tmp_path / "dated.csv"
+    dated.write_text("job_id,vc,gpu_num,submit_time,start_time,end_time,status\n"
+                     "a,v,1,1700000000,1700000010,1700000100,completed\n")
+    res = cli("info", str(dated), "--format", "csv", "--tz", "UTC")
+    assert res.returncode == 0 and "note" not in res.stderr
+
+
 def test_no_node_list_means_no_cluster_spec(tmp_path: Path) -> None:
     assert read_trace(_write(tmp_path, "p0,1000,1,1,1000,,LS,Running,0,5,0\n")).cluster is None
 

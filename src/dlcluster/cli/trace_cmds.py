@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dlcluster.analysis.info import trace_info
-from dlcluster.cli import app
+from dlcluster.cli import app, err_console
 from dlcluster.cli.options import (
     FormatOpt,
     LenientOpt,
@@ -50,6 +50,10 @@ def info(
             value = f"{value:,.1f}"
         table.add_row(key, str(value))
     Console().print(table)
+    if summary["start"] is not None and summary["start"] < "1971":  # (ISO strings compare as times)
+        # e.g. openb and SWF files without UnixStartTime count seconds from the trace's own start
+        err_console.print(f"note: {path}: its times count from the trace's own start, not from a date: "
+                          "1970-01-01 is its first day", soft_wrap=True, highlight=False, markup=False)
 
 
 @app.command()
