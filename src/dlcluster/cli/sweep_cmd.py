@@ -49,4 +49,5 @@ def sweep(
     if report.failed:
         err_console.print(f"[yellow]failed cells are listed in {output / 'failed'}; re-running the sweep "
                           "tries them again[/]", soft_wrap=True)
-        raise typer.Exit(3)  # the table is written, but a script must not take a sweep with holes for a whole one (1 is for bugs)
+        # the table is written, but a script must not take a sweep with holes for a whole one (status 1 is for bugs)
+        raise typer.Exit(3)

@@ -63,7 +63,7 @@ class Engine:
     jobs: int = 0  # how many jobs there are (numbered 0 .. jobs - 1)
     _ends: list[tuple[int, int]] = field(default_factory=list)
     _live: list[int] = field(init=False)  # per job its scheduled end, or -1 (heap entries that disagree are stale)
-    _cancelled: int = 0  # ends cancelled since the heap was last cleared of stale entries
+    _cancelled: int = 0  # ends cancelled or moved since the heap was last cleared of stale entries
     _wakes: list[tuple[int, int]] = field(default_factory=list)
     _wake_set: set[tuple[int, int]] = field(default_factory=set)  # merges duplicate wake-ups
     _nodes: list[tuple[int, int, int, int, str]] = field(default_factory=list)  # (time, seq, group, node, state)
@@ -95,10 +95,11 @@ class Engine:
 
     def _drop_stale(self) -> None:
         """Rebuild the ends heap from its live entries: under heavy preemption stale ends (far in the future, popped
-        only when the clock reaches them) would otherwise pile up and make every push and pop slower.
+        only when the clock reaches them) would otherwise pile up and make every push and pop slower; so would the
+        old entries of ends a speed change moved.
 
         Pops come in (time, job) order whatever the heap's shape, so the run is unchanged. Called after at least
-        two thirds of the heap's size in cancellations, so its cost is constant per cancellation.
+        two thirds of the heap's size in cancelled or moved ends, so its cost is constant per cancellation.
         """
         live = self._live
         self._ends[:] = [e for e in self._ends if live[e[1]] == e[0]]
