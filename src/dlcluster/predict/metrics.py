@@ -37,9 +37,10 @@ def prediction_metrics(estimate: np.ndarray, duration: np.ndarray, gpus: np.ndar
     pred_gpu_time, true_gpu_time = est * g, dur * g
     if len(est) > 1 and np.ptp(pred_gpu_time) > 0 and np.ptp(true_gpu_time) > 0:
         pair = pl.DataFrame({"pred": pred_gpu_time, "true": true_gpu_time})
-        out["spearman"] = float(pair.select(pl.corr("pred", "true", method="spearman")).item())
+        # (rounded: a perfect ranking is 1, not 0.9999999999999999 from the correlation's floating-point sums)
+        out["spearman"] = round(float(pair.select(pl.corr("pred", "true", method="spearman")).item()), 12)
         if kendall:
             from scipy.stats import kendalltau
 
-            out["kendall"] = float(kendalltau(pred_gpu_time, true_gpu_time).statistic)
+            out["kendall"] = round(float(kendalltau(pred_gpu_time, true_gpu_time).statistic), 12)
     return out
