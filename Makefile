@@ -32,13 +32,15 @@ demo: $(STAMP)
 	@echo "open demo-out/comparison/index.html (the sweep), demo-out/sim-report/index.html (the runs)" \
 		"and demo-out/report/index.html (the trace)"
 
-# the type check runs first; the tests run even when it fails, and either failing fails the target
+# the type check runs first; the tests run even when it fails, and either failing fails the target. The tests run
+# on every core (pytest-xdist), each test file in one worker: a file's module fixtures (a simulated Philly window, a
+# fitted model) are then built once.
 test: $(STAMP)
 	@status=0; \
 	echo "$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep"; \
 	$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep || status=1; \
-	echo "$(BIN)/python -m pytest"; \
-	$(BIN)/python -m pytest || status=1; \
+	echo "$(BIN)/python -m pytest -n auto --dist loadfile"; \
+	$(BIN)/python -m pytest -n auto --dist loadfile || status=1; \
 	exit $$status
 
 bench: $(STAMP)

@@ -71,6 +71,8 @@ def test_load_must_be_finite(load: float) -> None:
      "error: --no-retry-within must be a number of minutes up to 52,596,000 (100 years), got 1e+300\n"),
     (["--failures", "replay", "--validation-minutes", "inf", "--validation-gpus", "4"],
      "error: --validation-minutes must be a number of minutes up to 52,596,000 (100 years), got inf\n"),
+    # a hundred million retries of one failed job ran for more than ten minutes
+    (["--failures", "replay", "--retries", "100000000"], "error: --retries must be from 0 to 1,000, got 100000000\n"),
     # a boot of a century kept the controller ticking for a century of simulated time
     (["--power", "ces", "--boot-seconds", "3155760000"],
      "error: power model: boot_seconds must be at most 86,400 (one day), got 3,155,760,000\n"),

@@ -25,6 +25,7 @@ from dlcluster.errors import ConfigError
 
 FAILED = ("failed", "node_fail")  # outcomes a retry may fix (cancelled and timed-out jobs are not retried)
 EARLY_SECONDS = 600  # a failure within 10 minutes counts as early (Philly: user and programming errors)
+MAX_RETRIES = 1_000  # a failed job's reruns are simulated one by one: the cost grows with the limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +40,8 @@ class FailureModel:
     early_seconds: int = EARLY_SECONDS
 
     def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ConfigError(f"--retries must be at least 0, got {self.retries}")
+        if not 0 <= self.retries <= MAX_RETRIES:
+            raise ConfigError(f"--retries must be from 0 to {MAX_RETRIES:,}, got {self.retries}")
         if self.no_retry_within is not None and self.no_retry_within <= 0:
             raise ConfigError(f"--no-retry-within must be a positive number of minutes, got {self.no_retry_within / 60:g}")
         if (self.validation_seconds is None) != (self.validation_gpus == 0):
