@@ -493,8 +493,35 @@ def test_ces_input_errors_name_the_file(tmp_path: Path) -> None:
     t = jobs(("a", "v", 1, 0, 60)).with_columns(start_time=pl.lit(None, pl.Int64), end_time=pl.lit(None, pl.Int64))
     trace = write_trace(tmp_path / "t.parquet", t, spec(v=(8,)))
     run = cli("ces", str(trace))
-    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'start_time': no job of the trace has both a "
-                                               "start and an end time: no demand to count\n")
+    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'start_time': no GPU job of the trace has "
+                                               "both a start and an end time: no demand to count\n")
+    # only CPU jobs: they have their times, but no GPU demand
+    cpu = jobs(("a", "v", 0, 0, 60), ("b", "v", 0, 30, 60)).with_columns(
+        start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    trace = write_trace(tmp_path / "cpu.parquet", cpu, spec(v=(8,)))
+    run = cli("ces", str(trace))
+    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'gpu_num': no job of the trace uses a GPU: "
+                                               "no demand to count\n")
+
+
+def test_a_demand_series_longer_than_ten_years_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """A two-row series from 1970 to 2020 used to be filled per step: 6.3 GB."""
+    series = tmp_path / "s.csv"
+    series.write_text("time,active,total\n0,1,10\n1600000000,1,10\n")
+    run = cli("ces", str(series))
+    assert (run.returncode, run.stderr) == (2, f"error: {series}, field 'time': the demand series would span 18,519 "
+                                               "days; at most 3,652 (ten years)\n")
+    # a trace whose submissions span eleven years; a job running long after the last submission is cut there
+    t = jobs(("a", "v", 1, 0, 60), ("b", "v", 1, 11 * 365 * 86_400, 60)).with_columns(
+        start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    trace = write_trace(tmp_path / "t.parquet", t, spec(v=(8,)))
+    run = cli("ces", str(trace))
+    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'end_time': the demand series would span "
+                                               "4,015 days; at most 3,652 (ten years)\n")
+    drain = jobs(("a", "v", 1, 0, 90 * 365 * 86_400), ("b", "v", 1, 3 * 86_400, 60)).with_columns(
+        start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    series_of = from_trace(drain, spec(v=(8,)), until=3 * 86_400)
+    assert series_of["time"].to_list()[-1] == 3 * 86_400 and series_of.height == 3 * 1440 + 1
 
 
 def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(tmp_path: Path) -> None:

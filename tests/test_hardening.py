@@ -36,6 +36,7 @@ sim_results = importlib.import_module("dlcluster.sim.results")
 sim_engine = importlib.import_module("dlcluster.sim.engine")
 sim_power = importlib.import_module("dlcluster.sim.power")
 sim_failures = importlib.import_module("dlcluster.sim.failures")
+demand = importlib.import_module("dlcluster.predict.demand")
 synth_generate = importlib.import_module("dlcluster.synth.generate")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -660,4 +661,5 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text
     assert sim_power.MAX_BOOT_SECONDS == 86_400
     assert f"| `simulate --retries` | {sim_failures.MAX_RETRIES:,} | `sim.failures.MAX_RETRIES` |" in text
+    assert f"| {demand.MAX_DAYS:,} days (ten years) | `predict.demand.MAX_DAYS` |" in text
     assert f"| {_common.MAX_SECONDS // 60:,} minutes (100 years), a finite number |" in text

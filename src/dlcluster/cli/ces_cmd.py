@@ -117,7 +117,7 @@ def ces(
         # replay, so the series stops there
         last_submit = trace.jobs["submit_time"].max()
         try:
-            minutes = from_trace(trace.jobs, spec).filter(pl.col("time") <= last_submit)
+            minutes = from_trace(trace.jobs, spec, until=last_submit).filter(pl.col("time") <= last_submit)
         except InputError as exc:
             raise InputError(exc.detail, path=source, field=exc.field) from None
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}

@@ -16,6 +16,7 @@ from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
 
 SAMPLE = 60  # seconds between the samples of a series built here
+MAX_DAYS = 3_652  # ten years: the longest series (held per minute, 5.3M samples, and per controller step)
 # column names a ready series may use for busy nodes (the Helios artifact's Philly file says ``active``)
 USED_NAMES = ("used", "active", "busy")
 
@@ -50,7 +51,16 @@ def read_series(path: str | Path) -> pl.DataFrame:
             raise InputError(f"not a {'time' if column == 'time' else 'whole number'}: {raw[source][row]!r}",
                              path=path, row=row + 2, field=source)
     _check(table, path, used_name)
+    check_span(int(table["time"][0]), int(table["time"][-1]), path, "time")
     return table
+
+
+def check_span(first: int, last: int, path: Path | str | None, field: str) -> None:
+    """Refuse a series from ``first`` to ``last`` (epoch seconds) longer than ``MAX_DAYS``."""
+    days = (last - first) / 86_400
+    if days > MAX_DAYS:
+        raise InputError(f"the demand series would span {days:,.0f} days; at most {MAX_DAYS:,} (ten years)",
+                         path=path, field=field)
 
 
 def _check(table: pl.DataFrame, path: Path | str, used_name: str = "used") -> None:
@@ -84,19 +94,26 @@ def from_timeline(timeline: pl.DataFrame) -> pl.DataFrame:
     return grouped.select("time", "used", "total", "used_gpus", "total_gpus")
 
 
-def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE) -> pl.DataFrame:
-    """Busy nodes per ``sample`` seconds from recorded start/end times: per VC, its busy GPUs packed onto its largest
-    nodes (the fewest nodes that could hold them), at most the VC's nodes.
+def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, until: int | None = None,
+               ) -> pl.DataFrame:
+    """Busy nodes per ``sample`` seconds from recorded start/end times, up to ``until`` (default: the last end): per
+    VC, its busy GPUs packed onto its largest nodes (the fewest nodes that could hold them), at most the VC's nodes.
 
     A trace records no placement, so this is the demand of a consolidating scheduler (a lower bound on busy nodes).
     """
+    if not jobs.select((pl.col("gpu_num") > 0).any()).item():
+        raise InputError("no job of the trace uses a GPU: no demand to count", field="gpu_num")
     ran = jobs.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
                       & (pl.col("end_time") > pl.col("start_time")) & (pl.col("gpu_num") > 0))
     if ran.height == 0:
-        raise InputError("no job of the trace has both a start and an end time: no demand to count",
+        raise InputError("no GPU job of the trace has both a start and an end time: no demand to count",
                          field="start_time")
     t0 = int(ran["start_time"].min()) // sample * sample  # type: ignore[arg-type]
-    n = (int(ran["end_time"].max()) - t0) // sample + 1  # type: ignore[arg-type]
+    last = int(ran["end_time"].max())  # type: ignore[arg-type]
+    if until is not None:
+        last = max(t0, min(last, until))
+    check_span(t0, last, None, "end_time")
+    n = (last - t0) // sample + 1
     used = np.zeros(n, dtype=np.int64)
     used_gpus = np.zeros(n, dtype=np.int64)
     parts = {vc: part for (vc,), part in ran.partition_by("vc", as_dict=True).items()}
