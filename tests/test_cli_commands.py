@@ -40,3 +40,24 @@ def test_openblas_starts_one_thread_unless_the_user_says_otherwise() -> None:
     chosen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             env={**env, "OPENBLAS_NUM_THREADS": "2"})
     assert (default.stdout.strip(), chosen.stdout.strip()) == ("1", "2")
+
+
+def _closed_reader(*args: str) -> tuple[int, bytes]:
+    """Run ``dlcluster ARGS`` with its stdout a pipe whose reader has gone away (as ``| head`` after one line)."""
+    child = subprocess.Popen([sys.executable, "-m", "dlcluster", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child prints: its first write breaks the pipe
+    err = child.stderr.read()
+    return child.wait(), err
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly_and_its_files_are_written(tmp_path) -> None:  # noqa: ANN001
+    from test_sim_helpers import jobs, spec, write_trace
+
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 60), ("b", "v", 2, 5, 30)), spec(v=(8,)))
+    for args in (("info", str(trace)), ("info", str(trace), "--json"),  # a rich table, a JSON line
+                 ("simulate", str(trace), "-p", "fifo,sjf", "-o", str(tmp_path / "out"))):
+        code, err = _closed_reader(*args)
+        assert code == 0 and b"error" not in err, (args, err)
+    assert all((tmp_path / "out" / p / "jobs.parquet").is_file() for p in ("fifo", "sjf"))

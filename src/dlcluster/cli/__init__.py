@@ -16,11 +16,36 @@ import sys
 # setting wins. Set before anything imports NumPy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import rich.console
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
+
+
+
+def _quiet_stdout() -> None:
+    """Send what is still to be printed to /dev/null: the reader of the output went away (``| head``)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def echo(text: str) -> None:
+    """Print one line to stdout (a JSON document); a reader that went away is handled as by :class:`Console`."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+class Console(rich.console.Console):
+    """rich's console, except when the reader of the output goes away (``dlcluster ... | head``): the command then
+    finishes its work (its files) without printing more and exits 0, where rich would exit 1 on the spot."""
+
+    def on_broken_pipe(self) -> None:
+        """Print nothing more; carry on."""
+        self.quiet = True
+        _quiet_stdout()
+
 
 app = typer.Typer(
     name="dlcluster",
@@ -134,6 +159,9 @@ def run() -> None:
     # Freeing every module and Polars' thread pool at exit costs ~0.1 s of CPU, a tenth of a
     # short simulation; the outputs are already written atomically and closed by now.
     atexit._run_exitfuncs()
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away before the last lines: they are not wanted
+        pass
     sys.stderr.flush()
     os._exit(code)

@@ -8,10 +8,9 @@ from typing import Any
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from dlcluster.cli import app
+from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError, InputError
@@ -151,7 +150,7 @@ def ces(
             title = f"CES open loop, {rule} rule, {preset} hyperparameters" + (f" ({compat})" if compat else "")
             write_open_loop(output, steps, summary, horizons, title, label)
     if as_json:
-        typer.echo(json.dumps(summary))
+        echo(json.dumps(summary))
         return
     console = Console()
     for note in summary.get("notes", []):

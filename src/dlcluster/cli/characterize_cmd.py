@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from dlcluster.cli import app
+from dlcluster.cli import Console, app
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, report_folder
 from dlcluster.errors import ConfigError
 

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from dlcluster.atomic import write_atomic
-from dlcluster.cli import app, err_console
+from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.errors import ConfigError
@@ -106,7 +105,7 @@ def evaluate_cmd(
     if as_json:
         doc = {"estimator": estimator, "start": start, **result.overall, "vcs": result.vcs,
                **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds", "predict_us_per_job")}}
-        typer.echo(json.dumps(doc))
+        echo(json.dumps(doc))
     else:
         window = f" from {start}" if start else ""
         title = f"{estimator} on {trace_path}{window}: predicted vs true duration (GPU jobs)"

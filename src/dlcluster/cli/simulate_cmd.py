@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from dlcluster.atomic import write_atomic, write_text_atomic
-from dlcluster.cli import app
+from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
 from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
@@ -286,7 +285,7 @@ def simulate(
                 _write_outputs(result, output / name if len(names) > 1 else output, csv)
             summaries[name] = result.summary
     if as_json:
-        typer.echo(json.dumps(summaries[names[0]] if len(names) == 1 else summaries))
+        echo(json.dumps(summaries[names[0]] if len(names) == 1 else summaries))
     else:
         out = Console()
         for table in simulate_tables(summaries, out.width, by_vc):

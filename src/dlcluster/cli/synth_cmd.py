@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from dlcluster.cli import app, err_console
+from dlcluster.cli import Console, app, err_console
 from dlcluster.cli.options import LenientOpt, MapOpt, TimeUnitOpt, TzOpt
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
@@ -99,7 +99,6 @@ def compare(
 ) -> None:
     """Fidelity of a generated trace: marginals, arrival process, per-size and per-user structure, and the
     FIFO/SJF queueing both produce on the same cluster. Exit status 0 whatever the distances."""
-    from rich.console import Console
     from rich.table import Table
 
     from dlcluster.io.cluster_spec import read_cluster_spec

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from dlcluster.analysis.info import trace_info
-from dlcluster.cli import app, err_console
+from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.options import (
     FormatOpt,
     LenientOpt,
@@ -36,7 +35,7 @@ def info(
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     summary = trace_info(trace)
     if as_json:
-        typer.echo(json.dumps(summary, sort_keys=False))
+        echo(json.dumps(summary, sort_keys=False))
         return
     table = Table(title=str(path), show_header=False)
     table.add_column("what", style="bold")
