@@ -85,6 +85,20 @@ def test_same_file_same_results(tmp_path: Path) -> None:
         files = sorted(p.name for p in x.iterdir() if p.name not in ("summary.json", "cell.json"))
         assert files == sorted(p.name for p in y.iterdir() if p.name not in ("summary.json", "cell.json"))
         assert all((x / f).read_bytes() == (y / f).read_bytes() for f in files)
+        # equal but for the seconds they record, and each cell naming its own results folder's generated trace
+        assert _untimed(json.loads((x / "summary.json").read_text())) == \
+            _untimed(json.loads((y / "summary.json").read_text()))
+        cells = [_untimed(json.loads((c / "cell.json").read_text())) for c in (x, y)]
+        traces = [Path(c.pop("trace_file")) for c in cells]  # type: ignore[union-attr]
+        assert cells[0] == cells[1]
+        assert traces == [tmp_path / n / "traces" / traces[0].name for n in ("a", "b")]  # absolute
+
+
+def _untimed(doc: object) -> object:
+    """A JSON document without its wall-clock figures."""
+    if isinstance(doc, dict):
+        return {k: _untimed(v) for k, v in doc.items() if k not in ("wall_seconds", "events_per_second")}
+    return [_untimed(v) for v in doc] if isinstance(doc, list) else doc
 
 
 def test_killed_sweep_reruns_only_the_missing_cells(tmp_path: Path) -> None:

@@ -70,7 +70,9 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
     digests: dict[Path, str] = {}
     tasks = []
     for cell in exp.cells:
-        path = _trace_file(cell.trace, outdir)
+        # absolute: the cell's record and its worker (a Ray worker starts in its own folder) must not depend on
+        # where the sweep was started
+        path = _trace_file(cell.trace, outdir).resolve()
         if path not in digests:
             digests[path] = file_digest(path)
         # files named by options are read relative to the experiment file; the hash sees their bytes, not where
