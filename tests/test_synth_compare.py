@@ -81,6 +81,22 @@ def test_cli_compare_without_a_cluster_still_exits_0(tmp_path: Path) -> None:
     assert "no downstream queueing" in done.stderr and "inter-arrival CV" in done.stdout
 
 
+def test_cli_compare_of_traces_without_gpu_jobs_says_why_there_is_no_queueing_figure(tmp_path: Path) -> None:
+    """No GPU job, no queueing: the log-scale figure used to crash the command and leave a report without its page."""
+    spec = tmp_path / "spec.csv"
+    spec.write_text("vc,nodes,gpus_per_node\na,2,8\n")
+    zeros = tmp_path / "zeros.csv"
+    zeros.write_text("job_id,vc,submit_time,gpu_num,duration,status\nj1,a,1600000000,0,60,completed\n"
+                     "j2,a,1600000000,0,60,completed\n")
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(zeros), str(zeros),
+                           "--real-format", "csv", "--generated-format", "csv", "--cluster", str(spec),
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out/index.html").read_text()
+    assert "no job of either trace waited (or none needs a GPU)" in page
+    assert "no GPU count has 200 real jobs" in page
+
+
 def test_report_is_deterministic(tmp_path: Path) -> None:
     model = load_preset("helios-venus")
     real, gen = generate(model, days=2, seed=1), generate(model, days=2, seed=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +81,8 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
         Item("size-medians", "Median run time per GPU count", "Median run time of the jobs of each GPU count "
              "with at least 200 real jobs.",
              figure=_bars([str(g) for g in big], [[m.get(g, 0.0) for g in big] for m in medians], "median run time (s)",
-                          log=True)),
+                          log=True) if big else None,
+             absent=None if big else "no GPU count has 200 real jobs"),
     ])
     arrivals = Section("arrivals", "Arrival process", "When jobs are submitted: gaps between submissions and "
                        "submissions per day.", [
@@ -95,11 +97,15 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
                                  absent="no cluster: give --cluster or traces that carry VC sizes")]
     else:
         labels = [f"{r['policy']} ×{r['load']:g} {r['statistic']}" for r in queueing.iter_rows(named=True)]
+        delays = [queueing["real_s"].to_list(), queueing["generated_s"].to_list()]
+        # a log scale needs a positive delay: none when no job waited, or no GPU job ran
+        drawn = any(v is not None and math.isfinite(v) and v > 0 for vs in delays for v in vs)
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
                                  "jobs are simulated on the same cluster with inter-arrival times divided by the load.",
-                                 figure=_bars(labels, [queueing["real_s"].to_list(), queueing["generated_s"].to_list()],
-                                              "queueing delay (s)", log=True),
+                                 figure=_bars(labels, delays, "queueing delay (s)", log=True) if drawn else None,
+                                 absent=None if drawn else "no job of either trace waited (or none needs a GPU): "
+                                 "every delay in the table is 0 s or undefined",
                                  shown=queueing, data={"queueing": queueing})]
     downstream = Section("downstream", "Downstream: queueing", "FIFO and SJF on the same cluster at two loads.",
                          downstream_items)
