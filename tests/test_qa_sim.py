@@ -131,7 +131,7 @@ def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert err == "interrupted; no partial output was left behind\n"
+    assert err == "interrupted; no file was left half-written (a report has an index.html only once whole)\n"
     assert not out.exists() or not any(out.iterdir())
 
 

@@ -157,3 +157,35 @@ def test_cli_writes_a_report_and_rejects_bad_sim_jobs(tmp_path: Path, capsys: py
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == [f"error: {bad}: missing column 'end' (need job_id, vc, gpu_num, submit, start, end)"]
     assert not (tmp_path / "rep2").exists()
+
+
+def test_a_report_interrupted_while_written_has_no_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written again into the same folder, a report that stops half-way must not leave the old page beside some of
+    the new figures: the page is removed first and written last."""
+    from matplotlib.figure import Figure
+
+    import dlcluster.report.html as report_html
+    from dlcluster.report.model import Item, Section
+
+    def figure() -> Figure:
+        fig = Figure()
+        fig.subplots().plot([0, 1], [0, 1])
+        return fig
+
+    sections = [Section("s", "S", "intro", [Item("a", "A", "first", figure=figure()),
+                                            Item("b", "B", "second", figure=figure())])]
+    page = report_html.write_report(sections, tmp_path, "old", [])
+    assert page.is_file()
+    written = []
+    real = report_html.write_atomic
+
+    def stop_at_the_second_figure(target, write):  # noqa: ANN001, ANN202
+        written.append(target)
+        if len(written) == 2:  # the second figure's PNG
+            raise KeyboardInterrupt
+        return real(target, write)
+
+    monkeypatch.setattr(report_html, "write_atomic", stop_at_the_second_figure)
+    with pytest.raises(KeyboardInterrupt):
+        report_html.write_report(sections, tmp_path, "new", [])
+    assert not page.exists() and (tmp_path / "figures/a.svg").is_file()

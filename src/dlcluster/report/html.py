@@ -97,7 +97,11 @@ def _item(item: Item, out: Path) -> str:
 
 
 def write_report(sections: list[Section], out: Path, title: str, subtitle: list[str]) -> Path:
-    """Write figures, tables and ``index.html`` under ``out`` (each file atomically); return the page's path."""
+    """Write figures, tables and ``index.html`` under ``out`` (each file atomically; the page last, once every file it
+    lists is there); return the page's path."""
+    # a report written again into the same folder: until the new page is whole there is none, so an interrupted run
+    # cannot leave the old page beside some of the new figures
+    (out / "index.html").unlink(missing_ok=True)
     toc = "".join(f'<li><a href="#{s.id}">{html.escape(s.title)}</a></li>' for s in sections)
     parts = []
     for s in sections:
