@@ -50,6 +50,17 @@ def test_history_never_sees_the_future() -> None:
     assert dict(history_estimates(later).iter_rows())["f"] == dict(history_estimates(JOBS).iter_rows())["f"]
 
 
+def test_a_job_that_ends_in_its_own_submission_second_is_learnt_after_that_seconds_submissions() -> None:
+    """A zero-length job must not tell its own estimate, nor those of jobs submitted with it, its duration; a job
+    submitted earlier that ends in that second does tell them."""
+    same = _jobs([("a", "u1", "t", 1, 10, 70, 60), ("b", "u1", "t", 2, 10, 130, 120), ("z", "u1", "t", 1, 10, 10, 0),
+                  ("c", "u1", "t", 1, 11, 71, 60)])
+    got = dict(history_estimates(same).iter_rows())
+    assert got == {"a": DEFAULT_SECONDS, "b": DEFAULT_SECONDS, "z": DEFAULT_SECONDS, "c": 0.0}
+    earlier = _jobs([("y", "u1", "t", 1, 5, 10, 5), ("a", "u1", "t", 1, 10, 70, 60)])
+    assert dict(history_estimates(earlier).iter_rows())["a"] == 5.0
+
+
 def test_without_users_history_is_the_global_mean() -> None:
     anon = JOBS.with_columns(pl.lit(None, pl.String).alias("user"), pl.lit(None, pl.String).alias("name"))
     assert dict(history_estimates(anon).iter_rows())["f"] == 130.0

@@ -138,7 +138,10 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
 
     Returns the predictions (row order of ``jobs``; NaN for jobs without a duration) and the
     driver (retrains, timings). Jobs ending in the same second as a submission are known to
-    it; same-second events go in ``job_id`` order, so the table's row order changes nothing.
+    it if they were submitted before that second (a job that ends in the second it was
+    submitted, as the simulator sees it, is learnt only after that second's submissions, its
+    own included); same-second events go in ``job_id`` order, so the table's row order changes
+    nothing.
     Jobs without a duration are predicted but never end. ``progress(done, total)`` is called
     after every further 1% of the predictions.
     """
@@ -151,10 +154,13 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
         estimator.attach_truth(duration)
     driver = Driver(estimator)
     by_id = np.argsort(table["job_id"].to_numpy(), kind="stable")  # ties in time go in job_id order
-    ended = by_id[~np.isnan(duration[by_id]) & ~np.isnan(ends[by_id])]
-    end_rows = ended[np.argsort(ends[ended], kind="stable")]
-    end_times = ends[end_rows].astype(np.int64).tolist()
     submits = table["submit"].to_numpy()
+    ended = by_id[~np.isnan(duration[by_id]) & ~np.isnan(ends[by_id])]
+    # when each end becomes known: its second, or just after that second's submissions for a job submitted in it
+    known = ends[ended] + np.where(submits[ended] >= ends[ended], 0.5, 0.0)
+    order_of_ends = np.argsort(known, kind="stable")
+    end_rows, known_at = ended[order_of_ends], known[order_of_ends].tolist()
+    end_times = ends[end_rows].astype(np.int64).tolist()
     order = by_id[np.argsort(submits[by_id], kind="stable")]
     out = np.full(jobs.height, np.nan)
     k, n_ends = 0, len(end_rows)
@@ -162,7 +168,7 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
     total = len(order)
     step = max(1, total // 100)
     for done, (j, now) in enumerate(zip(order.tolist(), submits[order].tolist(), strict=True), 1):
-        while k < n_ends and end_times[k] <= now:
+        while k < n_ends and known_at[k] <= now:
             e = end_list[k]
             driver.ended(e, end_times[k], duration[e], status[e])
             k += 1
