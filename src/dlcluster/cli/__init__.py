@@ -23,10 +23,11 @@ from rich.markup import escape
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
 
-
 def _quiet_stdout() -> None:
     """Send what is still to be printed to /dev/null: the reader of the output went away (``| head``)."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def echo(text: str) -> None:
