@@ -168,11 +168,10 @@ UNKNOWN = "The run's placement 'my-plugin' is not one the decomposition knows: q
 
 @pytest.mark.parametrize(("placement", "cause", "said"), [
     ("consolidate", "fragmentation", OWN_RULE.format("consolidate")),
-    ("first-fit", "queue-order", OWN_RULE.format("first-fit")), ("spread", "queue-order", OWN_RULE.format("spread")),
-    ("random", "queue-order", OWN_RULE.format("random")), ("relax:30", "queue-order", OWN_RULE.format("relax:30")),
-    (None, "fragmentation", NO_SUMMARY), ("my-plugin", "fragmentation", UNKNOWN)])
-def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placement: str | None, cause: str,
-                                                        said: str) -> None:
+    (None, "fragmentation", NO_SUMMARY)])
+def test_characterize_judges_a_run_by_the_rule_its_summary_names(tmp_path: Path, placement: str | None, cause: str,
+                                                                 said: str) -> None:
+    """End to end: ``characterize --sim-jobs`` reads the run's summary.json beside its jobs, if there is one."""
     jobs = _sim_run(tmp_path / "run", placement or "consolidate")
     if placement is None:
         (tmp_path / "run" / "summary.json").unlink()
@@ -183,6 +182,25 @@ def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placemen
     assert table.filter(pl.col("jobs") > 0).select("bucket", "cause").rows() == [("5-8", cause)]
     page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
     assert said in _checks(page, "queueing-decomposition")
+
+
+@pytest.mark.parametrize(("placement", "cause", "said"), [
+    ("consolidate", "fragmentation", OWN_RULE.format("consolidate")),
+    ("first-fit", "queue-order", OWN_RULE.format("first-fit")), ("spread", "queue-order", OWN_RULE.format("spread")),
+    ("random", "queue-order", OWN_RULE.format("random")), ("relax:30", "queue-order", OWN_RULE.format("relax:30")),
+    (None, "fragmentation", NO_SUMMARY), ("my-plugin", "fragmentation", UNKNOWN)])
+def test_decomposition_uses_the_runs_own_placement_rule(tmp_path: Path, placement: str | None, cause: str,
+                                                        said: str) -> None:
+    """The section itself, for every rule (the command's whole report for two of them above)."""
+    folder = tmp_path / "run"
+    _sim_run(folder, placement or "consolidate")
+    summary = None if placement is None else json.loads((folder / "summary.json").read_text())
+    section = sections.queueing_section(pl.read_parquet(folder / "jobs.parquet"), ClusterSpec({"a": (8, 8)}), "run",
+                                        pl.read_parquet(folder / "placements.parquet"), summary)
+    (item,) = section.items
+    table = item.data["queueing-decomposition"]
+    assert table.filter(pl.col("jobs") > 0).select("bucket", "cause").rows() == [("5-8", cause)]
+    assert said in item.checks
 
 
 def _spec_csv(tmp_path: Path) -> Path:
