@@ -454,6 +454,13 @@ def test_ces_json_and_outputs(tmp_path: Path) -> None:
     steps = pl.read_parquet(out / "steps.parquet")
     assert steps.height == 3 * 144 and {"used", "forecast", "active"} <= set(steps.columns)
     assert (out / "ces.png").stat().st_size > 0 and json.loads((out / "summary.json").read_text()) == got
+    # the same series saved with a byte-order mark (as Excel saves CSV) is still a series, with the same figures
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    again = cli("ces", str(bom), "--json", "--test-days", "3", "--events", "2020-09-20,2020-09-25")
+    assert again.returncode == 0, again.stderr
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "source"} == \
+        {k: v for k, v in got.items() if k != "source"}
 
 
 def test_ces_compat_on_philly_reproduces_the_artifact(shared_data: Path) -> None:

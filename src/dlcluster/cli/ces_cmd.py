@@ -32,7 +32,7 @@ def _is_series(path: Path) -> bool:
 
     if path.suffix.lower() != ".csv" or not path.is_file():
         return False
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:  # (-sig: a series saved by Excel starts with a BOM)
         header = [c.strip() for c in f.readline().split(",")]
     return "time" in header and "total" in header and any(c in header for c in USED_NAMES)
 
