@@ -417,7 +417,8 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--power", "on", "--risk", "0.1"), "--risk needs --power ces"),
              (("--boot-seconds", "10",), "--boot-seconds needs --power on or ces"),
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
-             (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"))
+             (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"),
+             (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"))
     for args, message in cases:
         run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
@@ -479,6 +480,11 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
                           (("--rule", "fuzzy"), "unknown controller"),
                           (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule"),
+                          # options that would be ignored are refused
+                          (("--compat", "helios-artifact", "--test-days", "3"), "drop --rule, --buffer, --step, "
+                           "--test-days, --holidays and --events"),
+                          (("--rule", "quantile", "--buffer", "5"), "--buffer is an option of the helios rule"),
+                          (("--risk", "0.5",), "--risk is an option of the quantile rule"),
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr

@@ -54,7 +54,8 @@ def ces(
     buffer: int = typer.Option(None, "--buffer", help="helios: idle nodes kept above demand (default: the preset's)."),
     risk: float = typer.Option(None, "--risk", help="quantile: accepted probability of a shortage (default 0.01)."),
     step: int = typer.Option(600, "--step", min=60, help="Controller step, seconds (demand: maximum over a step)."),
-    test_days: float = typer.Option(14, "--test-days", help="Replay the last N days; train the forecast before them."),
+    test_days: float = typer.Option(None, "--test-days", help="Replay the last N days; train the forecast before "
+                                    "them (default 14; the artifact's own window with --compat)."),
     holidays: str = typer.Option(None, "--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the "
                                  "forecast knows."),
     events: str = typer.Option(None, "--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference "
@@ -121,9 +122,10 @@ def ces(
             raise InputError(exc.detail, path=source, field=exc.field) from None
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     if compat is not None:
-        if rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600:
-            raise ConfigError("--compat helios-artifact runs the artifact's own rule, step and forecast: "
-                              "drop --rule, --buffer, --step, --holidays and --events")
+        if (rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600
+                or test_days is not None):
+            raise ConfigError("--compat helios-artifact runs the artifact's own rule, step, window and forecast: "
+                              "drop --rule, --buffer, --step, --test-days, --holidays and --events")
         from dlcluster.services.ces.artifact import artifact_open_loop
 
         run = artifact_open_loop(minutes, preset)
@@ -134,7 +136,8 @@ def ces(
         from dlcluster.services.ces.open_loop import open_loop
 
         series = resample(minutes, step)
-        ol = open_loop(series, controller, step=step, test_days=test_days, calendar=calendar)
+        ol = open_loop(series, controller, step=step, test_days=14 if test_days is None else test_days,
+                       calendar=calendar)
         steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
         label = f"forecast {controller.targets[0].label} steps"
         summary.update(rule=rule, step=step, holidays=holidays, events=[str(e) for e in calendar.events],
