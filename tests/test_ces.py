@@ -418,7 +418,9 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--boot-seconds", "10",), "--boot-seconds needs --power on or ces"),
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
              (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"),
-             (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"))
+             (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"),
+             # refused up front, even by a run too short for the controller ever to retrain
+             (("--power", "ces", "--holidays", "XX"), "no public-holiday calendar for country 'XX'"))
     for args, message in cases:
         run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr

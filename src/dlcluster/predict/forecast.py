@@ -79,6 +79,10 @@ class Calendar:
     events: tuple[datetime.date, ...] = ()
     event_days: int = 10
 
+    def __post_init__(self) -> None:
+        if self.country is not None:  # an unknown country is refused now, not at the first retrain of a long run
+            _holidays(self.country, 2000, 2000)
+
     def holiday(self, day: int) -> float:
         """1.0 if epoch day ``day`` is a public holiday, else 0.0."""
         if self.country is None:
