@@ -1,6 +1,6 @@
 """Generator fidelity downstream: the queueing of 30 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (about five minutes of CPU:
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (about 200 CPU s:
 31 traces × 2 policies × 2 loads of ~80k jobs each, which is why it runs here and not in the test suite). It prints
 the table and its CPU seconds, then checks that every row of docs/synth.md's downstream table is the one just
 computed and that the claims the page makes about it hold; it exits with status 1 if one does not.

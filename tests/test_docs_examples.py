@@ -222,3 +222,12 @@ def test_example_runs(example: Example, workspace: Workspace) -> None:
     result = workspace.run(example)
     assert result.returncode == 0, (
         f"{example.id}: dlcluster {shlex.join(example.args)}\nexit {result.returncode}\n{result.stderr[-3000:]}")
+
+
+def test_make_test_runs_the_suite_on_every_core() -> None:
+    """README: ``make test`` runs the suite on every core (pytest-xdist, from the test extras)."""
+    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    target = make.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/python -m pytest -n auto --dist loadfile" in target
+    assert '"pytest-xdist>=' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "runs the test suite on every core (pytest-xdist)" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -125,7 +125,7 @@ def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
 # --- downstream on the Philly VCs (issue 13 acceptance) ---------------------------------------------
 
 
-# The docs' downstream table on the Philly VCs (30 generated traces against the real table, about five minutes of
+# The docs' downstream table on the Philly VCs (30 generated traces against the real table, about 200 s of
 # CPU) is regenerated and its claims checked by `python -m benchmarks.bench_synth_fidelity`, not here.
 
 

@@ -56,6 +56,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err_console = Console(stderr=True, highlight=False)
+INTERRUPTED = "interrupted; no file was left half-written (a report has an index.html only once whole)"
 
 
 @app.callback()
@@ -103,8 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"[bold red]error:[/] {_one_line(where + os_reason(exc))}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        err_console.print("interrupted; no file was left half-written (a report has an index.html only once whole)",
-                          soft_wrap=True)
+        err_console.print(INTERRUPTED, soft_wrap=True)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -127,8 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     # not standalone, typer returns an Exit's code instead of raising it, and turns Ctrl-C into Exit(130)
     if isinstance(code, int) and code:
         if code == 130:
-            err_console.print("interrupted; no file was left half-written (a report has an index.html only once whole)",
-                              soft_wrap=True)
+            err_console.print(INTERRUPTED, soft_wrap=True)
         sys.exit(code)
 
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import typer
 from rich.table import Table
 
@@ -117,7 +116,7 @@ def ces(
         # replay, so the series stops there
         last_submit = trace.jobs["submit_time"].max()
         try:
-            minutes = from_trace(trace.jobs, spec, until=last_submit).filter(pl.col("time") <= last_submit)
+            minutes = from_trace(trace.jobs, spec, until=last_submit)
         except InputError as exc:
             raise InputError(exc.detail, path=source, field=exc.field) from None
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
@@ -133,10 +132,10 @@ def ces(
         label = "forecast (artifact's model)"
         summary["rule"] = "helios"
     else:
-        from dlcluster.services.ces.open_loop import open_loop
+        from dlcluster.services.ces.open_loop import TEST_DAYS, open_loop
 
         series = resample(minutes, step)
-        ol = open_loop(series, controller, step=step, test_days=14 if test_days is None else test_days,
+        ol = open_loop(series, controller, step=step, test_days=TEST_DAYS if test_days is None else test_days,
                        calendar=calendar)
         steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
         label = f"forecast {controller.targets[0].label} steps"

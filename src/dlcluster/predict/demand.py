@@ -111,9 +111,9 @@ def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, u
     t0 = int(ran["start_time"].min()) // sample * sample  # type: ignore[arg-type]
     last = int(ran["end_time"].max())  # type: ignore[arg-type]
     if until is not None:
-        last = max(t0, min(last, until))
+        last = min(last, until)
     check_span(t0, last, None, "end_time")
-    n = (last - t0) // sample + 1
+    n = max(0, (last - t0) // sample + 1)  # (none when every start comes after ``until``)
     used = np.zeros(n, dtype=np.int64)
     used_gpus = np.zeros(n, dtype=np.int64)
     parts = {vc: part for (vc,), part in ran.partition_by("vc", as_dict=True).items()}

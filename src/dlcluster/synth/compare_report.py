@@ -35,7 +35,10 @@ def _cdf(values: list[np.ndarray], xlabel: str) -> Figure:
     return fig
 
 
-def _bars(labels: list[str], series: list[list[float]], ylabel: str, log: bool = False) -> Figure:
+def _bars(labels: list[str], series: list[list[float]], ylabel: str, log: bool = False) -> Figure | None:
+    """Grouped bars, one group per label; None where a log scale has no positive value to draw."""
+    if log and not any(v is not None and math.isfinite(v) and v > 0 for ys in series for v in ys):
+        return None
     fig, ax = _figure(max(1.6, len(labels) * 0.25))
     pos = np.arange(len(labels))
     for i, (name, ys) in enumerate(zip(NAMES, series, strict=True)):
@@ -68,6 +71,8 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
     shares = [[dict(m.select("gpu_num", "share").iter_rows()).get(g, 0.0) for g in sizes] for m in mixes]
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
     medians = [size_medians(t) for t in traces]
+    size_figure = _bars([str(g) for g in big], [[m.get(g, 0.0) for g in big] for m in medians], "median run time (s)",
+                        log=True)
     fidelity = Section("fidelity", "Fidelity table", "Each statistic of the real and the generated trace; the relative "
                        "error is generated / real − 1 (distances are of the generated trace from the real one).", [
                            Item("fidelity-table", "Fidelity", "Statistics as defined in docs/synth.md "
@@ -80,9 +85,7 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
              figure=_bars([str(g) for g in sizes], shares, "share of jobs", log=True)),
         Item("size-medians", "Median run time per GPU count", "Median run time of the jobs of each GPU count "
              "with at least 200 real jobs.",
-             figure=_bars([str(g) for g in big], [[m.get(g, 0.0) for g in big] for m in medians], "median run time (s)",
-                          log=True) if big else None,
-             absent=None if big else "no GPU count has 200 real jobs"),
+             figure=size_figure, absent=None if size_figure else "no GPU count has 200 real jobs"),
     ])
     arrivals = Section("arrivals", "Arrival process", "When jobs are submitted: gaps between submissions and "
                        "submissions per day.", [
@@ -97,15 +100,13 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
                                  absent="no cluster: give --cluster or traces that carry VC sizes")]
     else:
         labels = [f"{r['policy']} ×{r['load']:g} {r['statistic']}" for r in queueing.iter_rows(named=True)]
-        delays = [queueing["real_s"].to_list(), queueing["generated_s"].to_list()]
-        # a log scale needs a positive delay: none when no job waited, or no GPU job ran
-        drawn = any(v is not None and math.isfinite(v) and v > 0 for vs in delays for v in vs)
+        figure = _bars(labels, [queueing["real_s"].to_list(), queueing["generated_s"].to_list()],
+                       "queueing delay (s)", log=True)
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
                                  "jobs are simulated on the same cluster with inter-arrival times divided by the load.",
-                                 figure=_bars(labels, delays, "queueing delay (s)", log=True) if drawn else None,
-                                 absent=None if drawn else "no job of either trace waited (or none needs a GPU): "
-                                 "every delay in the table is 0 s or undefined",
+                                 figure=figure, absent=None if figure else "no job of either trace waited (or none "
+                                 "needs a GPU): every delay in the table is 0 s or undefined",
                                  shown=queueing, data={"queueing": queueing})]
     downstream = Section("downstream", "Downstream: queueing", "FIFO and SJF on the same cluster at two loads.",
                          downstream_items)

@@ -21,6 +21,8 @@ from dlcluster.predict.forecast import DAY, MIN_TRAIN_DAYS, Calendar, DemandFore
 from dlcluster.services.ces.rules import Controller
 from dlcluster.services.ces.stats import controller_stats, forecast_errors
 
+TEST_DAYS = 14  # days replayed by default (the artifact's test window is 14 days)
+
 REPORTED_HORIZONS = (1, 6, 18, 36)  # steps ahead whose forecast errors are reported (10 min, 1 h, 3 h, 6 h)
 
 
@@ -56,7 +58,7 @@ def horizon_errors(forecaster: DemandForecaster, y: list[float], origins: range)
     return pl.DataFrame(rows)
 
 
-def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_days: float = 14,
+def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_days: float = TEST_DAYS,
               calendar: Calendar | None = None) -> OpenLoopRun:
     """Train on all but the last ``test_days`` of ``series`` (regular, ``step`` seconds), then replay the rest."""
     calendar = calendar or Calendar()
