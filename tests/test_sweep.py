@@ -145,7 +145,9 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    (SMALL.replace("policy =", "polcy ="), "field 'grid.polcy': not an option of `dlcluster simulate` (options: "),
+    (SMALL.replace("policy =", "polcy ="), "field 'grid.polcy': not an option of `dlcluster simulate` (options: "
+                                           "boot_seconds, buffer, by_vc, ces_preset, ces_rule, cluster, cluster_date, compat, "
+                                           "cpus_per_gpu, end, estimates, "),  # not csv: the sweep refuses it
     (SMALL.replace('"sjf"', '"lottery"'), "field 'grid.policy': unknown policy 'lottery'; choose one of: fifo, "),
     (SMALL + "load = [1.0, \"x\"]\n", "field 'grid.load': Invalid value for '--load'"),
     (SMALL + "load = [0]\n", "field 'grid.load': --load must be a positive finite number, got 0.0"),
@@ -159,6 +161,14 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),
+    (SMALL + "load = [1, 1.0]\n", "field 'grid.load': lists one value twice (1 and 1.0): give each value once"),
+    (SMALL.replace("seed = [1, 2]", "seed = [2, 2]"), "field 'grid.seed': lists one value twice (2 twice)"),
+    (SMALL + "load = [true]\n", "field 'grid.load': got true: true and false are only for on/off options"),
+    (SMALL + "cluster = [\"nowhere.csv\"]\n", "field 'grid.cluster': no such cluster file: nowhere.csv"),
+    (SMALL + "estimates = [\"nowhere.csv\"]\n", "field 'grid.estimates': 'nowhere.csv' is neither an estimator"),
+    (SMALL + "speed_model = [\"nowhere.toml\"]\n", "--speed-model 'nowhere.toml': choose none, philly or a TOML file "
+                                                   "(no such file)"),
+    (SMALL + "[simulate]\npower = \"on\"\npower_model = \"nowhere.toml\"\n", "nowhere.toml: no such file"),
 ])
 def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text: str, message: str) -> None:
     exp = _write(tmp_path, text)

@@ -92,6 +92,17 @@ def _scalar(value: Any, path: Path, where: str) -> Scalar:
     raise InputError(f"expected a single value (text, number or true/false), got {value!r}", path=path, field=where)
 
 
+def _distinct(values: list[Scalar], path: Path, where: str) -> None:
+    """Refuse a grid list that names one value twice (1 and 1.0 are one load: two cells would run one simulation)."""
+    seen: dict[tuple[str, Scalar], Scalar] = {}
+    for v in values:
+        key = ("bool", v) if isinstance(v, bool) else ("number", float(v)) if isinstance(v, int | float) else ("text", v)
+        if key in seen:
+            same = f"{seen[key]!r} and {v!r}" if repr(seen[key]) != repr(v) else f"{v!r} twice"
+            raise InputError(f"lists one value twice ({same}): give each value once", path=path, field=where)
+        seen[key] = v
+
+
 def _options(table: Any, path: Path, where: str, options: dict[str, Any], grid: bool = False) -> dict[str, Any]:
     """A table of ``simulate`` options with names normalised to underscores; values checked by ``options``."""
     if not isinstance(table, dict):
@@ -103,12 +114,14 @@ def _options(table: Any, path: Path, where: str, options: dict[str, Any], grid: 
         if key in NOT_SWEPT:
             raise InputError("set by the sweep itself or by a [[trace]] table, not here", path=path, field=at)
         if key not in options:
-            raise InputError(f"not an option of `dlcluster simulate` (options: {', '.join(sorted(options))})",
+            sweepable = sorted(set(options) - set(NOT_SWEPT))
+            raise InputError(f"not an option of `dlcluster simulate` (options: {', '.join(sweepable)})",
                              path=path, field=at)
         if grid:
             if not isinstance(value, list) or not value:
                 raise InputError("a grid entry is a non-empty list of values, e.g. [1.0, 2.0]", path=path, field=at)
             out[key] = [_scalar(v, path, at) for v in value]
+            _distinct(out[key], path, at)
         else:
             out[key] = _scalar(value, path, at)
     return out

@@ -64,6 +64,9 @@ def _parse(name: str, value: Any, path: Path, where: str) -> None:
         if not isinstance(value, bool):
             raise InputError(f"expected true or false, got {value!r}", path=path, field=where)
         return
+    if isinstance(value, bool):  # (str(True) would reach the parser as the word "True")
+        raise InputError(f"got {str(value).lower()}: true and false are only for on/off options", path=path,
+                         field=where)
     try:
         param.process_value(_context(), str(value))
     except Exception as exc:  # the CLI parser's own error type (typer's vendored click)
@@ -96,6 +99,11 @@ def _semantic(name: str) -> Callable[[Any], object] | None:
         from dlcluster.sim.placement import get_placement
 
         return lambda v: get_placement(str(v))
+    if name == "cluster":
+        def cluster(v: Any) -> None:
+            if not Path(str(v)).is_file():
+                raise InputError(f"no such cluster file: {v}")
+        return cluster
     if name == "estimates":
         from dlcluster.predict import ESTIMATORS, is_estimator_name
 
