@@ -335,6 +335,26 @@ def test_one_setting_many_seeds(tmp_path: Path) -> None:
     assert "nothing to choose between" in page
 
 
+def test_seeds_that_change_nothing_give_no_interval(tmp_path: Path) -> None:
+    # fifo on a trace file: every seed gives the very same run, which is one result, not three independent draws
+    # (a zero-width interval would claim a certainty nobody tested); sjf's seeds differ and keep their interval
+    rows = [_row(i, policy=p, seed=s, mean_jct=10.0 if p == "fifo" else 5.0 + s, utilization=0.5)
+            for i, (p, s) in enumerate((p, s) for p in ("fifo", "sjf") for s in (1, 2, 3))]
+    folder = write_results(tmp_path / "r", rows, SMALL)
+    out = tmp_path / "out"
+    page = build_compare_report(folder, out).read_text()
+    table = pl.read_csv(out / "tables" / "mean_jct.csv")
+    assert table["n"].to_list() == [3, 3]
+    assert table["ci_low"][0] is None and table["ci_high"][0] is None
+    low, high = sps.t.interval(0.95, 2, loc=7.0, scale=sps.sem([6.0, 7.0, 8.0]))
+    assert table["ci_low"][1] == pytest.approx(low) and table["ci_high"][1] == pytest.approx(high)
+    assert "3 identical runs, no interval" in page
+    assert "In 1 of 2 setting(s) every seed gave the very same result" in page
+    best = {r["metric"]: r for r in pl.read_csv(out / "tables" / "best.csv").iter_rows(named=True)}
+    assert best["mean_jct"]["best setting"] == "policy=sjf"
+    assert best["mean_jct"]["clearly better"] == "no interval (identical runs)"
+
+
 def test_all_metrics_equal(tmp_path: Path) -> None:
     rows = [_row(i, policy=p, load=load, seed=s, mean_jct=50.0, utilization=0.25)
             for i, (p, load, s) in enumerate((p, load, s) for p in ("fifo", "sjf") for load in (1.0, 2.0)

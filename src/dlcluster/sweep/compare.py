@@ -188,15 +188,32 @@ def interval_stats(settings: Settings, metrics: list[str]) -> pl.DataFrame:
         tq = np.where(n > 1, sps.t.ppf(0.5 + CONFIDENCE / 2, np.maximum(n - 1, 1)), np.nan)
         half = tq * out["sd"].fill_null(np.nan).to_numpy() / np.sqrt(np.maximum(n, 1))
     half_s = pl.Series("half", half, dtype=pl.Float64).fill_nan(None)
-    return out.with_columns(half_s).with_columns(ci_low=pl.col("mean") - pl.col("half"),
-                                                 ci_high=pl.col("mean") + pl.col("half")).drop("half")
+    # a setting whose seeds all gave the very same run (a trace file, no random choice) has one result, not n
+    # independent draws: a zero-width interval would claim a certainty the seeds never tested
+    same = replicated(settings, metrics)
+    identical = pl.Series("identical", [s in same for s in out["setting"].to_list()], dtype=pl.Boolean)
+    return out.with_columns(half_s, identical).with_columns(
+        pl.when(pl.col("identical")).then(None).otherwise(pl.col("half")).alias("half")).with_columns(
+        ci_low=pl.col("mean") - pl.col("half"), ci_high=pl.col("mean") + pl.col("half")).drop("half")
 
 
-def _ci_text(n: int, low: float | None, high: float | None) -> str:
+def replicated(settings: Settings, metrics: list[str]) -> set[int]:
+    """The settings with two or more successful cells that all report the same value of every metric."""
+    ok = settings.cells.filter(pl.col("status") == "ok")
+    if not metrics or ok.height == 0:
+        return set()
+    per = ok.group_by("setting").agg(pl.len().alias("n"), *(pl.col(m).n_unique() for m in metrics))
+    one = pl.all_horizontal(pl.col(m) == 1 for m in metrics)
+    return set(per.filter((pl.col("n") > 1) & one)["setting"].to_list())
+
+
+def _ci_text(n: int, low: float | None, high: float | None, identical: bool = False) -> str:
     if n == 0:
         return "no successful cell"
     if n == 1:
         return "n = 1, no interval"
+    if identical:
+        return f"{n} identical runs, no interval"
     return f"{_num(low)} – {_num(high)}"
 
 
@@ -456,8 +473,9 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
                               absent="no successful cell reports this metric."))
             continue
         shown = keys.join(part, on="setting", how="left", maintain_order="left").sort("setting").with_columns(
-            pl.struct("n", "ci_low", "ci_high").map_elements(
-                lambda r: _ci_text(r["n"], r["ci_low"], r["ci_high"]), return_dtype=pl.String).alias("95% CI"))
+            pl.struct("n", "ci_low", "ci_high", "identical").map_elements(
+                lambda r: _ci_text(r["n"], r["ci_low"], r["ci_high"], r["identical"]), return_dtype=pl.String)
+            .alias("95% CI"))
         cols = _shown_columns(settings)
         if shown["mean"].drop_nulls().n_unique() == 1 and settings.table.height > 1:
             definition += f" Every setting gives the same mean, {_num(shown['mean'].drop_nulls()[0])}."
@@ -490,13 +508,15 @@ def best_settings(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
             second = rest.row(0, named=True)
             runner = second
             if top["ci_low"] is None or second["ci_low"] is None:
-                verdict = "no interval (n = 1)"
+                why = "identical runs" if top["identical"] or second["identical"] else "n = 1"
+                verdict = f"no interval ({why})"
             elif (top["ci_high"] < second["ci_low"]) if not higher else (top["ci_low"] > second["ci_high"]):
                 verdict = "yes"
             else:
                 verdict = "no, intervals overlap"
         rows.append({"metric": m, "better": "higher" if higher else "lower", "best setting": best,
-                     "n": top["n"], "mean": top["mean"], "95% CI": _ci_text(top["n"], top["ci_low"], top["ci_high"]),
+                     "n": top["n"], "mean": top["mean"], "95% CI": _ci_text(top["n"], top["ci_low"], top["ci_high"],
+                                                                top["identical"]),
                      "runner-up": labels[runner["setting"]] if runner else "–",
                      "runner-up mean": runner["mean"] if runner else None, "clearly better": verdict})
     schema = {"metric": pl.String, "better": pl.String, "best setting": pl.String, "n": pl.Int64, "mean": pl.Float64,
@@ -552,6 +572,11 @@ def _overview_item(sweep: Sweep, settings: Settings) -> Item:
         facts.append("One setting only (the cells differ by seed alone): intervals but nothing to compare.")
     if SEED not in sweep.parameters:
         facts.append("The seed was not swept: each setting has one cell and no interval.")
+    same = replicated(settings, [m for m in sweep.metrics if m in df.columns])
+    if same:
+        facts.append(f"In {len(same)} of {settings.table.height} setting(s) every seed gave the very same result "
+                     "(the seed changes nothing there: a trace file and no random choice), so their cells are one run "
+                     "repeated and have no interval.")
     return Item("overview", "Parameters swept", " ".join(facts), shown=pl.DataFrame(rows),
                 data={"results": df})
 
