@@ -149,6 +149,36 @@ def test_runs_where_nobody_waited_draw_no_queueing_figure(tmp_path: Path) -> Non
                      r'</summary>', page, re.DOTALL)
 
 
+def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path: Path) -> None:
+    # one 100-second job: each run's timeline is one hourly bin, which a line cannot draw (an empty axis before)
+    (tmp_path / "one.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,1,0,100\n")
+    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\n")
+    main(["simulate", str(tmp_path / "one.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"),
+          "-p", "fifo,sjf", "-o", str(tmp_path / "sim")])
+    page = build_sim_report(read_runs([tmp_path / "sim"]), tmp_path / "out").read_text(encoding="utf-8")
+    why = absent(page)
+    for col in ("running-gpus", "pending-gpus", "running-jobs", "pending-jobs"):
+        assert why[f"sim-timeline-{col}"] == ("every run lasted less than an hour, one time bin: there is no course "
+                                              "over time to draw.")
+    assert "sim-jct-cdf" in figure_ids(page)
+
+
+def test_a_long_legend_wraps_inside_its_figure() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from dlcluster.report import plots
+
+    names = ["fifo", "fifo-easy", "las", "sjf", "srtf", "tiresias"]
+    df = pl.DataFrame({"trace": [n for n in names for _ in range(3)], "jct": [1.0, 10.0, 100.0] * len(names),
+                       "p": [1 / 3, 2 / 3, 1.0] * len(names)})
+    fig = plots.cdf(df, "jct", "job completion time (s)")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box, page = fig.legends[0].get_window_extent(canvas.get_renderer()), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1  # six names on a one-panel figure: two rows, not cut off
+    assert fig.legends[0]._ncols < len(names)
+
+
 def test_one_run_without_waits_among_others_is_named(tmp_path: Path) -> None:
     page = build_sim_report(read_runs([_hand_run(tmp_path / "a", 0), _hand_run(tmp_path / "b", 900)]),
                             tmp_path / "out").read_text(encoding="utf-8")

@@ -67,7 +67,11 @@ def _legend(fig: Figure, names: Sequence[tuple[int, str]], patches: bool = False
     handles = [Patch(facecolor=colour(i)) for i, _ in names] if patches else _handles(names)
     where = {"loc": "outside upper center"} if fig.get_layout_engine() is not None else {
         "loc": "upper center", "bbox_to_anchor": (0.5, 1.0)}
-    fig.legend(handles, [n for _, n in names], ncols=min(len(names), 6), **where)
+    # as many columns as fit across the figure (legend font 8: about 0.07 in a character, 0.6 in for the key and
+    # the gaps), so a long row of names wraps instead of running off the figure's edges
+    entry = 0.6 + 0.07 * max((len(n) for _, n in names), default=1)
+    fit = max(1, int(fig.get_figwidth() * 0.95 // entry))
+    fig.legend(handles, [n for _, n in names], ncols=min(len(names), 6, fit), **where)
 
 
 def readable_xticks(ax: Axes, labels: Sequence[str], positions: Sequence[float] | None = None,
@@ -260,7 +264,9 @@ def timeline(df: pl.DataFrame, x: str, y: str, ylabel: str, xlabel: str, panel: 
         part = df.filter(pl.col(panel) == key)
         for i, name in names:
             d = part.filter(pl.col(series).cast(pl.String) == name).sort(x)
-            ax.plot(d.get_column(x).to_numpy(), d.get_column(y).to_numpy(), color=colour(i), lw=1.1)
+            # a series of one point draws no line: a marker keeps it visible
+            ax.plot(d.get_column(x).to_numpy(), d.get_column(y).to_numpy(), color=colour(i), lw=1.1,
+                    marker="o" if d.height == 1 else None, ms=4)
         ax.set_title(str(key))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -161,12 +161,17 @@ def timeline_section(runs: list[SimRun]) -> Section:
     common = [f"The {len(vcs)} busiest of {all_vcs} VCs (most GPU time held or asked for)."] \
         if all_vcs > len(vcs) else []
     common += [f"No timeline.parquet in: {', '.join(missing)}."] if missing else []
+    short = t.height > 0 and t["hour"].n_unique() < 2
     days = t.height > 0 and t["hour"].max() > 72
     x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")
     t = t.with_columns((pl.col("hour") / 24).alias("day")) if t.height else t
     for col, title, what in TIMELINE:
         item_id = f"sim-timeline-{col.replace('_', '-')}"
         definition = f"Mean number of {what} per VC in each time bin (from the run's 60-second timeline samples)."
+        if short:
+            s.items.append(Item(item_id, f"{title} per VC", definition, absent="every run lasted less than an hour, "
+                                "one time bin: there is no course over time to draw."))
+            continue
         # a VC where nothing ever ran or waited would draw a flat line at zero: named instead
         active: list[str] = (t.group_by("vc").agg(pl.col(col).max()).filter(pl.col(col) > 0)["vc"].to_list()
                              if t.height else [])
@@ -226,6 +231,10 @@ def energy_section(runs: list[SimRun]) -> Section:
         return s
     t = pl.concat([simruns.powered_timeline(r.timeline).select(pl.lit(r.name).alias("run"), pl.all())
                    for r in changed if r.timeline is not None])
+    if t["hour"].n_unique() < 2:
+        s.items.append(Item(item_id, title, tdef, absent="every run that powered nodes off lasted less than an hour, "
+                            "one time bin: there is no course over time to draw.", data={item_id: t}))
+        return s
     days = t["hour"].max() > 72
     x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")
     long = (t.with_columns((pl.col("hour") / 24).alias("day"))
