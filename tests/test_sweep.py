@@ -214,7 +214,10 @@ def test_ray_executor_gives_the_local_pools_results(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -> None:
-    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', 'seed = [1, 2, 3, 4]'))
+    # 24 cells: enough that the workers cannot finish them all while the test, on a busy machine, waits to be
+    # scheduled between seeing two cells done and sending the signal (8 cells once finished in that gap)
+    cells = 24
+    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', f'seed = {list(range(1, cells // 2 + 1))}'))
     out = tmp_path / "out"
     # a terminal's Ctrl-C: SIGINT to the whole foreground process group, workers included
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
@@ -227,7 +230,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
     assert proc.returncode == 130
     assert "running the same command again runs only the others" in err and "Traceback" not in err
     done = len(list((out / "cells").glob("[0-9a-f]*")))
-    assert 2 <= done < 8 and not (out / "results.parquet").exists() and not (out / "failed").exists()
+    assert 2 <= done < cells and not (out / "results.parquet").exists() and not (out / "failed").exists()
     # the process group empties: no worker is left running (multiprocessing's helper process exits on its own)
     deadline = time.monotonic() + 20
     with pytest.raises(ProcessLookupError):
@@ -235,7 +238,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
             os.killpg(proc.pid, 0)
             time.sleep(0.1)
     res = cli("sweep", str(exp), "-o", str(out), "--workers", "2")
-    assert f"8 cells, {done} already done, {8 - done} run now, 0 failed" in res.stderr
+    assert f"{cells} cells, {done} already done, {cells - done} run now, 0 failed" in res.stderr
 
 
 def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
