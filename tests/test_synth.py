@@ -252,6 +252,31 @@ def test_helios_presets_match_the_published_summary(shared_data: Path, name: str
     assert (gpu["status"] == "cancelled").mean() == pytest.approx(row["cancel_rate_gpu"], abs=0.01)
 
 
+def test_docs_saturn_look_alike_congestion_comes_from_its_large_gang_jobs() -> None:
+    # docs/synth.md, "Limits of the model": strict FIFO on 30 days of helios-saturn, with and without its jobs of
+    # 32 GPUs or more, and with EASY backfilling
+    from dlcluster.sim.run import simulate
+
+    trace = generate(load_preset("helios-saturn"), days=30, seed=7)
+    assert trace.cluster is not None and set(map(sum, trace.cluster.vcs.values())) == {88, 96}
+    assert len(trace.cluster.vcs) == 22
+    big = trace.jobs["gpu_num"] >= 32
+    assert f"{big.mean():.1%}" == "1.3%" and set(trace.jobs.filter(big)["gpu_num"].unique()) == {32, 64}
+
+    def mean_queue(jobs: pl.DataFrame, policy: str) -> int:
+        return round(simulate(jobs, trace.cluster, policy, source="saturn").jobs["queue_delay"].mean())
+
+    assert mean_queue(trace.jobs, "fifo") == 139_156
+    assert mean_queue(trace.jobs.filter(~big), "fifo") == 0
+    assert mean_queue(trace.jobs, "fifo-easy") == 2_181
+
+
+def test_docs_saturn_published_gpu_queueing(shared_data: Path) -> None:
+    # the figure docs/synth.md sets the look-alike's simulated FIFO queueing against
+    row = pl.read_csv(shared_data / "helios/cluster_summary.csv").filter(pl.col("id") == "Saturn").row(0, named=True)
+    assert round(row["avg_que_time_gpu"]) == 612
+
+
 def test_venus_daily_cycle_resembles_the_real_one(shared_data: Path) -> None:
     # the Lucid throughput file is licensed for tests only: used here to check, never to fit
     real = pl.read_csv(shared_data / "helios/venus/throughput_10min.csv").group_by(
