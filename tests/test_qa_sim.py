@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from test_sim_helpers import SUMMARY_KEYS, cli, jobs, spec, write_trace
+from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
 from dlcluster.cli import long_runs, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
@@ -121,7 +121,8 @@ def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
     trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
     script = ("import sys; from dlcluster.cli import main; print('ready', flush=True); "
               f"main(['simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}])")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     try:
         assert proc.stdout.readline() == "ready\n"
         time.sleep(1.0)  # inside main() now: whatever it is doing, Ctrl-C must end it cleanly

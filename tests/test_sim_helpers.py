@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,14 @@ def write_trace(path: Path, table: pl.DataFrame, cluster: ClusterSpec) -> Path:
     """``table`` (rows as from :func:`jobs`) as a canonical Parquet trace at ``path`` carrying ``cluster``."""
     table = conform(table.with_columns(pl.lit("test").alias("cluster"), pl.lit("completed").alias("status")))
     return write(Trace(table, "parquet", cluster=cluster), path)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child that a test interrupts: it starts as a shell starts a foreground job, with SIGINT at
+    its default and unblocked, whatever the test process inherited or an earlier test left (two fresh-clone runs
+    of the whole suite on every core saw a child ignore the signal; alone, the same tests pass)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from test_sim_helpers import cli
+from test_sim_helpers import cli, interruptible
 
 # the issue's file, verbatim
 ISSUE_FILE = """\
@@ -221,7 +221,8 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
     out = tmp_path / "out"
     # a terminal's Ctrl-C: SIGINT to the whole foreground process group, workers included
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=interruptible)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list((out / "cells").glob("[0-9a-f]*"))) < 2:
         time.sleep(0.05)
