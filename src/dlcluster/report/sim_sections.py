@@ -136,6 +136,8 @@ def _cats(t: pl.DataFrame) -> list[str]:
     return t.select("vc", "vc_n").unique().sort("vc")["vc_n"].to_list()
 
 
+# why a timeline is not drawn when every run fits in one hourly bin (a line needs two points)
+ONE_BIN = "lasted less than an hour, one time bin: there is no course over time to draw."
 TIMELINE = (("running_gpus", "GPUs running", "GPUs held by running jobs"),
             ("pending_gpus", "GPUs pending", "GPUs asked for by waiting jobs"),
             ("running_jobs", "jobs running", "running jobs"),
@@ -169,8 +171,7 @@ def timeline_section(runs: list[SimRun]) -> Section:
         item_id = f"sim-timeline-{col.replace('_', '-')}"
         definition = f"Mean number of {what} per VC in each time bin (from the run's 60-second timeline samples)."
         if short:
-            s.items.append(Item(item_id, f"{title} per VC", definition, absent="every run lasted less than an hour, "
-                                "one time bin: there is no course over time to draw."))
+            s.items.append(Item(item_id, f"{title} per VC", definition, absent=f"every run {ONE_BIN}"))
             continue
         # a VC where nothing ever ran or waited would draw a flat line at zero: named instead
         active: list[str] = (t.group_by("vc").agg(pl.col(col).max()).filter(pl.col(col) > 0)["vc"].to_list()
@@ -232,8 +233,8 @@ def energy_section(runs: list[SimRun]) -> Section:
     t = pl.concat([simruns.powered_timeline(r.timeline).select(pl.lit(r.name).alias("run"), pl.all())
                    for r in changed if r.timeline is not None])
     if t["hour"].n_unique() < 2:
-        s.items.append(Item(item_id, title, tdef, absent="every run that powered nodes off lasted less than an hour, "
-                            "one time bin: there is no course over time to draw.", data={item_id: t}))
+        s.items.append(Item(item_id, title, tdef, absent=f"every run that powered nodes off {ONE_BIN}",
+                            data={item_id: t}))
         return s
     days = t["hour"].max() > 72
     x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")

@@ -190,8 +190,7 @@ def interval_stats(settings: Settings, metrics: list[str]) -> pl.DataFrame:
     half_s = pl.Series("half", half, dtype=pl.Float64).fill_nan(None)
     # a setting whose seeds all gave the very same run (a trace file, no random choice) has one result, not n
     # independent draws: a zero-width interval would claim a certainty the seeds never tested
-    same = replicated(settings, metrics)
-    identical = pl.Series("identical", [s in same for s in out["setting"].to_list()], dtype=pl.Boolean)
+    identical = pl.col("setting").is_in(sorted(replicated(settings, metrics))).alias("identical")
     return out.with_columns(half_s, identical).with_columns(
         pl.when(pl.col("identical")).then(None).otherwise(pl.col("half")).alias("half")).with_columns(
         ci_low=pl.col("mean") - pl.col("half"), ci_high=pl.col("mean") + pl.col("half")).drop("half")
