@@ -37,8 +37,8 @@ demo: $(STAMP)
 # fitted model) are then built once.
 test: $(STAMP)
 	@status=0; \
-	echo "$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep"; \
-	$(BIN)/mypy src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep || status=1; \
+	echo "$(BIN)/mypy src/dlcluster/cli src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep"; \
+	$(BIN)/mypy src/dlcluster/cli src/dlcluster/predict src/dlcluster/sim src/dlcluster/services src/dlcluster/sweep || status=1; \
 	echo "$(BIN)/python -m pytest -n auto --dist loadfile"; \
 	$(BIN)/python -m pytest -n auto --dist loadfile || status=1; \
 	exit $$status

@@ -544,7 +544,7 @@ def test_a_device_is_not_read_forever() -> None:
 
 
 def test_a_usage_error_is_one_line(tmp_path: Path) -> None:
-    assert refused("info", str(tmp_path), "--bogus") == "error: No such option: --bogus (see dlcluster info --help)"
+    assert refused("info", str(tmp_path), "--bogus") == "error: No such option '--bogus'. (see dlcluster info --help)"
 
 
 def test_a_real_bug_is_still_an_internal_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

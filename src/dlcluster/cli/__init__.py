@@ -16,8 +16,8 @@ import sys
 # setting wins. Set before anything imports NumPy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import click
 import rich.console
-import typer
 from rich.markup import escape
 
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
@@ -48,28 +48,31 @@ class Console(rich.console.Console):
         _quiet_stdout()
 
 
-app = typer.Typer(
-    name="dlcluster",
-    help="Job traces of multi-tenant GPU clusters: read, characterise, predict, simulate, save energy.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-err_console = Console(stderr=True, highlight=False)
-INTERRUPTED = "interrupted; no file was left half-written (a report has an index.html only once whole)"
-
-
-@app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors.")) -> None:
-    # declared so typer accepts and documents --debug; main() reads it from argv, as errors may
-    # come before typer has parsed anything
-    del debug
-
-
 # command → the module that registers it; --help lists them in this order
 COMMANDS = {"info": "trace_cmds", "convert": "trace_cmds", "synth": "synth_cmd", "simulate": "simulate_cmd",
             "policies": "simulate_cmd", "predict": "predict_cmd", "ces": "ces_cmd", "characterize": "characterize_cmd",
             "sweep": "sweep_cmd", "compare": "compare_cmd", "report": "report_cmd"}
+
+
+class _Commands(click.Group):
+    """The root command: its subcommands listed in :data:`COMMANDS` order, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Registered commands, in the order of :data:`COMMANDS`."""
+        return [name for name in COMMANDS if name in self.commands]
+
+
+@click.group(cls=_Commands, name="dlcluster", no_args_is_help=True, context_settings={"max_content_width": 120})
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+def app(debug: bool) -> None:
+    """Job traces of multi-tenant GPU clusters: read, characterise, predict, simulate, save energy."""
+    # declared so the parser accepts and documents --debug; main() reads it from argv, as errors may
+    # come before anything has been parsed
+    del debug
+
+
+err_console = Console(stderr=True, highlight=False)
+INTERRUPTED = "interrupted; no file was left half-written (a report has an index.html only once whole)"
 
 
 def _register(args: list[str] | None = None) -> None:
@@ -91,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     try:
         _check_paths(args)
-        code = app(args=argv, standalone_mode=False, prog_name="dlcluster")
+        with app.make_context("dlcluster", list(args)) as ctx:
+            app.invoke(ctx)
     except DlclusterError as exc:
         if debug:
             raise
@@ -106,29 +110,25 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         err_console.print(INTERRUPTED, soft_wrap=True)
         sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(1)
-    except Exception as exc:
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # a usage error of typer's (vendored) click
-            if type(exc).__name__ == "NoArgsIsHelpError" or not hasattr(exc, "format_message"):
-                exc.show()
-            else:  # one line, like every other refusal
-                command = getattr(getattr(exc, "ctx", None), "command_path", "dlcluster")
-                err_console.print(f"[bold red]error:[/] {_one_line(exc.format_message())} (see {command} --help)",
-                                  soft_wrap=True)
+    except click.exceptions.Exit as exc:  # --help, or a command's own exit status
+        if exc.exit_code:
             sys.exit(exc.exit_code)
+    except click.Abort:
+        sys.exit(1)
+    except click.ClickException as exc:  # a usage error: one line, like every other refusal
+        if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+            exc.show()
+        else:
+            command = getattr(getattr(exc, "ctx", None), "command_path", "dlcluster")
+            err_console.print(f"[bold red]error:[/] {_one_line(exc.format_message())} (see {command} --help)",
+                              soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except Exception as exc:
         if debug:
             raise
         err_console.print(f"[bold red]internal error:[/] {_one_line(f'{type(exc).__name__}: {exc}')} "
                           "(run with --debug for details)", soft_wrap=True)
         sys.exit(1)
-    # not standalone, typer returns an Exit's code instead of raising it, and turns Ctrl-C into Exit(130)
-    if isinstance(code, int) and code:
-        if code == 130:
-            err_console.print(INTERRUPTED, soft_wrap=True)
-        sys.exit(code)
 
 
 PATH_OPTIONS = ("-o", "--output", "--save-model", "--cluster", "--fit", "--model", "--power-model", "--sim-jobs",

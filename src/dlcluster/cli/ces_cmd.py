@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import typer
+import click
 from rich.table import Table
 
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.options import PATH, load, trace_options
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.services.ces.params import PRESETS
 
@@ -43,33 +43,46 @@ def _fmt(value: Any) -> str:
 
 
 @app.command()
+@click.argument("source", type=PATH, metavar="SERIES_OR_TRACE")
+@click.option("--cluster-preset", "preset", default="philly", show_default=True, help=f"The study's rule hyperparameters: "
+              f"{', '.join(PRESET_NAMES)}.")
+@click.option("--rule", default="helios", show_default=True, help="Controller: helios (the study's rule) or quantile "
+              "(dlcluster's: keep the forecast peak's 1-risk quantile powered).")
+@click.option("--buffer", type=int, help="helios: idle nodes kept above demand (default: the preset's).")
+@click.option("--risk", type=float, help="quantile: accepted probability of a shortage (default 0.01).")
+@click.option("--step", type=click.IntRange(min=60), default=600, show_default=True, help="Controller step, seconds "
+              "(demand: maximum over a step).")
+@click.option("--test-days", type=float, help="Replay the last N days; train the forecast before them (default 14; "
+              "the artifact's own window with --compat).")
+@click.option("--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the forecast knows.")
+@click.option("--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference deadlines): the forecast knows the "
+              "10 days before each.")
+@click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "
+              "hour read actual future values).")
+@click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet, summary.json and the "
+              "ces.svg/.png figure to this folder.")
+@trace_options
 def ces(
-    source: Path = typer.Argument(..., metavar="SERIES_OR_TRACE",
-                                  help="A CSV demand series 'time, used|active, total' (nodes), or a trace."),
-    preset: str = typer.Option("philly", "--cluster-preset", help=f"The study's rule hyperparameters: "
-                               f"{', '.join(PRESET_NAMES)}."),
-    rule: str = typer.Option("helios", "--rule", help="Controller: helios (the study's rule) or quantile "
-                             "(dlcluster's: keep the forecast peak's 1-risk quantile powered)."),
-    buffer: int = typer.Option(None, "--buffer", help="helios: idle nodes kept above demand (default: the preset's)."),
-    risk: float = typer.Option(None, "--risk", help="quantile: accepted probability of a shortage (default 0.01)."),
-    step: int = typer.Option(600, "--step", min=60, help="Controller step, seconds (demand: maximum over a step)."),
-    test_days: float = typer.Option(None, "--test-days", help="Replay the last N days; train the forecast before "
-                                    "them (default 14; the artifact's own window with --compat)."),
-    holidays: str = typer.Option(None, "--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the "
-                                 "forecast knows."),
-    events: str = typer.Option(None, "--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference "
-                               "deadlines): the forecast knows the 10 days before each."),
-    compat: str = typer.Option(None, "--compat", help="helios-artifact: the artifact's own forecast and windows "
-                               "(its forecasts beyond an hour read actual future values)."),
-    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec for a trace (default: the trace's own)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
-    output: Path = typer.Option(None, "--output", "-o", help="Write steps.parquet, horizons.parquet, summary.json "
-                                "and the ces.svg/.png figure to this folder."),
-    fmt: str = FormatOpt,
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
+    source: Path,
+    preset: str,
+    rule: str,
+    buffer: int | None,
+    risk: float | None,
+    step: int,
+    test_days: float | None,
+    holidays: str | None,
+    events: str | None,
+    compat: str | None,
+    cluster: Path | None,
+    as_json: bool,
+    output: Path | None,
+    fmt: str | None,
+    lenient: bool,
+    mapping: str | None,
+    time_unit: str | None,
+    tz: str | None,
 ) -> None:
     """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error."""
     from dlcluster.predict.demand import from_trace, read_series, resample
@@ -114,12 +127,13 @@ def ces(
             raise ConfigError(f"{source} carries no cluster spec; pass --cluster FILE")
         # after the last submission the demand only drains (a long job can run for months): not a workload to
         # replay, so the series stops there
-        last_submit = trace.jobs["submit_time"].max()
+        last_submit = cast("int | None", trace.jobs["submit_time"].max())
         try:
             minutes = from_trace(trace.jobs, spec, until=last_submit)
         except InputError as exc:
             raise InputError(exc.detail, path=source, field=exc.field) from None
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
+    days: float
     if compat is not None:
         if (rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600
                 or test_days is not None):

@@ -5,31 +5,26 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import typer
+import click
 
 from dlcluster.cli import Console, app
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load, report_folder
+from dlcluster.cli.options import PATH, load, report_folder, trace_options
 from dlcluster.errors import ConfigError
 
 MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes DuckDB's memory_limit accepts
 
 
 @app.command()
-def characterize(
-    paths: list[Path] = typer.Argument(..., help="One or more trace files or folders (overlaid in every figure)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Report folder (index.html, figures/, tables/)."),
-    fmt: str = FormatOpt,
-    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file for every trace (Helios "
-                                 "cluster_gpu_number.csv, Philly machine list or vc,nodes CSV)."),
-    sim_jobs: Path = typer.Option(None, "--sim-jobs", help="Simulator per-job Parquet for the queueing "
-                                  "decomposition (job_id, vc, gpu_num, submit, start, end); a placements.parquet "
-                                  "beside it adds the fragmentation / queue-order split."),
-    memory_limit: str = typer.Option("1GB", "--memory-limit", help="DuckDB memory limit for the utilisation join."),
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@click.argument("paths", nargs=-1, required=True, type=PATH)
+@click.option("--output", "-o", type=PATH, required=True, help="Report folder (index.html, figures/, tables/).")
+@click.option("--cluster", type=PATH, help="Cluster spec file for every trace (Helios cluster_gpu_number.csv, "
+              "Philly machine list or vc,nodes CSV).")
+@click.option("--sim-jobs", type=PATH, help="Simulator per-job Parquet for the queueing decomposition (job_id, vc, "
+              "gpu_num, submit, start, end); a placements.parquet beside it adds the fragmentation / queue-order split.")
+@click.option("--memory-limit", default="1GB", show_default=True, help="DuckDB memory limit for the utilisation join.")
+@trace_options
+def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, sim_jobs: Path | None, memory_limit: str,
+                 fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.report import build_report

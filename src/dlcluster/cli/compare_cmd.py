@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import click
 
 from dlcluster.cli import Console, app
-from dlcluster.cli.options import report_folder
+from dlcluster.cli.options import PATH, report_folder
 
 
 @app.command()
-def compare(
-    results: Path = typer.Argument(..., help="Results folder of dlcluster sweep (results.parquet, sweep.json, "
-                                   "cells/)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Report folder (index.html, figures/, tables/)."),
-) -> None:
+@click.argument("results", type=PATH)
+@click.option("--output", "-o", type=PATH, required=True, help="Report folder (index.html, figures/, tables/).")
+def compare(results: Path, output: Path) -> None:
     """Write a self-contained HTML report comparing a sweep's settings (95% intervals over seeds)."""
     from dlcluster.sweep.compare import build_compare_report
 

@@ -7,9 +7,10 @@ import inspect
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
+import click
 
 from dlcluster.errors import ConfigError
 from dlcluster.io import FORMATS
@@ -17,12 +18,33 @@ from dlcluster.io import FORMATS
 if TYPE_CHECKING:
     from dlcluster.trace import Trace
 
-FormatOpt = typer.Option(None, "--format", "-f", help="Force the input format (default: auto-detect).")
-LenientOpt = typer.Option(False, "--lenient", help="Drop malformed rows (counted by reason) instead of failing.")
-MapOpt = typer.Option(None, "--map", help="Column mapping for --format csv: canonical=source,... "
-                      "(e.g. submit_time=submitted,duration=runtime_s,gpu_num=gpus).")
-TimeUnitOpt = typer.Option(None, "--time-unit", help="For --format csv: unit of numeric times (s, ms, us).")
-TzOpt = typer.Option(None, "--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai).")
+F = TypeVar("F", bound=Callable[..., Any])
+
+PATH = click.Path(path_type=Path)  # a path as given: the commands check existence themselves, with their own words
+
+FORMAT = click.option("--format", "-f", "fmt", help="Force the input format (default: auto-detect).")
+TRACE_READING = (
+    click.option("--lenient", is_flag=True, help="Drop malformed rows (counted by reason) instead of failing."),
+    click.option("--map", "mapping", help="Column mapping for --format csv: canonical=source,... "
+                 "(e.g. submit_time=submitted,duration=runtime_s,gpu_num=gpus)."),
+    click.option("--time-unit", help="For --format csv: unit of numeric times (s, ms, us)."),
+    click.option("--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai)."),
+)
+
+
+def trace_options(command: F) -> F:
+    """Add the options of every trace-reading command: --format, --lenient, --map, --time-unit, --tz."""
+    for option in reversed((FORMAT, *TRACE_READING)):
+        command = option(command)
+    return command
+
+
+def reading_options(command: F) -> F:
+    """Add the trace-reading options but --format (for a command whose --format names its output's)."""
+    for option in reversed(TRACE_READING):
+        command = option(command)
+    return command
+
 
 # the formats whose reader module also has a ``write``: format -> module
 WRITERS = {fmt: FORMATS[fmt][0] for fmt in ("parquet", "helios", "philly", "swf", "csv")}

@@ -8,23 +8,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 from rich.table import Table
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.options import PATH, load, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
-predict_app = typer.Typer(no_args_is_help=True, help="Predict job durations at submission, and score the predictions.")
-app.add_typer(predict_app, name="predict")
 
-TraceArg = typer.Argument(..., metavar="TRACE", help="Trace file or folder.")
-EstimatorOpt = typer.Option("history", "--estimator", "-e",
-                            help=f"Estimator: {', '.join(ESTIMATORS)} (history: mean duration of the user's earlier "
-                            "ended jobs; lgbm: LightGBM, retrained daily; oracle: the true duration).")
+@app.group(no_args_is_help=True)
+def predict() -> None:
+    """Predict job durations at submission, and score the predictions."""
+
+
+TRACE = click.argument("trace_path", type=PATH, metavar="TRACE")
+ESTIMATOR = click.option("--estimator", "-e", default="history", show_default=True,
+                         help=f"Estimator: {', '.join(ESTIMATORS)} (history: mean duration of the user's earlier ended "
+                         "jobs; lgbm: LightGBM, retrained daily; oracle: the true duration).")
 
 
 def _fmt_seconds(value: float | None) -> str:
@@ -73,21 +76,17 @@ def _progress(estimator: str) -> Iterator[Callable[[int, int], None]]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
-@predict_app.command("eval")
-def evaluate_cmd(
-    trace_path: Path = TraceArg,
-    estimator: str = EstimatorOpt,
-    start: str = typer.Option(None, "--start", help="Report jobs submitted at or after this time, "
-                              "'YYYY-MM-DD[ HH:MM:SS]' on the trace's wall clock; earlier jobs are still learnt from."),
-    output: Path = typer.Option(None, "--output", "-o", help="Also write predictions.parquet, metrics.csv, "
-                                "calibration.svg/.png and bands.svg/.png to this folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the table."),
-    fmt: str = FormatOpt,
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@predict.command("eval")
+@TRACE
+@ESTIMATOR
+@click.option("--start", help="Report jobs submitted at or after this time, 'YYYY-MM-DD[ HH:MM:SS]' on the trace's "
+              "wall clock; earlier jobs are still learnt from.")
+@click.option("--output", "-o", type=PATH, help="Also write predictions.parquet, metrics.csv, calibration.svg/.png "
+              "and bands.svg/.png to this folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@trace_options
+def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Path | None, as_json: bool,
+                 fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Score an estimator on a trace: each GPU job predicted at its submission from the jobs ended by then."""
     from dlcluster.predict.evaluate import evaluate, write_outputs
 
@@ -120,18 +119,14 @@ def evaluate_cmd(
         err_console.print(f"wrote {', '.join(p.name for p in written)} to {output}", soft_wrap=True)
 
 
-@predict_app.command("run")
-def run_cmd(
-    trace_path: Path = TraceArg,
-    estimator: str = EstimatorOpt,
-    output: Path = typer.Option(..., "--output", "-o", help="Estimates CSV (job_id,duration) to write, the input "
-                                "of `dlcluster simulate --estimates FILE`."),
-    fmt: str = FormatOpt,
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@predict.command("run")
+@TRACE
+@ESTIMATOR
+@click.option("--output", "-o", type=PATH, required=True, help="Estimates CSV (job_id,duration) to write, the input "
+              "of `dlcluster simulate --estimates FILE`.")
+@trace_options
+def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, lenient: bool, mapping: str | None,
+            time_unit: str | None, tz: str | None) -> None:
     """Write every GPU job's predicted duration (seconds) as a job_id,duration CSV, atomically."""
     from dlcluster.predict.evaluate import predict_jobs
 

@@ -8,15 +8,15 @@ import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import typer
+import click
 from rich.table import Table
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
-from dlcluster.cli.options import FormatOpt, LenientOpt, MapOpt, TimeUnitOpt, TzOpt, load
+from dlcluster.cli.options import PATH, load, trace_options
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
@@ -146,76 +146,111 @@ def settings(options: dict[str, Any]) -> Settings:
 
 
 @app.command()
+@click.argument("trace_path", type=PATH, metavar="TRACE")
+@click.option("--policy", "-p", default="fifo", show_default=True, help="Policy, or several comma-separated "
+              "(fifo,sjf,qssf).")
+@click.option("--placement", default="consolidate", show_default=True, help="Placement (see `dlcluster policies`); "
+              "relax:T waits T s for consolidation.")
+@click.option("--relax-after", type=int, help="Seconds for --placement relax (same as relax:T).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of random choices (random placement): same "
+              "seed, same output.")
+@click.option("--output", "-o", type=PATH, required=True, help="Output folder (one subfolder per policy if several).")
+@click.option("--cluster", type=PATH, help="Cluster spec file (default: the trace's own).")
+@click.option("--cluster-date", help="Day of a Helios GPU-count file to use as spec.")
+@click.option("--cpus-per-gpu", type=click.IntRange(min=1), help="Model CPUs: every node gets N × its GPUs CPUs (for "
+              "a spec without CPUs); jobs then also need their cpu_num.")
+@click.option("--start", help="Keep jobs submitted at or after this time, 'YYYY-MM-DD[ HH:MM:SS]' on the trace's wall "
+              "clock (its time zone, not the machine's).")
+@click.option("--end", help="Keep jobs submitted at or before this time (as --start).")
+@click.option("--compat", help="Reproduce a published simulator: helios-artifact (fifo, sjf, qssf, srtf; consolidate "
+              "placement only).")
+@click.option("--estimates", help="Predicted durations: a CSV job_id,duration (or the artifact's jobname,priority) in "
+              "seconds, or a built-in estimator that predicts each job at its simulated submission from the jobs "
+              "ended in the simulation: history (mean duration of the user's earlier jobs), lgbm (LightGBM, retrained "
+              "daily) or oracle (true duration). Required by qssf and qssf-easy, used by fifo-easy if given.")
+@click.option("--load", "load_factor", type=float, default=1.0, show_default=True, help="Divide inter-arrival times "
+              "by this factor (2 = arrivals twice as dense; durations unchanged).")
+@click.option("--pooled", is_flag=True, help="Share the whole cluster as one VC (every job runs there, whatever its "
+              "VC).")
+@click.option("--skip-unknown-vcs", "skip_unknown", is_flag=True, help="Count jobs of VCs missing from the spec as "
+              "unschedulable.")
+@click.option("--csv", is_flag=True, help="Also write jobs.csv and timeline.csv.")
+@click.option("--power", default="none", show_default=True, help="Power: none; on (every node always on, energy "
+              "reported); or ces (a controller powers idle nodes off from a demand forecast; nodes boot for waiting "
+              "jobs).")
+@click.option("--ces-rule", default="helios", show_default=True, help="ces controller: helios (the study's rule) or "
+              "quantile (keep the forecast peak's 1-risk quantile powered).")
+@click.option("--ces-preset", default="philly", show_default=True, help="helios rule hyperparameters: philly, venus, "
+              "earth, saturn, uranus.")
+@click.option("--buffer", type=int, help="helios rule: idle nodes kept above demand (default: preset's).")
+@click.option("--risk", type=float, help="quantile rule: accepted probability of a shortage (0.01).")
+@click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs "
+              "(default: the power model's, 300).")
+@click.option("--power-model", type=PATH, help="TOML file of node watts by state and boot seconds (see "
+              "docs/power.md); default: an 8×V100 server.")
+@click.option("--holidays", help="ces: country (ISO code) whose public holidays the demand forecast knows.")
+@click.option("--events", help="ces: dates YYYY-MM-DD, comma-separated (e.g. deadlines): the demand forecast knows "
+              "the 10 days before each.")
+@click.option("--failures", default="none", show_default=True, help="none, or replay: each job ends as the trace says "
+              "(its status), failed jobs may be retried, and the summary counts GPU time lost.")
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True, help="replay: resubmit a failed "
+              "job up to N times, each attempt with its own run time (Philly's recorded attempts, else the same run).")
+@click.option("--no-retry-within", type=float, help="replay: minutes; do not retry a job whose attempt failed this "
+              "early.")
+@click.option("--validation-minutes", type=float, help="replay: run every job first for up to V minutes on one GPU of "
+              "a validation pool; jobs that fail there never reach the cluster.")
+@click.option("--validation-gpus", type=click.IntRange(min=0), default=0, show_default=True, help="replay: GPUs of "
+              "the validation pool.")
+@click.option("--validation-keeps-progress", "keep_progress", is_flag=True, help="replay: a validated job goes on "
+              "from where validation left it (default: it starts over).")
+@click.option("--speed-model", default="none", show_default=True, help="Job speed by placement: none (full speed "
+              "always), philly (slower when spread over more servers than needed or sharing one; factors from the "
+              "Philly study) or a TOML file of factors (docs/simulator.md).")
+@click.option("--by-vc", is_flag=True, help="Also print one row per VC and policy.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead of tables (several policies: "
+              "one object of summaries by policy).")
+@trace_options
 def simulate(
-    trace_path: Path = typer.Argument(..., metavar="TRACE", help="Trace file or folder."),
-    policy: str = typer.Option("fifo", "--policy", "-p", help="Policy, or several comma-separated (fifo,sjf,qssf)."),
-    placement: str = typer.Option("consolidate", "--placement",
-                                  help="Placement (see `dlcluster policies`); relax:T waits T s for consolidation."),
-    relax_after: int = typer.Option(None, "--relax-after", help="Seconds for --placement relax (same as relax:T)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of random choices (random placement): same seed, same output."),
-    output: Path = typer.Option(..., "--output", "-o", help="Output folder (one subfolder per policy if several)."),
-    cluster: Path = typer.Option(None, "--cluster", help="Cluster spec file (default: the trace's own)."),
-    cluster_date: str = typer.Option(None, "--cluster-date", help="Day of a Helios GPU-count file to use as spec."),
-    cpus_per_gpu: int = typer.Option(None, "--cpus-per-gpu", min=1,
-                                     help="Model CPUs: every node gets N × its GPUs CPUs (for a spec without CPUs); "
-                                     "jobs then also need their cpu_num."),
-    start: str = typer.Option(None, "--start", help="Keep jobs submitted at or after this time, 'YYYY-MM-DD[ HH:MM:SS]' "
-                              "on the trace's wall clock (its time zone, not the machine's)."),
-    end: str = typer.Option(None, "--end", help="Keep jobs submitted at or before this time (as --start)."),
-    compat: str = typer.Option(None, "--compat", help="Reproduce a published simulator: helios-artifact "
-                               "(fifo, sjf, qssf, srtf; consolidate placement only)."),
-    estimates: str = typer.Option(None, "--estimates", help="Predicted durations: a CSV job_id,duration (or the "
-                                  "artifact's jobname,priority) in seconds, or a built-in estimator that predicts each "
-                                  "job at its simulated submission from the jobs ended in the simulation: history "
-                                  "(mean duration of the user's earlier jobs), lgbm (LightGBM, retrained daily) or "
-                                  "oracle (true duration). Required by qssf and qssf-easy, used by fifo-easy if given."),
-    load_factor: float = typer.Option(1.0, "--load", help="Divide inter-arrival times by this factor "
-                                      "(2 = arrivals twice as dense; durations unchanged)."),
-    pooled: bool = typer.Option(False, "--pooled", help="Share the whole cluster as one VC (every job runs there, "
-                                "whatever its VC)."),
-    skip_unknown: bool = typer.Option(False, "--skip-unknown-vcs",
-                                      help="Count jobs of VCs missing from the spec as unschedulable."),
-    csv: bool = typer.Option(False, "--csv", help="Also write jobs.csv and timeline.csv."),
-    power: str = typer.Option("none", "--power", help="Power: none; on (every node always on, energy reported); or "
-                              "ces (a controller powers idle nodes off from a demand forecast; nodes boot for "
-                              "waiting jobs)."),
-    ces_rule: str = typer.Option("helios", "--ces-rule", help="ces controller: helios (the study's rule) or quantile "
-                                 "(keep the forecast peak's 1-risk quantile powered)."),
-    ces_preset: str = typer.Option("philly", "--ces-preset", help="helios rule hyperparameters: philly, venus, earth, "
-                                   "saturn, uranus."),
-    buffer: int = typer.Option(None, "--buffer", help="helios rule: idle nodes kept above demand (default: preset's)."),
-    risk: float = typer.Option(None, "--risk", help="quantile rule: accepted probability of a shortage (0.01)."),
-    boot_seconds: int = typer.Option(None, "--boot-seconds", min=0, help="Seconds from power-on until a node hosts "
-                                     "jobs (default: the power model's, 300)."),
-    power_model: Path = typer.Option(None, "--power-model", help="TOML file of node watts by state and boot "
-                                     "seconds (see docs/power.md); default: an 8×V100 server."),
-    holidays: str = typer.Option(None, "--holidays", help="ces: country (ISO code) whose public holidays the demand "
-                                 "forecast knows."),
-    events: str = typer.Option(None, "--events", help="ces: dates YYYY-MM-DD, comma-separated (e.g. deadlines): the "
-                               "demand forecast knows the 10 days before each."),
-    failures: str = typer.Option("none", "--failures", help="none, or replay: each job ends as the trace says "
-                                 "(its status), failed jobs may be retried, and the summary counts GPU time lost."),
-    retries: int = typer.Option(0, "--retries", min=0, help="replay: resubmit a failed job up to N times, each "
-                                "attempt with its own run time (Philly's recorded attempts, else the same run)."),
-    no_retry_within: float = typer.Option(None, "--no-retry-within", help="replay: minutes; do not retry a job whose "
-                                          "attempt failed this early."),
-    validation_minutes: float = typer.Option(None, "--validation-minutes", help="replay: run every job first for up "
-                                             "to V minutes on one GPU of a validation pool; jobs that fail there "
-                                             "never reach the cluster."),
-    validation_gpus: int = typer.Option(0, "--validation-gpus", min=0, help="replay: GPUs of the validation pool."),
-    keep_progress: bool = typer.Option(False, "--validation-keeps-progress", help="replay: a validated job goes on "
-                                       "from where validation left it (default: it starts over)."),
-    speed_model: str = typer.Option("none", "--speed-model", help="Job speed by placement: none (full speed "
-                                    "always), philly (slower when spread over more servers than needed or sharing "
-                                    "one; factors from the Philly study) or a TOML file of factors (docs/simulator.md)."),
-    by_vc: bool = typer.Option(False, "--by-vc", help="Also print one row per VC and policy."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of tables (several "
-                                 "policies: one object of summaries by policy)."),
-    fmt: str = FormatOpt,
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
+    trace_path: Path,
+    policy: str,
+    placement: str,
+    relax_after: int | None,
+    seed: int,
+    output: Path,
+    cluster: Path | None,
+    cluster_date: str | None,
+    cpus_per_gpu: int | None,
+    start: str | None,
+    end: str | None,
+    compat: str | None,
+    estimates: str | None,
+    load_factor: float,
+    pooled: bool,
+    skip_unknown: bool,
+    csv: bool,
+    power: str,
+    ces_rule: str,
+    ces_preset: str,
+    buffer: int | None,
+    risk: float | None,
+    boot_seconds: int | None,
+    power_model: Path | None,
+    holidays: str | None,
+    events: str | None,
+    failures: str,
+    retries: int,
+    no_retry_within: float | None,
+    validation_minutes: float | None,
+    validation_gpus: int,
+    keep_progress: bool,
+    speed_model: str,
+    by_vc: bool,
+    as_json: bool,
+    fmt: str | None,
+    lenient: bool,
+    mapping: str | None,
+    time_unit: str | None,
+    tz: str | None,
 ) -> None:
     """Simulate scheduling policies on a trace; write jobs, timeline and placements (Parquet) and summary.json."""
     from dlcluster.predict.online import OnlineEstimates
@@ -261,8 +296,12 @@ def simulate(
     with _unknown_vcs_hint(), progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
+
+            def progress(what: str, done: int, total: int | None, task: Any = task, name: str = name) -> None:
+                bar.update(task, completed=done, total=total, description=f"{name}: {what} done")
+
             cls = classes[name]
-            observer = (OnlineEstimates(make_estimator(estimates), trace.jobs)
+            observer = (OnlineEstimates(make_estimator(cast(str, estimates)), trace.jobs)
                         if online and (cls.needs_estimates or cls.uses_estimates) else None)
             manager, model = make_power() if make_power is not None else (None, None)
             observers = [o for o in (observer, manager) if o is not None]
@@ -272,8 +311,7 @@ def simulate(
                          observers=observers, power=model, speed=speed, failures=failure_model,
                          attempts=trace.attempts if failure_model is not None else None,
                          estimates_source=str(estimates) if est is not None else None,
-                         progress=lambda what, done, total, task=task, name=name: bar.update(
-                             task, completed=done, total=total, description=f"{name}: {what} done"))
+                         progress=progress)
             if observer is not None:
                 result.summary["estimates"] = {"source": estimates, **observer.summary()}
             if manager is not None:

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import click
 from rich.progress import TextColumn, TimeRemainingColumn
 
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import progress_bar
+from dlcluster.cli.options import PATH
 
 
 @app.command()
-def sweep(
-    experiment: Path = typer.Argument(..., help="Experiment file (TOML): traces, fixed options, grid, cases."),
-    output: Path = typer.Option(..., "--output", "-o", help="Results folder (created; re-running resumes)."),
-    executor: str = typer.Option("local", "--executor", help="local (a process pool) or ray (RAY_ADDRESS, else a "
-                                 "local Ray instance)."),
-    workers: int = typer.Option(None, "--workers", help="Parallel cells (default: the machine's cores)."),
-) -> None:
+@click.argument("experiment", type=PATH)
+@click.option("--output", "-o", type=PATH, required=True, help="Results folder (created; re-running resumes).")
+@click.option("--executor", default="local", show_default=True, help="local (a process pool) or ray (RAY_ADDRESS, "
+              "else a local Ray instance).")
+@click.option("--workers", type=int, help="Parallel cells (default: the machine's cores).")
+def sweep(experiment: Path, output: Path, executor: str, workers: int | None) -> None:
     """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them."""
     from dlcluster.sweep.executors import make_executor
     from dlcluster.sweep.experiment import read_experiment
@@ -50,4 +50,4 @@ def sweep(
         err_console.print(f"[yellow]failed cells are listed in {output / 'failed'}; re-running the sweep "
                           "tries them again[/]", soft_wrap=True)
         # the table is written, but a script must not take a sweep with holes for a whole one (status 1 is for bugs)
-        raise typer.Exit(3)
+        raise click.exceptions.Exit(3)

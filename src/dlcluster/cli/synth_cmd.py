@@ -5,40 +5,34 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import typer
+import click
 
 from dlcluster.cli import Console, app, err_console
-from dlcluster.cli.options import LenientOpt, MapOpt, TimeUnitOpt, TzOpt
+from dlcluster.cli.options import PATH, reading_options
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError
 
 
-synth_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-app.add_typer(synth_app, name="synth")
-
-
-@synth_app.callback(invoke_without_command=True)
-def synth(
-    ctx: typer.Context,
-    output: Path = typer.Option(None, "--output", "-o", help="Output file (or folder for --format helios/philly)."),
-    preset: str = typer.Option(None, "--preset", "-p",
-                               help="Bundled model: philly, helios-venus, helios-earth, helios-saturn, helios-uranus."),
-    fit_trace: Path = typer.Option(None, "--fit", help="Fit a model to this trace (any readable format) instead."),
-    fit_format: str = typer.Option(None, "--fit-format", help="Force the --fit trace's input format (--format "
-                                   "names the output's)."),
-    model_file: Path = typer.Option(None, "--model", help="Use a model JSON saved with --save-model."),
-    save_model: Path = typer.Option(None, "--save-model", help="Also write the model used as JSON here."),
-    days: float = typer.Option(None, "--days", help="Days to generate (default: the source's span)."),
-    load: float = typer.Option(1.0, "--load", help="Multiply the arrival rate (2 = twice the jobs)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed: same seed, same output, byte for byte."),
-    fmt: str = typer.Option(None, "--format", "-f", help="Output format: parquet, helios, philly, swf or csv "
-                            "(default: by the output's suffix)."),
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@app.group(invoke_without_command=True)
+@click.pass_context
+@click.option("--output", "-o", type=PATH, help="Output file (or folder for --format helios/philly).")
+@click.option("--preset", "-p", help="Bundled model: philly, helios-venus, helios-earth, helios-saturn, helios-uranus.")
+@click.option("--fit", "fit_trace", type=PATH, help="Fit a model to this trace (any readable format) instead.")
+@click.option("--fit-format", help="Force the --fit trace's input format (--format names the output's).")
+@click.option("--model", "model_file", type=PATH, help="Use a model JSON saved with --save-model.")
+@click.option("--save-model", type=PATH, help="Also write the model used as JSON here.")
+@click.option("--days", type=float, help="Days to generate (default: the source's span).")
+@click.option("--load", type=float, default=1.0, show_default=True, help="Multiply the arrival rate (2 = twice the "
+              "jobs).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed: same seed, same output, byte for "
+              "byte.")
+@click.option("--format", "-f", "fmt", help="Output format: parquet, helios, philly, swf or csv (default: by the "
+              "output's suffix).")
+@reading_options
+def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace: Path | None, fit_format: str | None,
+          model_file: Path | None, save_model: Path | None, days: float | None, load: float, seed: int,
+          fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically.
 
     `dlcluster synth compare REAL GENERATED` compares a generated trace with a real one.
@@ -71,6 +65,7 @@ def synth(
             raise ConfigError(f"--model {model_file}: no such file")
         model = Model.from_json(model_file.read_text(encoding="utf-8"), source=str(model_file))
     else:
+        assert fit_trace is not None  # (exactly one source was given)
         model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz))
     if save_model is not None:
         write_text_atomic(save_model, model.to_json())
@@ -86,17 +81,18 @@ def synth(
     )
 
 
-@synth_app.command("compare")
-def compare(
-    real_path: Path = typer.Argument(..., metavar="REAL", help="The real trace (any readable format)."),
-    generated_path: Path = typer.Argument(..., metavar="GENERATED", help="The generated trace."),
-    output: Path = typer.Option(None, "--output", "-o", help="Also write an HTML report (and its tables) here."),
-    cluster_file: Path = typer.Option(None, "--cluster", help="VC sizes for the downstream queueing (default: the "
-                                      "real trace's own, else the generated one's)."),
-    real_format: str = typer.Option(None, "--real-format", help="Force the real trace's input format."),
-    generated_format: str = typer.Option(None, "--generated-format", help="Force the generated trace's format."),
-    loads: str = typer.Option("2,3", "--loads", help="Loads (inter-arrival divisors) of the queueing comparison."),
-) -> None:
+@synth.command("compare")
+@click.argument("real_path", type=PATH, metavar="REAL")
+@click.argument("generated_path", type=PATH, metavar="GENERATED")
+@click.option("--output", "-o", type=PATH, help="Also write an HTML report (and its tables) here.")
+@click.option("--cluster", "cluster_file", type=PATH, help="VC sizes for the downstream queueing (default: the real "
+              "trace's own, else the generated one's).")
+@click.option("--real-format", help="Force the real trace's input format.")
+@click.option("--generated-format", help="Force the generated trace's format.")
+@click.option("--loads", default="2,3", show_default=True, help="Loads (inter-arrival divisors) of the queueing "
+              "comparison.")
+def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_file: Path | None,
+            real_format: str | None, generated_format: str | None, loads: str) -> None:
     """Fidelity of a generated trace: marginals, arrival process, per-size and per-user structure, and the
     FIFO/SJF queueing both produce on the same cluster. Exit status 0 whatever the distances."""
     from rich.table import Table

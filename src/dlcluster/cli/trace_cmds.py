@@ -5,32 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import typer
+import click
 from rich.table import Table
 
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import Console, app, echo, err_console
-from dlcluster.cli.options import (
-    FormatOpt,
-    LenientOpt,
-    MapOpt,
-    TimeUnitOpt,
-    TzOpt,
-    load,
-    writer,
-)
+from dlcluster.cli.options import PATH, load, trace_options, writer
 
 
 @app.command()
-def info(
-    path: Path = typer.Argument(..., help="Trace file or folder."),
-    fmt: str = FormatOpt,
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@click.argument("path", type=PATH)
+@trace_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str | None, time_unit: str | None,
+         tz: str | None) -> None:
     """Summarise a trace: jobs, GPU jobs, VCs, users, time span, statuses, GPU-hours."""
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     summary = trace_info(trace)
@@ -56,15 +44,11 @@ def info(
 
 
 @app.command()
-def convert(
-    path: Path = typer.Argument(..., help="Trace file or folder."),
-    output: Path = typer.Option(..., "--output", "-o", help="Output file (.parquet, .swf or .csv)."),
-    fmt: str = FormatOpt,
-    lenient: bool = LenientOpt,
-    mapping: str = MapOpt,
-    time_unit: str = TimeUnitOpt,
-    tz: str = TzOpt,
-) -> None:
+@click.argument("path", type=PATH)
+@click.option("--output", "-o", type=PATH, required=True, help="Output file (.parquet, .swf or .csv).")
+@trace_options
+def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None,
+            tz: str | None) -> None:
     """Convert a trace to canonical Parquet (or SWF/CSV by the output's suffix), atomically."""
     out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)

@@ -7,6 +7,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import click
+
 from dlcluster.errors import DlclusterError, InputError
 
 Check = Callable[[Any, Path, str], None]
@@ -15,12 +17,10 @@ Check = Callable[[Any, Path, str], None]
 @cache
 def _command() -> Any:
     """The ``simulate`` command as the CLI parses it."""
-    import typer
-
     import dlcluster.cli as cli
 
-    cli._register()
-    return typer.main.get_command(cli.app).commands["simulate"]  # type: ignore[attr-defined]
+    cli._register(["simulate"])
+    return cli.app.commands["simulate"]
 
 
 @cache
@@ -69,8 +69,8 @@ def _parse(name: str, value: Any, path: Path, where: str) -> None:
                          field=where)
     try:
         param.process_value(_context(), str(value))
-    except Exception as exc:  # the CLI parser's own error type (typer's vendored click)
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    except click.BadParameter as exc:
+        message = exc.format_message()
         raise InputError(message, path=path, field=where) from None
 
 
