@@ -179,6 +179,29 @@ def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("cases", "first", "second"), [
+    ('[[case]]\nload = 1\n[[case]]\nload = 1.0\n', 0, 4),  # one number, spelt twice
+    ('[[case]]\n[[case]]\nplacement = "consolidate"\n', 0, 4),  # a default, given or not
+    ('[[case]]\nretries = 0\nfailures = "none"\n[[case]]\n', 0, 4),
+])
+def test_two_cells_that_run_the_same_simulation_are_refused_before_any_runs(tmp_path: Path, cases: str, first: int,
+                                                                           second: int) -> None:
+    exp = _write(tmp_path, SMALL + cases)
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == (f"error: {exp}: cells {first} and {second} are the same simulation (the same trace, "
+                                  "and options that mean the same); remove the repeat")
+    assert not (tmp_path / "out" / "cells").exists() and not (tmp_path / "out" / "results.parquet").exists()
+
+
+def test_cells_whose_options_differ_in_value_both_run(tmp_path: Path) -> None:
+    one = SMALL.replace('policy = ["fifo", "sjf"]\n', "").replace("seed = [1, 2]", "seed = [1]")
+    exp = _write(tmp_path, one + '[[case]]\nload = 1\n[[case]]\nload = 1.5\n')
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert pl.read_parquet(tmp_path / "out/results.parquet")["load"].to_list() == [1.0, 1.5]
+
+
 def test_files_named_in_the_experiment_are_relative_to_it_and_in_the_hash(tmp_path: Path) -> None:
     folder = tmp_path / "study"
     folder.mkdir()

@@ -27,7 +27,7 @@ from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest
 from dlcluster.sweep.executors import Executor
 from dlcluster.sweep.experiment import Experiment, TraceSource
 from dlcluster.sweep.results import metric_columns, table
-from dlcluster.sweep.simulate_options import arguments, flag_of, resolve
+from dlcluster.sweep.simulate_options import arguments, flag_of, parsed, resolve
 
 Progress = Callable[[int, int, int], None]  # (done, failed, total)
 
@@ -69,6 +69,7 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
     """Every cell as a task (traces generated as needed), in cell order."""
     digests: dict[Path, str] = {}
     tasks = []
+    meanings: dict[tuple[Any, ...], int] = {}  # (trace bytes, parsed options) → the first cell that runs them
     for cell in exp.cells:
         # absolute: the cell's record and its worker (a Ray worker starts in its own folder) must not depend on
         # where the sweep was started
@@ -79,15 +80,16 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
         # they are, so moving the experiment's folder keeps the finished cells
         resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
         args = [*_read_arguments(cell.trace), *arguments(resolved)]
+        meaning = (digests[path], cell.trace.read_options,
+                   tuple(sorted(parsed(cell.params, exp.path.parent).items(), key=lambda item: item[0])))
+        if meaning in meanings:
+            raise ConfigError(f"{exp.path}: cells {meanings[meaning]} and {cell.index} are the same simulation "
+                              "(the same trace, and options that mean the same); remove the repeat")
+        meanings[meaning] = cell.index
         key = cell_id(digests[path], [*_read_arguments(cell.trace), *arguments(cell.params)], _file_options(resolved))
         record = {"cell": cell.index, "cell_id": key, "trace": cell.trace.name, "trace_file": str(path),
                   "params": cell.params, "args": args}
         tasks.append(CellTask(cell.index, key, str(path), tuple(args), str(outdir.resolve() / "cells"), record))
-    ids = [t.cell_id for t in tasks]
-    if len(set(ids)) != len(ids):
-        first = next(i for i in ids if ids.count(i) > 1)
-        same = [t.index for t in tasks if t.cell_id == first]
-        raise ConfigError(f"{exp.path}: cells {same[0]} and {same[1]} are the same simulation; remove the repeat")
     return tasks
 
 

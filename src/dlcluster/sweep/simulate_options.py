@@ -114,19 +114,26 @@ def _semantic(name: str) -> Callable[[Any], object] | None:
     return None
 
 
+def parsed(params: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Every ``simulate`` parameter's value as the command line makes it (its default where ``params`` sets none;
+    file names relative to ``base``): settings spelt differently (``1`` and ``1.0``, a default given or not) that
+    parse alike run the same simulation."""
+    names, ctx = _long_names(), _context()
+    values = dict(ctx.params)
+    for name, value in params.items():
+        param = names[name]
+        values[param.name] = value if getattr(param, "is_flag", False) else \
+            param.process_value(ctx, str(resolve(value, base)))
+    return values
+
+
 def check_cell(params: dict[str, Any], path: Path, where: str) -> None:
     """Check one cell's options together, as ``simulate`` does before it reads a trace (so combinations such as
     ``ces_rule`` without ``power = "ces"`` are refused before any cell runs)."""
     from dlcluster.cli.simulate_cmd import settings
 
-    names, ctx = _long_names(), _context()
-    values = dict(ctx.params)  # every option's default, as the command line gives it
-    for name, value in params.items():
-        param = names[name]
-        values[param.name] = value if getattr(param, "is_flag", False) else \
-            param.process_value(ctx, str(resolve(value, path.parent)))
     try:
-        settings(values)
+        settings(parsed(params, path.parent))
     except DlclusterError as exc:
         raise InputError(str(exc), path=path, field=where) from None
 
