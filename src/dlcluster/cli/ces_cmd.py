@@ -84,7 +84,10 @@ def ces(
     time_unit: str | None,
     tz: str | None,
 ) -> None:
-    """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error."""
+    """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error.
+
+    SERIES_OR_TRACE: a CSV demand series 'time, used|active, total' (nodes), or a trace.
+    """
     from dlcluster.predict.demand import from_trace, read_series, resample
     from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.rules import make_controller

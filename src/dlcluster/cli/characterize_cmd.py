@@ -25,7 +25,10 @@ MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes Duc
 @trace_options
 def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, sim_jobs: Path | None, memory_limit: str,
                  fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
-    """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV)."""
+    """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV).
+
+    PATHS: one or more trace files or folders, overlaid in every figure.
+    """
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.report import build_report
     from dlcluster.report.build import read_sim_jobs, read_sim_placements, read_sim_summary

@@ -14,7 +14,10 @@ from dlcluster.cli.options import PATH, report_folder
 @click.argument("results", type=PATH)
 @click.option("--output", "-o", type=PATH, required=True, help="Report folder (index.html, figures/, tables/).")
 def compare(results: Path, output: Path) -> None:
-    """Write a self-contained HTML report comparing a sweep's settings (95% intervals over seeds)."""
+    """Write a self-contained HTML report comparing a sweep's settings (95% intervals over seeds).
+
+    RESULTS: the results folder of `dlcluster sweep` (results.parquet, sweep.json, cells/).
+    """
     from dlcluster.sweep.compare import build_compare_report
 
     report_folder(output, results)

@@ -18,7 +18,10 @@ from dlcluster.cli.options import PATH, load, report_folder, trace_options
 @trace_options
 def report(runs: tuple[Path, ...], output: Path, trace: Path | None, fmt: str | None, lenient: bool,
            mapping: str | None, time_unit: str | None, tz: str | None) -> None:
-    """Write a self-contained HTML report comparing simulation runs (figures also as SVG/PNG, tables as CSV)."""
+    """Write a self-contained HTML report comparing simulation runs (figures also as SVG/PNG, tables as CSV).
+
+    RUNS: run folders written by `dlcluster simulate -o`, or a folder holding several (one per policy).
+    """
     from dlcluster.report.runs import read_runs
     from dlcluster.report.sim_build import build_sim_report
 

@@ -19,7 +19,10 @@ from dlcluster.cli.options import PATH
               "else a local Ray instance).")
 @click.option("--workers", type=int, help="Parallel cells (default: the machine's cores).")
 def sweep(experiment: Path, output: Path, executor: str, workers: int | None) -> None:
-    """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them."""
+    """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them.
+
+    EXPERIMENT: the experiment file (TOML): traces, fixed options, grid, cases (see docs/sweeps.md).
+    """
     from dlcluster.sweep.executors import make_executor
     from dlcluster.sweep.experiment import read_experiment
     from dlcluster.sweep.run import run_sweep
