@@ -58,10 +58,11 @@ from dlcluster.io.parquet import write
 from dlcluster.schema import conform
 from dlcluster.trace import Trace
 
-# the artifact's CPU seconds (user + sys, /usr/bin/time) per policy, measured side by side with dlcluster on the
-# development machine ("AMD EPYC", 2 cores) on 2026-11-30, run as ../shared/reference/philly-artifact/README.md says
-# (its per-job output matched the reference files for every job); on another machine the ratio is indicative only
-ARTIFACT_CPU = {"fifo": 80.70 + 0.86, "sjf": 70.00 + 0.89, "qssf": 71.99 + 0.76, "srtf": 258.82 + 0.86}
+# the artifact's CPU seconds (user + sys, /usr/bin/time) per policy, measured on the development machine ("AMD EPYC",
+# 2 cores) on 2026-12-02, run as ../shared/reference/philly-artifact/README.md says (its per-job output matched the
+# reference files for every job; the lower of two runs for qssf and srtf: 220.0 and 227.8 s, 784.5 and 816.0 s);
+# on another machine the ratio is indicative only
+ARTIFACT_CPU = {"fifo": 207.92 + 2.46, "sjf": 206.81 + 2.28, "qssf": 217.59 + 2.37, "srtf": 781.70 + 2.82}
 POLICIES = ("fifo", "sjf", "srtf", "qssf")
 PHILLY = SHARED / "data/philly"
 WINDOW = ("--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00")
