@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click

@@ -80,8 +80,7 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
         # they are, so moving the experiment's folder keeps the finished cells
         resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
         args = [*_read_arguments(cell.trace), *arguments(resolved)]
-        meaning = (digests[path], cell.trace.read_options,
-                   tuple(sorted(parsed(cell.params, exp.path.parent).items(), key=lambda item: item[0])))
+        meaning = (digests[path], cell.trace.read_options, tuple(parsed(cell.params, exp.path.parent).items()))
         if meaning in meanings:
             raise ConfigError(f"{exp.path}: cells {meanings[meaning]} and {cell.index} are the same simulation "
                               "(the same trace, and options that mean the same); remove the repeat")
