@@ -11,7 +11,7 @@ from rich.table import Table
 
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
-from dlcluster.cli.options import PATH, load, trace_options
+from dlcluster.cli.options import PATH, ces_options, load, trace_options
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.services.ces.params import PRESETS
 
@@ -48,15 +48,11 @@ def _fmt(value: Any) -> str:
               f"{', '.join(PRESET_NAMES)}.")
 @click.option("--rule", default="helios", show_default=True, help="Controller: helios (the study's rule) or quantile "
               "(dlcluster's: keep the forecast peak's 1-risk quantile powered).")
-@click.option("--buffer", type=int, help="helios: idle nodes kept above demand (default: the preset's).")
-@click.option("--risk", type=float, help="quantile: accepted probability of a shortage (default 0.01).")
+@ces_options
 @click.option("--step", type=click.IntRange(min=60), default=600, show_default=True, help="Controller step, seconds "
               "(demand: maximum over a step).")
 @click.option("--test-days", type=float, help="Replay the last N days; train the forecast before them (default 14; "
               "the artifact's own window with --compat).")
-@click.option("--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the forecast knows.")
-@click.option("--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference deadlines): the forecast knows the "
-              "10 days before each.")
 @click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "
               "hour read actual future values).")
 @click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own).")

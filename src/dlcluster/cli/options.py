@@ -32,18 +32,28 @@ TRACE_READING = (
 )
 
 
-def trace_options(command: F) -> F:
-    """Add the options of every trace-reading command: --format, --lenient, --map, --time-unit, --tz."""
-    for option in reversed((FORMAT, *TRACE_READING)):
-        command = option(command)
-    return command
+# the CES controller's tuning and its forecast's calendar, the same in `ces` (open loop) and `simulate --power ces`
+CES_TUNING = (
+    click.option("--buffer", type=int, help="helios rule: idle nodes kept above demand (default: the preset's)."),
+    click.option("--risk", type=float, help="quantile rule: accepted probability of a shortage (default 0.01)."),
+    click.option("--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the demand forecast knows."),
+    click.option("--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference deadlines): the demand forecast "
+                 "knows the 10 days before each."),
+)
 
 
-def reading_options(command: F) -> F:
-    """Add the trace-reading options but --format (for a command whose --format names its output's)."""
-    for option in reversed(TRACE_READING):
-        command = option(command)
-    return command
+def _stacked(options: tuple[Callable[[F], F], ...]) -> Callable[[F], F]:
+    """One decorator adding ``options`` in their order."""
+    def add(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return add
+
+
+trace_options = _stacked((FORMAT, *TRACE_READING))  # every trace-reading command's input options
+reading_options = _stacked(TRACE_READING)  # the same but --format (for a command whose --format names its output's)
+ces_options = _stacked(CES_TUNING)
 
 
 # the formats whose reader module also has a ``write``: format -> module

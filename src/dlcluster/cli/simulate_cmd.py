@@ -16,7 +16,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
-from dlcluster.cli.options import PATH, load, trace_options
+from dlcluster.cli.options import PATH, ces_options, load, trace_options
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
@@ -182,15 +182,11 @@ def settings(options: dict[str, Any]) -> Settings:
               "quantile (keep the forecast peak's 1-risk quantile powered).")
 @click.option("--ces-preset", default="philly", show_default=True, help="helios rule hyperparameters: philly, venus, "
               "earth, saturn, uranus.")
-@click.option("--buffer", type=int, help="helios rule: idle nodes kept above demand (default: preset's).")
-@click.option("--risk", type=float, help="quantile rule: accepted probability of a shortage (0.01).")
+@ces_options
 @click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs "
               "(default: the power model's, 300).")
 @click.option("--power-model", type=PATH, help="TOML file of node watts by state and boot seconds (see "
               "docs/power.md); default: an 8×V100 server.")
-@click.option("--holidays", help="ces: country (ISO code) whose public holidays the demand forecast knows.")
-@click.option("--events", help="ces: dates YYYY-MM-DD, comma-separated (e.g. deadlines): the demand forecast knows "
-              "the 10 days before each.")
 @click.option("--failures", default="none", show_default=True, help="none, or replay: each job ends as the trace says "
               "(its status), failed jobs may be retried, and the summary counts GPU time lost.")
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True, help="replay: resubmit a failed "

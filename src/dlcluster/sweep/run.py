@@ -79,13 +79,14 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
         # files named by options are read relative to the experiment file; the hash sees their bytes, not where
         # they are, so moving the experiment's folder keeps the finished cells
         resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
-        args = [*_read_arguments(cell.trace), *arguments(resolved)]
-        meaning = (digests[path], cell.trace.read_options, tuple(parsed(cell.params, exp.path.parent).items()))
+        reading = _read_arguments(cell.trace)
+        args = [*reading, *arguments(resolved)]
+        meaning = (digests[path], cell.trace.read_options, tuple(parsed(resolved, exp.path.parent).items()))
         if meaning in meanings:
             raise ConfigError(f"{exp.path}: cells {meanings[meaning]} and {cell.index} are the same simulation "
                               "(the same trace, and options that mean the same); remove the repeat")
         meanings[meaning] = cell.index
-        key = cell_id(digests[path], [*_read_arguments(cell.trace), *arguments(cell.params)], _file_options(resolved))
+        key = cell_id(digests[path], [*reading, *arguments(cell.params)], _file_options(resolved))
         record = {"cell": cell.index, "cell_id": key, "trace": cell.trace.name, "trace_file": str(path),
                   "params": cell.params, "args": args}
         tasks.append(CellTask(cell.index, key, str(path), tuple(args), str(outdir.resolve() / "cells"), record))
