@@ -231,3 +231,15 @@ def test_make_test_runs_the_suite_on_every_core() -> None:
     assert "$(BIN)/python -m pytest -n auto --dist loadfile" in target
     assert '"pytest-xdist>=' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert "runs the test suite on every core (pytest-xdist)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_make_test_type_checks_what_readme_says() -> None:
+    """README: ``make test`` type-checks the command line, simulator, estimators, services and sweeps with mypy."""
+    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    target = make.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    checked = "$(BIN)/mypy src/dlcluster/cli src/dlcluster/predict src/dlcluster/sim src/dlcluster/services " \
+              "src/dlcluster/sweep ||"
+    assert checked in target
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").replace("#", " ").split())
+    assert ("type-checks the command line, the simulator, the estimators, the services and the sweeps with mypy"
+            in readme)
