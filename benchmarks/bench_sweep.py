@@ -74,7 +74,7 @@ def main(only: list[str] | None = None) -> None:
                 verdict = ""
                 if label == "local, 2 workers":
                     local2 = wall[label]
-                    verdict = "≥1.8× " + ("met" if rate / base >= 1.8 else "MISSED")
+                    verdict = "  ≥1.8× " + ("met" if rate / base >= 1.8 else "MISSED")
                     # cells run slower side by side (two busy cores): even with no start-up, collection or waiting
                     # at all, two workers could be at most this much faster than one
                     verdict += f"; cells alone ≤ {2 * cells['local, 1 worker'] / cells[label]:.2f}×"
@@ -84,7 +84,7 @@ def main(only: list[str] | None = None) -> None:
                       cells[label], verdict)
         if not only or "ray" in only:
             m, cells_ray = _sweep(exp, ["--executor", "ray", "--workers", "2"])
-            verdict = f"overhead {m.wall / local2:.2f}×" if local2 else ""
+            verdict = f"  overhead {m.wall / local2:.2f}×" if local2 else ""
             t.row("ray, 2 workers", 1, m.wall, "", m.cpu, m.peak_mib, CELLS / m.wall * 60, None, cells_ray, verdict)
     finally:
         if env_ray is not None:

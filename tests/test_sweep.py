@@ -313,3 +313,20 @@ def test_a_terminal_shows_cells_done_failed_and_time_left(tmp_path: Path, monkey
     drawn = screen.getvalue()
     assert "sweep exp" in drawn and "2/2" in drawn and "0 failed" in drawn
     assert "0:00:" in drawn  # the elapsed and remaining times
+
+
+def test_local_workers_run_polars_on_one_thread_and_leave_the_drivers_environment_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import polars
+
+    from dlcluster.sweep.executors import LocalExecutor
+
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    executor = LocalExecutor(2)
+    executor.start()
+    try:
+        # two workers on two cores: a second Polars thread in each would only fight the other worker for its core
+        assert executor.pool.starmap(polars.thread_pool_size, [(), ()], chunksize=1) == [1, 1]
+    finally:
+        executor.stop()
+    assert "POLARS_MAX_THREADS" not in os.environ

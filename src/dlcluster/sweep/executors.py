@@ -37,7 +37,6 @@ class Executor(Protocol):
 
 
 def _init_worker() -> None:
-    os.environ.update(WORKER_ENV)  # before the worker first imports Polars
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
     # what every cell runs, imported while the driver still reads the experiment and makes its traces
     import dlcluster.cli.simulate_cmd  # noqa: F401
@@ -55,7 +54,19 @@ class LocalExecutor:
     def start(self) -> None:
         """Start the workers (they import what cells need, then wait for cells)."""
         if self.pool is None:
-            self.pool = multiprocessing.get_context("spawn").Pool(processes=self.workers, initializer=_init_worker)
+            # in the environment the workers start with: unpickling the initializer imports dlcluster, and with it
+            # Polars, whose thread pool is sized once, before any initializer could set the variable
+            saved = {k: os.environ.get(k) for k in WORKER_ENV}
+            os.environ.update(WORKER_ENV)
+            try:
+                self.pool = multiprocessing.get_context("spawn").Pool(processes=self.workers,
+                                                                      initializer=_init_worker)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
 
     def stop(self) -> None:
         """Stop the workers, idle or not (every outcome that was handed back is already stored)."""
