@@ -311,6 +311,28 @@ def test_cdf_panels_continue_in_a_second_figure(tmp_path: Path, monkeypatch: pyt
     assert cdf["panel"].n_unique() == 3 and set(cdf["series"]) == {"fifo", "sjf"}
 
 
+def test_with_one_policy_the_cdfs_draw_a_line_per_the_setting_with_most_values(tmp_path: Path) -> None:
+    # the locality sweep's shape: fifo throughout, three placements × two loads (one line per panel would compare
+    # nothing)
+    combos = [(p, load) for p in ("relax:0", "relax:600", "dedicated") for load in (2.0, 3.0)]
+    rows = [{**_row(i, load=load, mean_jct=float(i)), "placement": p} for i, (p, load) in enumerate(combos)]
+    for r in rows:
+        r["cell_id"] = cell_id({"cell": r["cell"]})
+    folder = write_results(tmp_path / "r", rows, {**SMALL, "placement": pl.String})
+    for r in rows:
+        _jobs_cell(folder, r["cell_id"], [10 + r["cell"], 100, 1000])
+    out = tmp_path / "out"
+    page = build_compare_report(folder, out).read_text()
+    assert "JCT CDF per placement" in page and "queueing-delay complementary CDF per placement" in page
+    cdf = pl.read_csv(out / "tables" / "cdf_jct.csv")
+    assert set(cdf["series"]) == {"placement=relax:0", "placement=relax:600", "placement=dedicated"}
+    assert set(cdf["panel"]) == {"load=2", "load=3"}
+    assert (out / "figures" / "cdf-jct.svg").read_text().count('id="axes_') == 2
+    # each line is its own cell's jobs: the largest JCT of placement=dedicated at load 3 is cell 5's 1000, its least 15
+    line = cdf.filter((pl.col("series") == "placement=dedicated") & (pl.col("panel") == "load=3"))
+    assert line["value"].min() == 15 and line["value"].max() == 1000
+
+
 def test_one_cell_gets_sentences_not_empty_axes(tmp_path: Path) -> None:
     folder = write_results(tmp_path / "r", [_row(0, mean_jct=100.0, utilization=0.5)], SMALL)
     page = build_compare_report(folder, tmp_path / "out").read_text()

@@ -286,22 +286,24 @@ def _read_jobs(sweep: Sweep, settings: Settings) -> tuple[pl.DataFrame, int]:
 def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     jobs, missing = _read_jobs(sweep, settings)
     jobs = jobs.join(settings.table, on="setting", how="left", maintain_order="left")
-    series_key = "policy" if "policy" in settings.keys else None
+    series_key = _series_key(settings)
     panel_keys = [k for k in settings.varying if k != series_key]
-    # a setting that follows from the policy (qssf's estimator) names the line instead of splitting panels
+    # a setting that follows from the line's (qssf's estimator) names the line instead of splitting panels
     tied = [k for k in panel_keys if series_key and settings.table.group_by(series_key).agg(
         pl.col(k).n_unique())[k].max() == 1]
     panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
-    lines = (f"One line per {'policy' if series_key else 'setting'}, one panel per combination of the other swept "
-             "settings (a setting that comes with the policy, such as its estimator, names the line).")
+    per = series_key.replace("_", " ") if series_key else "setting"
+    lines = (f"One line per {per}, one panel per combination of the other swept settings (a setting that comes "
+             f"with the {per}, such as a policy's estimator, names the line). Lines are per policy; when the policy "
+             "is not swept, per the swept setting with the most values.")
     kinds = (
-        ("cdf", "jct", "JCT CDF per policy",
+        ("cdf", "jct", f"JCT CDF per {per}",
          f"Empirical CDF of the per-job JCT (seconds, completed jobs), seeds pooled: every cell of a setting "
          f"contributes all its jobs. {lines} Log x axis; values below 1 s are drawn at 1 s."),
         # most jobs of a lightly loaded cluster never wait: a CDF would spend its height on them and squeeze the
         # tail that policies differ in into its top edge
-        ("ccdf", "queue_delay", "queueing-delay complementary CDF per policy",
+        ("ccdf", "queue_delay", f"queueing-delay complementary CDF per {per}",
          f"Complementary CDF: the share of jobs (completed, seeds pooled) that waited longer than x seconds, "
          f"log–log: the tail the policies differ in, down to one job in the line. {lines} A line starts at the "
          f"share that waited longer than 1 s; a setting none of whose jobs waited that long has no line."),
@@ -371,11 +373,21 @@ def _share_above(values: np.ndarray, xs: np.ndarray) -> np.ndarray:
     return 1.0 - np.searchsorted(np.sort(values), xs, side="right") / len(values)
 
 
+def _series_key(settings: Settings) -> str | None:
+    """What the CDFs draw one line per: the policy, unless it is not swept and something else is; then the swept
+    setting with the most values (one line per panel would compare nothing)."""
+    if "policy" in settings.varying or ("policy" in settings.keys and not settings.varying):
+        return "policy"
+    if not settings.varying:
+        return None
+    return max(settings.varying, key=lambda k: settings.table[k].n_unique())  # (the first of equals)
+
+
 def _series_name(jobs: pl.DataFrame, key: str, value: object, tied: list[str]) -> str:
-    """A policy's line label, with the settings that come with it (e.g. ``qssf (estimates=lgbm)``)."""
+    """A line's label, with the settings that come with it (e.g. ``qssf (estimates=lgbm)``, ``placement=relax:600``)."""
     row = _line(jobs, [key], {key: value}).row(0, named=True)
     extra = ", ".join(f"{k}={_value(row[k])}" for k in tied if row[k] is not None)
-    return _value(value) + (f" ({extra})" if extra else "")
+    return (_value(value) if key == "policy" else f"{key}={_value(value)}") + (f" ({extra})" if extra else "")
 
 
 def _line(df: pl.DataFrame, keys: list[str], row: dict) -> pl.DataFrame:
