@@ -311,26 +311,45 @@ def test_cdf_panels_continue_in_a_second_figure(tmp_path: Path, monkeypatch: pyt
     assert cdf["panel"].n_unique() == 3 and set(cdf["series"]) == {"fifo", "sjf"}
 
 
-def test_with_one_policy_the_cdfs_draw_a_line_per_the_setting_with_most_values(tmp_path: Path) -> None:
-    # the locality sweep's shape: fifo throughout, three placements × two loads (one line per panel would compare
-    # nothing)
-    combos = [(p, load) for p in ("relax:0", "relax:600", "dedicated") for load in (2.0, 3.0)]
+def _placement_sweep(tmp_path: Path, combos: list[tuple[str | None, float]]) -> pl.DataFrame:
+    """A fifo-only sweep over (placement, load), each cell's JCTs 10 + its index, 100 and 1000; its JCT CDF table."""
     rows = [{**_row(i, load=load, mean_jct=float(i)), "placement": p} for i, (p, load) in enumerate(combos)]
     for r in rows:
         r["cell_id"] = cell_id({"cell": r["cell"]})
     folder = write_results(tmp_path / "r", rows, {**SMALL, "placement": pl.String})
     for r in rows:
         _jobs_cell(folder, r["cell_id"], [10 + r["cell"], 100, 1000])
-    out = tmp_path / "out"
-    page = build_compare_report(folder, out).read_text()
+    build_compare_report(folder, tmp_path / "out")
+    return pl.read_csv(tmp_path / "out" / "tables" / "cdf_jct.csv")
+
+
+def test_with_one_policy_and_many_settings_the_cdfs_draw_a_line_per_the_setting_with_most_values(
+        tmp_path: Path) -> None:
+    # the locality sweep's shape: fifo throughout, five placements × two loads (one line per panel, as per policy,
+    # would compare nothing)
+    placements = ("relax:0", "relax:600", "relax:3600", "consolidate", "dedicated")
+    cdf = _placement_sweep(tmp_path, [(p, load) for p in placements for load in (2.0, 3.0)])
+    page = (tmp_path / "out" / "index.html").read_text()
     assert "JCT CDF per placement" in page and "queueing-delay complementary CDF per placement" in page
-    cdf = pl.read_csv(out / "tables" / "cdf_jct.csv")
-    assert set(cdf["series"]) == {"placement=relax:0", "placement=relax:600", "placement=dedicated"}
+    assert set(cdf["series"]) == {f"placement={p}" for p in placements}
     assert set(cdf["panel"]) == {"load=2", "load=3"}
-    assert (out / "figures" / "cdf-jct.svg").read_text().count('id="axes_') == 2
-    # each line is its own cell's jobs: the largest JCT of placement=dedicated at load 3 is cell 5's 1000, its least 15
+    assert (tmp_path / "out" / "figures" / "cdf-jct.svg").read_text().count('id="axes_') == 2
+    # each line is its own cell's jobs: placement=dedicated at load 3 is cell 9 (JCTs 19, 100, 1000)
     line = cdf.filter((pl.col("series") == "placement=dedicated") & (pl.col("panel") == "load=3"))
-    assert line["value"].min() == 15 and line["value"].max() == 1000
+    assert line["value"].min() == 19 and line["value"].max() == 1000
+
+
+def test_with_one_policy_and_few_settings_the_cdfs_draw_every_setting_in_one_panel(tmp_path: Path) -> None:
+    from dlcluster.sweep import compare
+
+    assert compare.MAX_LINES == 8  # docs/compare.md: at most eight settings as lines of one panel
+    cdf = _placement_sweep(tmp_path, [("relax:0", 2.0), ("relax:600", 2.0), (None, 3.0)])
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "JCT CDF per setting" in page
+    # a line names the values its setting sets: the placement left at its default is not named
+    assert set(cdf["series"]) == {"load=2, placement=relax:0", "load=2, placement=relax:600", "load=3"}
+    assert set(cdf["panel"]) == {"all cells"}
+    assert (tmp_path / "out" / "figures" / "cdf-jct.svg").read_text().count('id="axes_') == 1
 
 
 def test_one_cell_gets_sentences_not_empty_axes(tmp_path: Path) -> None:

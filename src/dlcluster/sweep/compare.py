@@ -50,6 +50,7 @@ PALETTE = ("#1f6fb4", "#e0731b", "#2a9d4b", "#c8323c", "#7d5ab5", "#8c564b", "#d
 STYLES = ("-", "--", ":", "-.")
 CDF_POINTS = 201  # probability levels drawn per line: the figure stays small whatever the job count
 MAX_PANELS = 12  # per figure; more settings continue in the next figure
+MAX_LINES = 8  # settings drawn as lines of one panel when the policy is not swept
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,13 @@ def _figure(n: int) -> tuple[Figure, list]:
 
 def _legend(fig: Figure, names: list[str]) -> None:
     handles = [Line2D([], [], color=_style(i)[0], ls=_style(i)[1], lw=2) for i in range(len(names))]
-    fig.legend(handles, names, loc="outside upper center", ncols=min(len(names), 4))
+    # as many columns as the figure's width holds at the longest label (about 0.07 in a character, plus the
+    # handle), widening a figure too narrow for even one
+    need = 0.07 * max(map(len, names), default=1) + 0.5
+    if fig.get_figwidth() < need:
+        fig.set_figwidth(need)
+    fit = int(fig.get_figwidth() // need)
+    fig.legend(handles, names, loc="outside upper center", ncols=max(1, min(len(names), 4, fit)))
 
 
 def _combo_label(row: dict, keys: list[str]) -> str:
@@ -287,16 +294,17 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     jobs, missing = _read_jobs(sweep, settings)
     jobs = jobs.join(settings.table, on="setting", how="left", maintain_order="left")
     series_key = _series_key(settings)
-    panel_keys = [k for k in settings.varying if k != series_key]
+    panel_keys = [k for k in settings.varying if k != series_key] if series_key != "label" else []
     # a setting that follows from the line's (qssf's estimator) names the line instead of splitting panels
     tied = [k for k in panel_keys if series_key and settings.table.group_by(series_key).agg(
         pl.col(k).n_unique())[k].max() == 1]
     panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
-    per = series_key.replace("_", " ") if series_key else "setting"
+    per = series_key.replace("_", " ") if series_key not in (None, "label") else "setting"
     lines = (f"One line per {per}, one panel per combination of the other swept settings (a setting that comes "
              f"with the {per}, such as a policy's estimator, names the line). Lines are per policy; when the policy "
-             "is not swept, per the swept setting with the most values.")
+             f"is not swept, per setting in one panel (up to {MAX_LINES} settings), else per the swept setting with "
+             "the most values.")
     kinds = (
         ("cdf", "jct", f"JCT CDF per {per}",
          f"Empirical CDF of the per-job JCT (seconds, completed jobs), seeds pooled: every cell of a setting "
@@ -319,7 +327,8 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
         panels = part.select(panel_keys).unique(maintain_order=True) if panel_keys else pl.DataFrame({"_": [0]})
         series = (part.select(series_key).unique(maintain_order=True)[series_key].to_list()
                   if series_key else [None])
-        names = [_series_name(part, series_key, s, tied) if series_key else "all cells" for s in series]
+        names = [_setting_name(part, str(s), settings.varying) if series_key == "label" else
+                 _series_name(part, series_key, s, tied) if series_key else "all cells" for s in series]
         rows = []
         chunks = [panels.slice(i, MAX_PANELS) for i in range(0, panels.height, MAX_PANELS)]
         for c, chunk in enumerate(chunks):
@@ -373,13 +382,25 @@ def _share_above(values: np.ndarray, xs: np.ndarray) -> np.ndarray:
     return 1.0 - np.searchsorted(np.sort(values), xs, side="right") / len(values)
 
 
+def _setting_name(jobs: pl.DataFrame, label: str, varying: list[str]) -> str:
+    """A whole setting's line label: the swept values it sets (a legend has no room for every default)."""
+    row = _line(jobs, ["label"], {"label": label}).row(0, named=True)
+    return ", ".join(f"{k}={_value(row[k])}" for k in varying if row[k] is not None) or label
+
+
 def _series_key(settings: Settings) -> str | None:
-    """What the CDFs draw one line per: the policy, unless it is not swept and something else is; then the swept
-    setting with the most values (one line per panel would compare nothing)."""
+    """What the CDFs draw one line per (a column of the settings table; None: one line, all cells).
+
+    The policy, unless it is not swept and something else is: then each setting (``label``) when there are at most
+    ``MAX_LINES``, all in one panel, else the swept setting with the most values. One line per panel would compare
+    nothing.
+    """
     if "policy" in settings.varying or ("policy" in settings.keys and not settings.varying):
         return "policy"
     if not settings.varying:
         return None
+    if settings.table.height <= MAX_LINES:
+        return "label"
     return max(settings.varying, key=lambda k: settings.table[k].n_unique())  # (the first of equals)
 
 
@@ -387,7 +408,8 @@ def _series_name(jobs: pl.DataFrame, key: str, value: object, tied: list[str]) -
     """A line's label, with the settings that come with it (e.g. ``qssf (estimates=lgbm)``, ``placement=relax:600``)."""
     row = _line(jobs, [key], {key: value}).row(0, named=True)
     extra = ", ".join(f"{k}={_value(row[k])}" for k in tied if row[k] is not None)
-    return (_value(value) if key == "policy" else f"{key}={_value(value)}") + (f" ({extra})" if extra else "")
+    name = _value(value) if key == "policy" else f"{key}={_value(value)}"
+    return name + (f" ({extra})" if extra else "")
 
 
 def _line(df: pl.DataFrame, keys: list[str], row: dict) -> pl.DataFrame:
