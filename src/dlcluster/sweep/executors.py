@@ -50,23 +50,22 @@ class LocalExecutor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.pool: Any = None
+        self._saved_env: dict[str, str | None] = {}
 
     def start(self) -> None:
         """Start the workers (they import what cells need, then wait for cells)."""
         if self.pool is None:
-            # in the environment the workers start with: unpickling the initializer imports dlcluster, and with it
-            # Polars, whose thread pool is sized once, before any initializer could set the variable
-            saved = {k: os.environ.get(k) for k in WORKER_ENV}
+            # in the environment the workers start with (a worker the pool replaces too, so until stop()):
+            # unpickling the initializer imports dlcluster, and with it Polars, whose thread pool is sized once,
+            # before any initializer could set the variable
+            self._saved_env = {k: os.environ.get(k) for k in WORKER_ENV}
             os.environ.update(WORKER_ENV)
             try:
                 self.pool = multiprocessing.get_context("spawn").Pool(processes=self.workers,
                                                                       initializer=_init_worker)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            except BaseException:
+                self._restore_env()
+                raise
 
     def stop(self) -> None:
         """Stop the workers, idle or not (every outcome that was handed back is already stored)."""
@@ -74,6 +73,14 @@ class LocalExecutor:
             self.pool.terminate()
             self.pool.join()
             self.pool = None
+            self._restore_env()
+
+    def _restore_env(self) -> None:
+        for k, v in self._saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
         """Outcomes of ``tasks`` from the pool, as they finish; the workers stop at the end, or when stopped early
