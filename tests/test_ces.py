@@ -337,6 +337,28 @@ def test_a_node_that_is_not_on_never_hosts_a_job(scenario, answers: list[int], b
     assert clash.height == 0
 
 
+class _NodeByNode(PowerManager):
+    """A power manager that counts every VC node by node, as it must for VCs of mixed node sizes."""
+
+    def attach(self, control: object) -> None:
+        super().attach(control)  # type: ignore[arg-type]
+        self.uniform = [False] * len(self.groups)
+        self._one_size, self._mixed = [], list(range(len(self.groups)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(uniform=True, max_gpus=20), st.lists(st.integers(0, 8), min_size=1, max_size=12),
+       st.integers(0, 40))
+def test_one_size_vcs_are_counted_as_node_by_node(scenario, answers: list[int], boot: int) -> None:
+    """On VCs of one node size the manager reads idle and booting nodes off counters; it boots the same nodes at the
+    same seconds as when it looks at every node."""
+    table, cluster = scenario
+    runs = [simulate(table, cluster, "fifo", observers=[kind(Scripted(answers), step=7, boot_seconds=boot, min_idle=0)],
+                     power=PowerModel(), unknown_vc="unschedulable") for kind in (PowerManager, _NodeByNode)]
+    assert runs[0].node_states.equals(runs[1].node_states)
+    assert runs[0].jobs.equals(runs[1].jobs)
+
+
 def test_energy_adds_up_over_states_on_a_hand_made_case() -> None:
     model = PowerModel(node_watts=100, gpu_idle_watts=10, gpu_busy_watts=60, off_watts=5, boot_watts=200,
                        boot_seconds=30)

@@ -120,12 +120,12 @@ class PowerManager(Observer):
         seen = (state.gains, state.free_total, state.unusable, len(off), self.control.queued(group))
         if self._settled[g] == seen:
             return
-        boot = self._boots_for(g, group, state)
+        boot = self._boots_for(g, group, state, now)
         if boot:
             self._boot(g, boot, now)
         self._settled[g] = None if boot else seen
 
-    def _boots_for(self, g: int, group: str, state: VCState) -> list[int]:
+    def _boots_for(self, g: int, group: str, state: VCState, now: int) -> list[int]:
         """The nodes of group ``g`` to boot for its waiting jobs (see :meth:`on_waiting`)."""
         off = self.off[g]
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
@@ -133,7 +133,16 @@ class PowerManager(Observer):
         wanted = [gpus[j] for j in self.control.waiting(group)]
         if not wanted:
             return []
-        need, need_gpus = sum(-(-w // largest) for w in wanted), sum(wanted)
+        need = sum(-(-w // largest) for w in wanted)
+        if self.uniform[g] and state.largest:
+            # one node size: what the general case below finds node by node, counted. Nodes idle or booting are the
+            # histogram's idle ones and the boots under way, enough nodes are always enough GPUs, and the nodes
+            # booted are the lowest-numbered that are off
+            if self._boots:
+                self._settle(now)
+            count = need - state.by_free[largest] - self.booting[g]
+            return sorted(off)[:count] if count > 0 else []
+        need_gpus = sum(wanted)
         lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
         ready = [n for n in lit if states[n] == BOOTING or free[n] == sizes[n]]  # idle, or soon to be
         have, have_gpus = len(ready), sum(sizes[n] for n in ready)
