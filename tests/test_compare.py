@@ -325,18 +325,18 @@ def _placement_sweep(tmp_path: Path, combos: list[tuple[str | None, float]]) -> 
 
 def test_with_one_policy_and_many_settings_the_cdfs_draw_a_line_per_the_setting_with_most_values(
         tmp_path: Path) -> None:
-    # the locality sweep's shape: fifo throughout, five placements × two loads (one line per panel, as per policy,
-    # would compare nothing)
-    placements = ("relax:0", "relax:600", "relax:3600", "consolidate", "dedicated")
+    # the locality example's shape (docs/compare.md): fifo throughout, six placements × two loads (one line per
+    # panel, as per policy, would compare nothing)
+    placements = ("relax:0", "relax:600", "relax:3600", "relax:14400", "consolidate", "dedicated")
     cdf = _placement_sweep(tmp_path, [(p, load) for p in placements for load in (2.0, 3.0)])
     page = (tmp_path / "out" / "index.html").read_text()
     assert "JCT CDF per placement" in page and "queueing-delay complementary CDF per placement" in page
     assert set(cdf["series"]) == {f"placement={p}" for p in placements}
     assert set(cdf["panel"]) == {"load=2", "load=3"}
     assert (tmp_path / "out" / "figures" / "cdf-jct.svg").read_text().count('id="axes_') == 2
-    # each line is its own cell's jobs: placement=dedicated at load 3 is cell 9 (JCTs 19, 100, 1000)
+    # each line is its own cell's jobs: placement=dedicated at load 3 is cell 11 (JCTs 21, 100, 1000)
     line = cdf.filter((pl.col("series") == "placement=dedicated") & (pl.col("panel") == "load=3"))
-    assert line["value"].min() == 19 and line["value"].max() == 1000
+    assert line["value"].min() == 21 and line["value"].max() == 1000
 
 
 def test_with_one_policy_and_few_settings_the_cdfs_draw_every_setting_in_one_panel(tmp_path: Path) -> None:

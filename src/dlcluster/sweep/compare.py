@@ -302,10 +302,11 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
     per = series_key.replace("_", " ") if series_key not in (None, "label") else "setting"
-    lines = (f"One line per {per}, one panel per combination of the other swept settings (a setting that comes "
-             f"with the {per}, such as a policy's estimator, names the line). Lines are per policy; when the policy "
-             f"is not swept, per setting in one panel (up to {MAX_LINES} settings), else per the swept setting with "
-             "the most values.")
+    lines = ("One line per setting, all in one panel." if series_key == "label" else
+             f"One line per {per}, one panel per combination of the other swept settings (a setting that comes with "
+             f"the {per}, such as a policy's estimator, names the line).")
+    lines += (f" Lines are per policy; when the policy is not swept, per setting in one panel (up to {MAX_LINES} "
+              "settings), else per the swept setting with the most values.")
     kinds = (
         ("cdf", "jct", f"JCT CDF per {per}",
          f"Empirical CDF of the per-job JCT (seconds, completed jobs), seeds pooled: every cell of a setting "
@@ -328,8 +329,8 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
         panels = part.select(panel_keys).unique(maintain_order=True) if panel_keys else pl.DataFrame({"_": [0]})
         series = (part.select(series_key).unique(maintain_order=True)[series_key].to_list()
                   if series_key else [None])
-        names = [_setting_name(part, str(s), settings.varying) if series_key == "label" else
-                 _series_name(part, series_key, s, tied) if series_key else "all cells" for s in series]
+        shown = settings.varying if series_key == "label" else tied
+        names = [_line_name(settings.table, series_key, s, shown) if series_key else "all cells" for s in series]
         rows = []
         chunks = [panels.slice(i, MAX_PANELS) for i in range(0, panels.height, MAX_PANELS)]
         for c, chunk in enumerate(chunks):
@@ -387,12 +388,6 @@ def _share_above(values: np.ndarray, xs: np.ndarray) -> np.ndarray:
     return 1.0 - np.searchsorted(np.sort(values), xs, side="right") / len(values)
 
 
-def _setting_name(jobs: pl.DataFrame, label: str, varying: list[str]) -> str:
-    """A whole setting's line label: the swept values it sets (a legend has no room for every default)."""
-    row = _line(jobs, ["label"], {"label": label}).row(0, named=True)
-    return ", ".join(f"{k}={_value(row[k])}" for k in varying if row[k] is not None) or label
-
-
 def _series_key(settings: Settings) -> str | None:
     """What the CDFs draw one line per (a column of the settings table; None: one line, all cells).
 
@@ -409,12 +404,16 @@ def _series_key(settings: Settings) -> str | None:
     return max(settings.varying, key=lambda k: settings.table[k].n_unique())  # (the first of equals)
 
 
-def _series_name(jobs: pl.DataFrame, key: str, value: object, tied: list[str]) -> str:
-    """A line's label, with the settings that come with it (e.g. ``qssf (estimates=lgbm)``, ``placement=relax:600``)."""
-    row = _line(jobs, [key], {key: value}).row(0, named=True)
-    extra = ", ".join(f"{k}={_value(row[k])}" for k in tied if row[k] is not None)
+def _line_name(table: pl.DataFrame, key: str, value: object, shown: list[str]) -> str:
+    """A line's label, read off the settings table: a whole setting (``label``) by the values of ``shown`` it sets
+    (a legend has no room for every default); a policy by its name, another setting as ``key=value``, followed by
+    the ``shown`` settings that come with it (e.g. ``qssf (estimates=lgbm)``)."""
+    row = _line(table, [key], {key: value}).row(0, named=True)
+    named = ", ".join(f"{k}={_value(row[k])}" for k in shown if row[k] is not None)
+    if key == "label":
+        return named or str(value)
     name = _value(value) if key == "policy" else f"{key}={_value(value)}"
-    return name + (f" ({extra})" if extra else "")
+    return name + (f" ({named})" if named else "")
 
 
 def _line(df: pl.DataFrame, keys: list[str], row: dict) -> pl.DataFrame:

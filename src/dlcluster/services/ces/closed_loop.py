@@ -140,7 +140,7 @@ class PowerManager(Observer):
             # booted are the lowest-numbered that are off
             if self._boots:
                 self._settle(now)
-            count = need - state.by_free[largest] - self.booting[g]
+            count = need - self._idle(g) - self.booting[g]
             return sorted(off)[:count] if count > 0 else []
         need_gpus = sum(wanted)
         lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
