@@ -58,11 +58,12 @@ from dlcluster.io.parquet import write
 from dlcluster.schema import conform
 from dlcluster.trace import Trace
 
-# the artifact's CPU seconds (user + sys, /usr/bin/time) per policy, measured on the development machine ("AMD EPYC",
-# 2 cores) on 2026-12-02, run as ../shared/reference/philly-artifact/README.md says (its per-job output matched the
-# reference files for every job; the lower of two runs for qssf and srtf: 220.0 and 227.8 s, 784.5 and 816.0 s);
-# on another machine the ratio is indicative only
-ARTIFACT_CPU = {"fifo": 207.92 + 2.46, "sjf": 206.81 + 2.28, "qssf": 217.59 + 2.37, "srtf": 781.70 + 2.82}
+# the artifact's CPU seconds (user + sys, /usr/bin/time) per policy, measured on the development machine ("Intel
+# Xeon", 2 cores, AVX-512) on 2026-12-02, twelfth session, run as ../shared/reference/philly-artifact/README.md says
+# (its per-job output matched the reference files for every job of every run; the lower of two runs for fifo and
+# qssf: 84.43 and 85.19 s, 86.07 and 86.07 s); on another machine the ratio is indicative only (the machine of the
+# tenth session, an "AMD EPYC", took 210.4 / 209.1 / 220.0 / 784.5 s)
+ARTIFACT_CPU = {"fifo": 83.68 + 0.75, "sjf": 84.01 + 0.70, "qssf": 85.46 + 0.61, "srtf": 305.38 + 0.71}
 POLICIES = ("fifo", "sjf", "srtf", "qssf")
 PHILLY = SHARED / "data/philly"
 WINDOW = ("--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00")

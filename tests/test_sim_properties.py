@@ -85,3 +85,20 @@ def test_ranking_running_jobs_across_passes_changes_nothing(scenario, policy: st
     plain = type("Plain", (fast,), {"name": "plain", "linear_key": Policy.linear_key})
     a, b = simulate(table, cluster, fast), simulate(table, cluster, plain)
     assert a.jobs.equals(b.jobs) and a.placements.equals(b.placements)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 400), st.lists(st.tuples(st.integers(0, 400), st.integers(0, 400), st.integers(1, 16)),
+                                      max_size=30), st.booleans())
+def test_timeline_counts_of_few_intervals_equal_a_direct_count(n: int, spans, weighted: bool) -> None:
+    """The timeline's shortcut for few intervals over many samples counts what a sample-by-sample count does."""
+    import numpy as np
+
+    from dlcluster.sim.results import _sampled_sparse
+
+    a = np.array([min(s, n) for s, _, _ in spans], dtype=np.int64)
+    b = np.array([min(n, s + length) for s, length, _ in spans], dtype=np.int64)
+    w = np.array([g for _, _, g in spans], dtype=np.float64)
+    got = _sampled_sparse(a, b, n, w if weighted else None)
+    direct = [sum((g if weighted else 1) for (s, e, g) in zip(a, b, w) if s <= k < e) for k in range(n)]
+    assert got.dtype == np.int64 and got.tolist() == direct

@@ -128,6 +128,9 @@ def _placements(run: GroupRun) -> pl.DataFrame:
     })
 
 
+_SPARSE = 8  # fewer intervals than samples / _SPARSE: see _sampled_sparse
+
+
 def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None,
               step: int = SAMPLE) -> np.ndarray:
     """At each sample t0 + step·k (k < n): how many (or how much weight of) intervals [start, end) hold it."""
@@ -137,6 +140,8 @@ def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np
 
 def _sampled(a: np.ndarray, b: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
     """:func:`_covering` of intervals given by their first sample ``a`` and first sample after them ``b``."""
+    if _SPARSE * len(a) < n:
+        return _sampled_sparse(a, b, n, weights)
     # in place: with millions of samples every temporary array costs page faults
     diff = np.bincount(a, weights, minlength=n + 1)
     diff -= np.bincount(b, weights, minlength=n + 1)
@@ -145,6 +150,20 @@ def _sampled(a: np.ndarray, b: np.ndarray, n: int, weights: np.ndarray | None = 
         return diff[:n]
     # integer weights sum exactly in float64 (far below 2**53), so the cast loses nothing
     return diff[:n].astype(np.int64)
+
+
+def _sampled_sparse(a: np.ndarray, b: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_sampled` of few intervals over many samples: the level after each change, repeated up to the next
+    (one pass over the samples instead of the five of a difference array)."""
+    ones = np.ones(len(a), dtype=np.int64) if weights is None else weights
+    changes = np.concatenate([a, b])
+    order = np.argsort(changes)
+    at = changes[order]
+    level = np.cumsum(np.concatenate([ones, -ones])[order])
+    # samples before the first change, then from each change to the next (none between changes in one sample, so
+    # a sample sees the level after all of them)
+    widths = np.diff(at, prepend=0, append=n)
+    return np.repeat(np.r_[0, level].astype(np.int64), widths)
 
 
 def _first_sample(times: np.ndarray, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
