@@ -128,7 +128,7 @@ def _placements(run: GroupRun) -> pl.DataFrame:
     })
 
 
-_SPARSE = 8  # fewer intervals than samples / _SPARSE: see _sampled_sparse
+_SPARSE = 32  # fewer intervals than samples / _SPARSE: see _sampled_sparse (its sort costs more above)
 
 
 def _covering(starts: np.ndarray, ends: np.ndarray, t0: int, n: int, weights: np.ndarray | None = None,

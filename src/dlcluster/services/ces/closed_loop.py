@@ -130,18 +130,24 @@ class PowerManager(Observer):
         off = self.off[g]
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
         gpus = self.control.jobs.gpu
+        if self.uniform[g] and state.largest:
+            # one node size: what the general case below finds node by node, counted. Nodes idle or booting are the
+            # histogram's idle ones and the boots under way, enough nodes are always enough GPUs, and the nodes
+            # booted are the lowest-numbered that are off. Once the waiting jobs need every node, the rest of a
+            # long queue changes nothing
+            if self._boots:
+                self._settle(now)
+            have = self._idle(g) + self.booting[g]
+            need, every = 0, have + len(off)
+            for j in self.control.waiting(group):
+                need += -(-gpus[j] // largest)
+                if need >= every:
+                    break
+            return sorted(off)[: need - have] if need > have else []
         wanted = [gpus[j] for j in self.control.waiting(group)]
         if not wanted:
             return []
         need = sum(-(-w // largest) for w in wanted)
-        if self.uniform[g] and state.largest:
-            # one node size: what the general case below finds node by node, counted. Nodes idle or booting are the
-            # histogram's idle ones and the boots under way, enough nodes are always enough GPUs, and the nodes
-            # booted are the lowest-numbered that are off
-            if self._boots:
-                self._settle(now)
-            count = need - self._idle(g) - self.booting[g]
-            return sorted(off)[:count] if count > 0 else []
         need_gpus = sum(wanted)
         lit = [n for n in range(len(sizes)) if n not in off]  # on or booting
         ready = [n for n in lit if states[n] == BOOTING or free[n] == sizes[n]]  # idle, or soon to be
