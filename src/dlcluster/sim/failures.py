@@ -110,9 +110,11 @@ def retry_lists(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> dict[int,
     """By row of ``plan``, the work of the attempts after the first, the next one last (for popping); only rows that
     have any."""
     more = plan.with_row_index("i").filter(pl.col("tries") > 1)
-    rows, ids, firsts, tries = (more[c].to_list() for c in ("i", "job_id", "first", "tries"))  # (columns: no row tuples)
+    rows, firsts, tries = (more[c].to_list() for c in ("i", "first", "tries"))  # (columns: no row tuples)
+    if not recorded:  # no attempts table: every retry redoes the first attempt's work
+        return {i: [first] * (n - 1) for i, first, n in zip(rows, firsts, tries, strict=True)}
     return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (n - 1))
-            for i, job_id, first, n in zip(rows, ids, firsts, tries, strict=True)}
+            for i, job_id, first, n in zip(rows, more["job_id"].to_list(), firsts, tries, strict=True)}
 
 
 def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:
