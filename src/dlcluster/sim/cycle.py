@@ -696,6 +696,15 @@ class Cycle:
         unfit: set[int] = set()
         hopeless: set[int] = set()
         skip_hopeless, blocking = monotone and sized, policy.blocking
+        # at full speed and unobserved, jobs start, and victims that hand their node over are preempted, inline
+        # below (what _start and _preempt do in that case: under heavy preemption, such as LAS's, this is the hot path)
+        inline = self.speed is None and not self.observers
+        rec, engine, fresh = self.rec, self.engine, self._ranks.fresh if self._ranks is not None else None
+        first_start, queued_for, nodes_held, preemptions = rec.start, rec.queue, rec.nodes, rec.preemptions
+        cancel, finish_at, close, waiting_since = engine.cancel, engine.finish_at, self.segments.close, \
+            self.waiting_since
+        held_for, remaining, started_at, overhead, victims = jobs.held, jobs.remaining, jobs.started_at, \
+            self._overhead, self._victims
         for entry in entries:
             j = entry[-1]
             need = gpu[j]
@@ -723,7 +732,19 @@ class Cycle:
                             alloc = held if need == w_gpus else [(held[0][0], need)]
                             state.hand_over(held[0][0], w_gpus, need)
                             taken = True
-                            self._preempt(worst, now, True)
+                            if inline:  # (one_node: no CPUs to give back)
+                                del running[worst]
+                                cancel(worst)
+                                since = started_at[worst]
+                                close(worst, since, now, held)
+                                preemptions[worst] += 1
+                                held_for[worst] += now - since
+                                remaining[worst] += overhead[w_gpus] - (now - since)
+                                started_at[worst] = -1
+                                waiting_since[worst] = now
+                                victims.append(worst)
+                            else:
+                                self._preempt(worst, now, True)
                         else:
                             state.release(held, w_gpus, w_cpus)
                             if state.free_total >= need:
@@ -740,7 +761,20 @@ class Cycle:
                     if alloc is not None:
                         unfit.clear()  # GPUs were freed
             if alloc is not None:
-                self._start(j, now, alloc, taken)
+                if inline:
+                    if not taken:
+                        state.allocate(alloc, need, cpu[j])
+                    running[j] = alloc
+                    if first_start[j] < 0:
+                        first_start[j] = now
+                    queued_for[j] += now - waiting_since[j]
+                    nodes_held[j] = len(alloc)
+                    started_at[j] = now
+                    if fresh is not None:
+                        fresh.append((j, now))
+                    finish_at(j, now + remaining[j])
+                else:
+                    self._start(j, now, alloc, taken)
                 started.append(entry)
             else:
                 if passed is not None:

@@ -117,15 +117,16 @@ class PowerManager(Observer):
         state = self.states[g]
         # nothing changed since a call that booted nothing (no GPU given back or taken, no node on, no job more or
         # less waiting): the answer is the same
-        seen = (state.gains, state.free_total, state.unusable, len(off), self.control.queued(group))
+        queued = self.control.queued(group)
+        seen = (state.gains, state.free_total, state.unusable, len(off), queued)
         if self._settled[g] == seen:
             return
-        boot = self._boots_for(g, group, state, now)
+        boot = self._boots_for(g, group, state, now, queued)
         if boot:
             self._boot(g, boot, now)
         self._settled[g] = None if boot else seen
 
-    def _boots_for(self, g: int, group: str, state: VCState, now: int) -> list[int]:
+    def _boots_for(self, g: int, group: str, state: VCState, now: int, queued: int) -> list[int]:
         """The nodes of group ``g`` to boot for its waiting jobs (see :meth:`on_waiting`)."""
         off = self.off[g]
         sizes, states, free, largest = state.sizes, state.states, state.free, state.largest or 1
@@ -133,12 +134,14 @@ class PowerManager(Observer):
         if self.uniform[g] and state.largest:
             # one node size: what the general case below finds node by node, counted. Nodes idle or booting are the
             # histogram's idle ones and the boots under way, enough nodes are always enough GPUs, and the nodes
-            # booted are the lowest-numbered that are off. Once the waiting jobs need every node, the rest of a
-            # long queue changes nothing
+            # booted are the lowest-numbered that are off. Once the ``queued`` waiting jobs need every node (each
+            # needs one at least), the rest of a long queue changes nothing
             if self._boots:
                 self._settle(now)
             have = self._idle(g) + self.booting[g]
             need, every = 0, have + len(off)
+            if queued >= every:
+                return sorted(off)
             for j in self.control.waiting(group):
                 need += -(-gpus[j] // largest)
                 if need >= every:
@@ -209,9 +212,13 @@ class PowerManager(Observer):
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
-        for g, name in enumerate(self.groups):
-            idle, keep = self._idle(g), self._reserve(g, spare)
-            if idle > keep and not self.control.queued(name):
+        # (_idle and _reserve inline: this runs at every step the controller asks for fewer nodes, which on a
+        # cluster whose VCs all have jobs waiting is every step, and finds nothing)
+        min_idle, total, queued = self.min_idle, self.total, self.control.queued
+        for g, (name, state, nodes, uniform) in enumerate(zip(self.groups, self.states, self.nodes, self.uniform)):
+            idle = (state.by_free[state.largest] if state.largest else 0) if uniform else self._idle(g)
+            keep = max(min_idle, spare * nodes // total)
+            if idle > keep and not queued(name):
                 surplus.append((keep - idle, g))
         heapq.heapify(surplus)
         # per group, the node last powered off: the nodes above it hold jobs or are off (nothing starts meanwhile),
