@@ -102,3 +102,26 @@ def test_timeline_counts_of_few_intervals_equal_a_direct_count(n: int, spans, we
     got = _sampled_sparse(a, b, n, w if weighted else None)
     direct = [sum((g if weighted else 1) for (s, e, g) in zip(a, b, w) if s <= k < e) for k in range(n)]
     assert got.dtype == np.int64 and got.tolist() == direct
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(["srtf", "las:61"]))
+def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_not(scenario, base: str) -> None:
+    """Whole-number keys are packed into one int per queue entry; a key of another type turns the queue back into
+    tuples, mid-run: the three ways give the same run."""
+    from dlcluster.sim.policies import get_policy
+
+    table, cluster = scenario
+    cls = get_policy(base)
+
+    class AsFloats(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:
+            return float(super().priority(job, now))
+
+    class Mixed(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:  # ints until the fifth job's key: then tuples
+            key = super().priority(job, now)
+            return float(key) if job >= 4 else key
+
+    runs = [simulate(table, cluster, p).jobs.drop("status") for p in (cls, AsFloats, Mixed)]
+    assert runs[0].equals(runs[1]) and runs[0].equals(runs[2])

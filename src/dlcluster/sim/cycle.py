@@ -6,7 +6,7 @@ kept as the policy needs it: a heap of ``(key, job)`` for static, blocking polic
 without backfilling (only the head matters; packed into one int per job while every key is
 a whole number); a heap of ``(key, insertion number, job)``
 for static, preemptive ones (popped in order while a pass walks it, the entries that did
-not start pushed back); a sorted container of ``(key, job)`` for other static policies
+not start pushed back; packed into one int the same way); a sorted container of ``(key, job)`` for other static policies
 (walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
 """
 
@@ -29,6 +29,9 @@ from dlcluster.sim.jobs import Jobs, Record, checkpoint_overhead
 if TYPE_CHECKING:  # the placement package imports the policies, which import the framework
     from dlcluster.sim.observers import Observer
     from dlcluster.sim.placement import Placement
+
+SEQ_BITS = 40  # bits of a packed preemptive heap entry's insertion number (a run enqueues far fewer than 2**40)
+SEQ_MASK = (1 << SEQ_BITS) - 1
 
 
 class SpeedModel(Protocol):
@@ -287,7 +290,10 @@ class Cycle:
             self.run_pass = self._heap_pass if policy.blocking and not backfills else self._static_pass
         else:
             self.run_pass = self._pass
-        if self.run_pass != self._heap_pass:  # only that pass packs its heap's entries
+        # the passes that pack their heap's entries: the heap pass as key << bits | job, the preemptive one as
+        # key << _kshift | insertion number << bits | job (the same order as the tuples, ints compare faster)
+        self._kshift = self._bits + SEQ_BITS
+        if self.run_pass != self._heap_pass and not (self.run_pass == self._preemptive_pass and self.static):
             self._mask = 0
 
     # ---- state changes -------------------------------------------------------------------------------------------
@@ -506,9 +512,13 @@ class Cycle:
         return cast(int, self.heap[0] & self._mask if self._mask else self.heap[0][-1])
 
     def _unpack(self) -> None:
-        """From now on the queue heap holds ``(key, job)`` pairs (a key that is not an int cannot be packed)."""
-        bits, mask = self._bits, self._mask
-        self.heap[:] = [(e >> bits, e & mask) for e in self.heap]  # (in place: a pass holds the list)
+        """From now on the queue heap holds tuples (a key that is not an int cannot be packed): ``(key, job)``, or
+        ``(key, insertion number, job)`` in the preemptive pass."""
+        bits, mask, kshift = self._bits, self._mask, self._kshift
+        if self.run_pass == self._heap_pass:
+            self.heap[:] = [(e >> bits, e & mask) for e in self.heap]  # (in place: a pass holds the list)
+        else:
+            self.heap[:] = [(e >> kshift, e >> bits & SEQ_MASK, e & mask) for e in self.heap]
         heapify(self.heap)
         self._mask = 0
 
@@ -636,10 +646,16 @@ class Cycle:
                 self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
-                    priority, seq = self.policy.priority, self._seq
+                    priority, seq, bits, kshift = self.policy.priority, self._seq, self._bits, self._kshift
                     for v in self._victims:  # (what _enqueue does, inline: one per preemption)
                         seq += 1
-                        heappush(q, (priority(v, now), seq, v))
+                        key = priority(v, now)
+                        if self._mask and type(key) is int:
+                            heappush(q, key << kshift | seq << bits | v)
+                            continue
+                        if self._mask:
+                            self._unpack()
+                        heappush(q, (key, seq, v))
                     self._seq = seq
                     self._victims = []
                     self._walk_heap(now, preempt=False)
@@ -658,12 +674,18 @@ class Cycle:
     def _enqueue(self, j: int, now: int) -> None:
         """Add ``j`` to the queue heap with its key now (constant while it waits); ties keep insertion order."""
         self._seq += 1
-        heappush(self.heap, (self.policy.priority(j, now), self._seq, j))
+        key = self.policy.priority(j, now)
+        if self._mask and type(key) is int:
+            heappush(self.heap, key << self._kshift | self._seq << self._bits | j)
+            return
+        if self._mask:
+            self._unpack()
+        heappush(self.heap, (key, self._seq, j))
 
     def _walk_heap(self, now: int, *, preempt: bool) -> None:
         """Walk the queue heap in order, popping lazily; the entries looked at that did not start go back."""
         heap = self.heap
-        passed: list[tuple[Any, ...]] = []
+        passed: list[Any] = []
         # the heap does not grow during a walk (victims rejoin after it)
         self._place_preempting(map(heappop, repeat(heap, len(heap))), now, preempt, passed)
         for entry in passed:
@@ -674,9 +696,10 @@ class Cycle:
         started = {e[-1] for e in self._place_preempting(((j,) for j in queue), now, preempt)}
         return [j for j in queue if j not in started] if started else queue
 
-    def _place_preempting(self, entries: Iterator[tuple[Any, ...]], now: int, preempt: bool,
-                          passed: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
-        """Start queued jobs (``entry[-1]``, in priority order) that fit, preempting where allowed; the started entries.
+    def _place_preempting(self, entries: Iterator[Any], now: int, preempt: bool,
+                          passed: list[Any] | None = None) -> list[Any]:
+        """Start queued jobs (``entry[-1]``, or packed heap entries, in priority order) that fit, preempting where
+        allowed; the started entries.
 
         ``passed``, if given, receives the entries looked at that did not start.
         """
@@ -684,7 +707,8 @@ class Cycle:
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         ranking: _Ranking | _LinearRanking | None = None
         static = self.static
-        started: list[tuple[Any, ...]] = []
+        mask, kshift = (self._mask, self._kshift) if static else (0, 0)  # packed heap entries (see _enqueue)
+        started: list[Any] = []
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
         monotone = self.static or type(policy).order is Policy.order
         can_preempt = preempt and bool(running)
@@ -706,7 +730,7 @@ class Cycle:
         held_for, remaining, started_at, overhead, victims = jobs.held, jobs.remaining, jobs.started_at, \
             self._overhead, self._victims
         for entry in entries:
-            j = entry[-1]
+            j = entry & mask if mask else entry[-1]
             need = gpu[j]
             alloc = None
             taken = False  # its GPUs already taken (handed over by a victim)
@@ -718,7 +742,8 @@ class Cycle:
                 if ranking is None:
                     ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
                         else _LinearRanking(self._ranks, jobs.started_at, now)
-                key = entry[0] if static else policy.priority(j, now)  # a static key is the one queued
+                # a static key is the one queued
+                key = (entry >> kshift if mask else entry[0]) if static else policy.priority(j, now)
                 worst = ranking.worst_above(key)
                 can_preempt = worst is not None or not monotone
                 if worst is not None:
