@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -119,7 +120,8 @@ class Jobs:
 
 @dataclass(slots=True)
 class Segments:
-    """The run segments of one simulation group, in the order they closed; flat lists for cheap appends.
+    """The run segments of one simulation group, in the order they closed; flat arrays of 64-bit ints for cheap
+    appends (kept as values, not int objects; read as NumPy arrays without a copy).
 
     Kept per group so that the result tables, which are per group, need no sort to split them. A segment on
     one node (the common case) is recorded by that node alone: its job holds all its GPUs there. A segment
@@ -127,10 +129,10 @@ class Segments:
     """
 
     # per segment
-    job: list[int] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    end: list[int] = field(default_factory=list)
-    node: list[int] = field(default_factory=list)
+    job: array[int] = field(default_factory=lambda: array("q"))
+    start: array[int] = field(default_factory=lambda: array("q"))
+    end: array[int] = field(default_factory=lambda: array("q"))
+    node: array[int] = field(default_factory=lambda: array("q"))
     # per (segment, node) of the segments across several nodes, in segment order
     span_segment: list[int] = field(default_factory=list)
     span_node: list[int] = field(default_factory=list)

@@ -49,7 +49,7 @@ def _segments(segs: Segments, gpu_num: np.ndarray) -> dict[str, Any]:
 
     ``gpu_num``: each job's GPUs, by job number.
     """
-    job, start, end, node = (np.array(v, dtype=np.int64) for v in (segs.job, segs.start, segs.end, segs.node))
+    job, start, end, node = (np.frombuffer(v, dtype=np.int64) for v in (segs.job, segs.start, segs.end, segs.node))
     gpus = gpu_num[job]
     per_segment = {"job": job, "start": start, "end": end, "gpus": gpus}
     if not segs.span_segment:  # every segment on one node: one (segment, node) row each
