@@ -4,9 +4,9 @@ A pass runs at every second at which the group has an event: jobs that ended hav
 released their GPUs and jobs that arrived have joined the queue before it. The queue is
 kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
 without backfilling (only the head matters; packed into one int per job while every key is
-a whole number); a heap of ``(key, insertion number, job)``
-for static, preemptive ones (popped in order while a pass walks it, the entries that did
-not start pushed back; packed into one int the same way); a sorted container of ``(key, job)`` for other static policies
+a whole number); a heap of ``(key, insertion number, job)`` for static, preemptive ones
+(popped in order while a pass walks it, the entries that did not start pushed back; packed
+into one int the same way); a sorted container of ``(key, job)`` for other static policies
 (walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
 """
 

@@ -212,8 +212,8 @@ class PowerManager(Observer):
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
-        # (_idle and _reserve inline: this runs at every step the controller asks for fewer nodes, which on a
-        # cluster whose VCs all have jobs waiting is every step, and finds nothing)
+        # (_idle and _reserve inline: this runs at every step the controller asks for fewer nodes, which under the
+        # quantile rule on a busy cluster is almost every step)
         min_idle, total, queued = self.min_idle, self.total, self.control.queued
         for g, (name, state, nodes, uniform) in enumerate(zip(self.groups, self.states, self.nodes, self.uniform)):
             idle = (state.by_free[state.largest] if state.largest else 0) if uniform else self._idle(g)
