@@ -170,6 +170,20 @@ def test_single_step_and_batch_forecasts_agree() -> None:
     assert f.forecast() == pytest.approx(batch.tolist(), rel=1e-12)
 
 
+def test_feature_rows_computed_one_by_one_equal_those_computed_in_blocks_bit_for_bit() -> None:
+    """On a series of arbitrary floats (no integer sums to hide rounding): the rows of a forecast at a new origin
+    are exactly the rows a retrain computes for it in a block."""
+    y = np.random.default_rng(5).gamma(2.0, 37.3, 4 * 144).tolist()
+    targets = (horizon(6), Target(0, 30), Target(1, 7, "max"))
+    f = DemandForecaster(STEP, 0, targets)
+    f.extend(y)
+    one_by_one = [[f._shared(i) + f._specific(i, t) for t in targets] for i in range(len(y))]
+    f._fill(len(y))  # one block past the first origins
+    for i, rows in enumerate(one_by_one):
+        for k, row in enumerate(rows):
+            assert np.array_equal(np.array(row), f._rows[k][i], equal_nan=True), (i, k)
+
+
 @settings(max_examples=25, deadline=None)
 @given(asked=st.lists(st.booleans(), min_size=300, max_size=300))
 def test_a_forecast_is_the_same_whichever_steps_were_forecast_before(asked: list[bool]) -> None:

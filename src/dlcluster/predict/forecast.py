@@ -275,10 +275,18 @@ class DemandForecaster:
         y, nan, mean = self.y, math.nan, self._mean
         now = y[i]
         last6 = y[max(0, i - 5): i + 1]
-        mean6 = sum(last6) / len(last6)
+        # sums as loops, left to right, as _fill_block adds them (sum() of floats is compensated from Python 3.12 on,
+        # which would make the two ways differ in the last bit)
+        total = last6[0]
+        for v in last6[1:]:
+            total += v
+        mean6 = total / len(last6)
+        spread = 0.0
+        for v in last6:
+            d = v - mean6
+            spread += d * d  # (d * d: see _fill_block)
         return [now, now - y[i - 1] if i >= 1 else nan, now - y[i - 6] if i >= 6 else nan,
-                mean6 - now, max(last6) - now,
-                math.sqrt(sum(d * d for d in (v - mean6 for v in last6)) / len(last6)),  # (d * d: see _fill_block)
+                mean6 - now, max(last6) - now, math.sqrt(spread / len(last6)),
                 mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]
 
     def _specific(self, i: int, target: Target) -> list[float]:
