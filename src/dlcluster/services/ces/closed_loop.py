@@ -217,6 +217,8 @@ class PowerManager(Observer):
         min_idle, total, queued = self.min_idle, self.total, self.control.queued
         for g, (name, state, nodes, uniform) in enumerate(zip(self.groups, self.states, self.nodes, self.uniform)):
             idle = (state.by_free[state.largest] if state.largest else 0) if uniform else self._idle(g)
+            if idle <= min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
+                continue
             keep = max(min_idle, spare * nodes // total)
             if idle > keep and not queued(name):
                 surplus.append((keep - idle, g))
