@@ -123,5 +123,14 @@ def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_n
             key = super().priority(job, now)
             return float(key) if job >= 4 else key
 
+    class Negated(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:  # negative whole numbers pack too
+            return -super().priority(job, now)
+
+    class NegatedFloats(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:
+            return -float(super().priority(job, now))
+
     runs = [simulate(table, cluster, p).jobs.drop("status") for p in (cls, AsFloats, Mixed)]
     assert runs[0].equals(runs[1]) and runs[0].equals(runs[2])
+    assert simulate(table, cluster, Negated).jobs.equals(simulate(table, cluster, NegatedFloats).jobs)
