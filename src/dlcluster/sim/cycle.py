@@ -295,7 +295,6 @@ class Cycle:
         self._kshift = self._bits + SEQ_BITS
         if self.run_pass != self._heap_pass and not (self.run_pass == self._preemptive_pass and self.static):
             self._mask = 0
-        self._ids = jobs.numbers() if self._mask and self.run_pass == self._preemptive_pass else []
 
     # ---- state changes -------------------------------------------------------------------------------------------
 
@@ -709,8 +708,6 @@ class Cycle:
         ranking: _Ranking | _LinearRanking | None = None
         static = self.static
         mask, kshift = (self._mask, self._kshift) if static else (0, 0)  # packed heap entries (see _enqueue)
-        # a job number unpacked from an entry is a new int: the run's records (segments, rankings) keep the shared one
-        ids = self._ids
         started: list[Any] = []
         # in priority order, once no running job is worse than a queued one, none is worse than those after it
         monotone = self.static or type(policy).order is Policy.order
@@ -733,7 +730,7 @@ class Cycle:
         held_for, remaining, started_at, overhead, victims = jobs.held, jobs.remaining, jobs.started_at, \
             self._overhead, self._victims
         for entry in entries:
-            j = ids[entry & mask] if mask else entry[-1]
+            j = entry & mask if mask else entry[-1]
             need = gpu[j]
             alloc = None
             taken = False  # its GPUs already taken (handed over by a victim)

@@ -111,10 +111,10 @@ def retry_lists(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> dict[int,
     have any."""
     more = plan.with_row_index("i").filter(pl.col("tries") > 1)
     rows, firsts, tries = (more[c].to_list() for c in ("i", "first", "tries"))  # (columns: no row tuples)
-    if not recorded:  # no attempts table: every retry redoes the first attempt's work
-        return {i: [first] * (n - 1) for i, first, n in zip(rows, firsts, tries, strict=True)}
+    # without an attempts table every retry redoes the first attempt's work: the ids are not needed
+    ids = more["job_id"].to_list() if recorded else [None] * len(rows)
     return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (n - 1))
-            for i, job_id, first, n in zip(rows, more["job_id"].to_list(), firsts, tries, strict=True)}
+            for i, job_id, first, n in zip(rows, ids, firsts, tries, strict=True)}
 
 
 def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:

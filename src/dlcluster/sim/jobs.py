@@ -25,7 +25,7 @@ class Jobs:
     """
 
     __slots__ = ("gpu", "submit", "duration", "estimate", "cpu", "group", "remaining", "rate", "progress_at",
-                 "started_at", "end_at", "held", "retry", "_labels", "_label_cache", "_numbers")
+                 "started_at", "end_at", "held", "retry", "_labels", "_label_cache")
 
     def __init__(
         self,
@@ -53,13 +53,6 @@ class Jobs:
         self.retry: dict[int, list[int]] | None = None
         self._labels = labels  # column name -> values, read only when a policy or observer asks
         self._label_cache: dict[str, list[str | None]] = {}
-        self._numbers: list[int] | None = None
-
-    def numbers(self) -> list[int]:
-        """Job ``j``'s number as one int object shared by every record that keeps it (built on first use)."""
-        if self._numbers is None:
-            self._numbers = list(range(len(self.gpu)))
-        return self._numbers
 
     def track_rates(self) -> None:
         """Keep the moment work was last counted and the scheduled end apart: rates may now change mid-run."""

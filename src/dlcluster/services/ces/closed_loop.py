@@ -212,15 +212,12 @@ class PowerManager(Observer):
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
-        # (_idle and _reserve inline: this runs at every step the controller asks for fewer nodes, which under the
-        # quantile rule on a busy cluster is almost every step)
-        min_idle, total, queued = self.min_idle, self.total, self.control.queued
-        for g, (name, state, nodes, uniform) in enumerate(zip(self.groups, self.states, self.nodes, self.uniform)):
-            idle = (state.by_free[state.largest] if state.largest else 0) if uniform else self._idle(g)
-            if idle <= min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
+        for g, name in enumerate(self.groups):
+            idle = self._idle(g)
+            if idle <= self.min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
                 continue
-            keep = max(min_idle, spare * nodes // total)
-            if idle > keep and not queued(name):
+            keep = self._reserve(g, spare)
+            if idle > keep and not self.control.queued(name):
                 surplus.append((keep - idle, g))
         heapq.heapify(surplus)
         # per group, the node last powered off: the nodes above it hold jobs or are off (nothing starts meanwhile),
