@@ -646,17 +646,8 @@ class Cycle:
                 self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
-                    priority, seq, bits, kshift = self.policy.priority, self._seq, self._bits, self._kshift
-                    for v in self._victims:  # (what _enqueue does, inline: one per preemption)
-                        seq += 1
-                        key = priority(v, now)
-                        if self._mask and type(key) is int:
-                            heappush(q, key << kshift | seq << bits | v)
-                            continue
-                        if self._mask:
-                            self._unpack()
-                        heappush(q, (key, seq, v))
-                    self._seq = seq
+                    for v in self._victims:
+                        self._enqueue(v, now)
                     self._victims = []
                     self._walk_heap(now, preempt=False)
         else:
