@@ -65,16 +65,18 @@ def closed_loop() -> None:
     print("closed-loop: simulate -p fifo, power management off and on (medians of the runs; ratio: CPU s over "
           "--power none)")
     t = Table(("trace", 12), ("power", 13), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
-              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("saved %", 8, ".1f"), ("mean queue s", 13, ".1f"))
+              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("saved %", 8, ".1f"), ("wake-ups", 9, ",d"),
+              ("mean queue s", 13, ".1f"))
     for name, args in cases:
         runs = in_turn(RUNS[name], {label: partial(simulate_measured, [*args, "-p", "fifo", *power])
                                     for label, power in POWER.items()})
         base = statistics.median(m.cpu for m, _ in runs["none"])
         for label, done in runs.items():
             cpu, summary = [m.cpu for m, _ in done], done[-1][1]
-            saved = (summary.get("energy") or {}).get("saved_pct")
+            energy = summary.get("energy") or {}
             t.row(name, label, len(cpu), statistics.median(cpu), spread(cpu), max(m.peak_mib for m, _ in done),
-                  statistics.median(cpu) / base, saved, summary["overall"]["mean_queue_delay"])
+                  statistics.median(cpu) / base, energy.get("saved_pct"), energy.get("wakeups"),
+                  summary["overall"]["mean_queue_delay"])
     # the forecaster's fixed cost, which no faster simulator can take off a short run: importing LightGBM (and the
     # SciPy it imports) into a process that already has what a plain run imports
     # (the least of five processes each: one process's start-up varies by more than the difference)

@@ -6,7 +6,8 @@ table records no outcomes: failures change nothing there, the cost of replaying 
 Saturn look-alike (Helios' failure mix), each setting ``REPEAT`` times in turn (a run varies by ±10% on the shared
 machine); the ratio is of the median CPU seconds over the median of the same run with none of them (target < 1.5×
 with the speed model, failures and retries on). The mean queueing delay shows how much heavier the simulated workload
-became: retried runs and slower jobs lengthen the queue, and a longer queue costs the scheduler more per event.
+became: retried runs and slower jobs lengthen the queue, and a longer queue costs the scheduler more per event;
+the makespan shows how much longer the simulated span, and with it the timeline (a row per VC per minute), became.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def main() -> None:
     print("guidelines: simulate -p fifo with the speed model, failures and retries (medians of the runs; ratio: CPU s "
           "over plain)")
     t = Table(("trace", 12), ("run", 28), ("runs", 5, "d"), ("CPU s", 8, ".2f"), ("CPU range", 12),
-              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("retries", 9, ",d"), ("mean queue s", 14, ",.0f"))
+              ("peak MiB", 10, ",.0f"), ("ratio", 7, ".2f"), ("retries", 9, ",d"), ("mean queue s", 14, ",.0f"),
+              ("makespan d", 11, ",.0f"))
     for name, args in cases:
         runs = in_turn(REPEAT, {label: partial(simulate_measured, [*args, "-p", "fifo", *extra])
                                 for label, extra in RUNS.items()})
@@ -48,7 +50,8 @@ def main() -> None:
             cpu, summary = [m.cpu for m, _ in done], done[-1][1]
             t.row(name, label, len(cpu), statistics.median(cpu), spread(cpu), max(m.peak_mib for m, _ in done),
                   statistics.median(cpu) / base, (summary.get("failures") or {}).get("retries"),
-                  summary["overall"]["mean_queue_delay"])
+                  summary["overall"]["mean_queue_delay"], summary["overall"]["makespan"] / 86_400)
+
 
 if __name__ == "__main__":
     main()
