@@ -27,11 +27,16 @@ from dlcluster.errors import ConfigError
               "jobs).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed: same seed, same output, byte for "
               "byte.")
+@click.option("--calendar", type=click.Choice(["source", "drawn"]),
+              help="A batched model's (the philly preset's, --fit's) day-by-day rate over its source's window (the "
+              "default --days and start): the source's own (source, the default) or drawn from the fitted days "
+              "(drawn); shorter windows always draw theirs.")
 @click.option("--format", "-f", "fmt", help="Output format: parquet, helios, philly, swf or csv (default: by the "
               "output's suffix).")
 @reading_options
 def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace: Path | None, fit_format: str | None,
           model_file: Path | None, save_model: Path | None, days: float | None, load: float, seed: int,
+          calendar: str | None,
           fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically.
 
@@ -67,10 +72,13 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
     else:
         assert fit_trace is not None  # (exactly one source was given)
         model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz))
+    if calendar is not None and model.batches is None:
+        raise ConfigError(f"--calendar: the {model.name} model has no calendar (batched models have one: the philly "
+                          "preset, and models fitted to a per-job trace)")
     if save_model is not None:
         write_text_atomic(save_model, model.to_json())
     with err_console.status(f"generating {model.name} ..."):
-        trace = generate(model, days=days, load=load, seed=seed)
+        trace = generate(model, days=days, load=load, seed=seed, calendar=calendar or "source")
         written = writer.write(trace, output)
     gpu_jobs = int((trace.jobs["gpu_num"] > 0).sum())
     err_console.print(

@@ -1,14 +1,17 @@
 """Sample a batched model (see :class:`~dlcluster.synth.model.Batches`): vectorised NumPy, one draw per batch.
 
 Batches arrive as a Poisson process whose hourly rate is the weekly profile times a day
-multiplier (drawn per day, correlated from one day to the next); each batch's jobs follow
-its first one after sampled gaps and share GPU count, VC and user; durations are drawn by
-quantile from a normal score that adds VC, user, batch and job parts.
+multiplier (drawn per day, correlated from one day to the next, or the source's own
+calendar); each VC takes a share of a day's batches that follows its own busy days, and
+sizes them from its own batch sizes; each batch's jobs follow its first one after sampled
+gaps and share GPU count, VC and user; durations are drawn by quantile from a normal score
+that adds VC, user, VC-day, batch and job parts.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -40,36 +43,68 @@ def mean_batch(sizes: dict[int, float]) -> float:
     return float(k @ p_norm([sizes[x] for x in k]))
 
 
-def _day_multipliers(batches: Batches, n_days: int, rng: np.random.Generator) -> np.ndarray:
+def _day_multipliers(batches: Batches, n_days: int, rng: np.random.Generator, replay: bool) -> tuple[np.ndarray, int]:
+    """Each day's rate multiplier, drawn from the fitted ones, or (``replay``) the source window's own, day by day,
+    for as many first days as it covers (how many: the second value)."""
     if not batches.day_rates or n_days == 0:
-        return np.ones(n_days)
+        return np.ones(n_days), 0
     z = ar1(batches.day_corr, (1, n_days), rng)[0]
     # the days' ranks pick evenly spaced quantiles: any window holds the fitted spread of busy and quiet days
     # (the total stays near the fitted rate) and the AR(1) scores only decide which days are which
     rank = np.empty(n_days, dtype=np.int64)
     rank[np.argsort(z, kind="stable")] = np.arange(n_days)
     q = np.asarray(batches.day_rates)
-    return np.interp((rank + 0.5) / n_days * (len(q) - 1), np.arange(len(q)), q)
+    mult = np.interp((rank + 0.5) / n_days * (len(q) - 1), np.arange(len(q)), q)
+    known = min(n_days, len(batches.day_sequence)) if replay else 0
+    mult[:known] = batches.day_sequence[:known]  # the source's calendar (a ramp-up, its busy weeks) as it was
+    return mult, known
 
 
-def ar1(r: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
-    """Standard normal AR(1) series along the last axis, lag-1 correlation ``r`` (one step per day, not per job)."""
+def ar1(r: float | np.ndarray, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Standard normal AR(1) series along the last axis, lag-1 correlation ``r`` (one per row, or one for all; one
+    step per day, not per job)."""
     e = rng.standard_normal(shape)
     z = np.empty(shape)
     z[..., 0] = e[..., 0]
+    keep = np.sqrt(1.0 - np.asarray(r) ** 2)
     for d in range(1, shape[-1]):
-        z[..., d] = r * z[..., d - 1] + math.sqrt(1.0 - r * r) * e[..., d]
+        z[..., d] = r * z[..., d - 1] + keep * e[..., d]
     return z
 
 
-def vc_day_shifts(batches: Batches, vc: np.ndarray, day: np.ndarray, vcs: int, rng: np.random.Generator,
-                  ) -> np.ndarray:
-    """Each batch's duration-score shift for its VC and day: per VC an AR(1) over days (``vc_day_sd``,
-    ``vc_day_corr``), so a VC has busy stretches of long jobs; zero without the fitted spread."""
-    if batches.vc_day_sd <= 0 or len(vc) == 0:
+def vc_day_params(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per VC (in ``vc_share`` order) the spread and lag-1 correlation of its day shift (its own, else the pooled
+    ones) and the shift's correlation with its rate scores."""
+    batches = model.batches
+    assert batches is not None
+    sd, corr, with_rate = [], [], []
+    for vc in model.vc_share:
+        v = model.vc_jobs.get(vc)
+        if v is not None and v.day_shift_sd is not None:
+            sd.append(v.day_shift_sd)
+            corr.append(v.day_shift_corr)
+        else:
+            sd.append(batches.vc_day_sd)
+            corr.append(batches.vc_day_corr)
+        with_rate.append(v.rate_score_corr if v is not None else 0.0)
+    return np.array(sd, dtype=float), np.array(corr, dtype=float), np.array(with_rate, dtype=float)
+
+
+def vc_day_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, day: np.ndarray, rng: np.random.Generator,
+                  coupled: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Each batch's duration-score shift for its VC and day: per VC an AR(1) over days (spread ``sd[vc]``, lag-1
+    correlation ``corr[vc]``), so a VC has busy stretches of long jobs; zero without a fitted spread.
+
+    ``coupled`` (each VC's rate scores, VCs × days as from :func:`arrivals`, and the correlation of its shift with
+    them): a VC's busy days bring shorter jobs where the fit found that they did.
+    """
+    if not (sd > 0).any() or len(vc) == 0:
         return np.zeros(len(vc))
-    z = ar1(batches.vc_day_corr, (vcs, int(day.max()) + 1), rng)
-    return batches.vc_day_sd * z[vc, day]
+    z = ar1(corr, (len(sd), int(day.max()) + 1), rng)
+    if coupled is not None:
+        rate, c = coupled[0][:, : z.shape[1]], coupled[1][:, None]
+        z[:, : rate.shape[1]] = c * rate + np.sqrt(1.0 - c**2) * z[:, : rate.shape[1]]
+    return sd[vc] * z[vc, day]
 
 
 def _kinds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,45 +118,124 @@ def _kinds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return vc.astype(np.int64), gpus.astype(np.int64), p_norm(share)
 
 
-def _sizes_of(batches: Batches, gpus: int) -> dict[int, float]:
-    return batches.by_bucket.get(bucket_of(gpus), batches.sizes)
+def _sizes_of(model: Model, vc: int, gpus: int) -> dict[int, float]:
+    """The batch sizes of a kind of batch: its VC's own for its bucket, else the bucket's, else the cluster's."""
+    batches, label = model.batches, bucket_of(gpus)
+    assert batches is not None
+    own = model.vc_jobs.get(list(model.vc_share)[vc]) if vc >= 0 and model.vc_jobs else None
+    return (own.batch_sizes.get(label) if own is not None else None) or batches.by_bucket.get(label, batches.sizes)
 
 
-def stratified(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+def stratified(p: np.ndarray, n: int, rng: np.random.Generator, by_day: np.ndarray | None = None,
+               day: np.ndarray | None = None) -> np.ndarray:
     """``n`` draws from the categories of ``p``, one uniform per 1/n slice, shuffled: the counts stay within one of
-    ``n p`` (independent draws would let the few huge batches swing a window's totals by several percent)."""
+    ``n p`` (independent draws would let the few huge batches swing a window's totals by several percent).
+
+    ``by_day`` (days × categories): the categories' probabilities on the day (``day``) of each draw instead.
+    """
     u = (rng.permutation(n) + rng.random(n)) / max(n, 1)
-    return np.minimum(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1)
+    if by_day is None or day is None:
+        return np.minimum(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1)
+    return np.minimum((np.cumsum(by_day, axis=1)[day] <= u[:, None]).sum(axis=1), len(p) - 1)
 
 
-def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Generator,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Submit times in order, each job's batch index, and per batch: job count (inside the window), VC index (-1:
-    not chosen yet), GPU count and day of arrival (from ``t0``)."""
+def vc_rate_scores(model: Model, n_days: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Each VC's day-to-day rate scores (VCs × days: a standard normal AR(1) per VC); None when no VC has a fitted
+    spread."""
+    own = [model.vc_jobs.get(vc) for vc in model.vc_share] if model.vc_jobs else []
+    if not any(v is not None and v.rate_sd > 0 for v in own) or n_days == 0:
+        return None
+    return ar1(np.array([v.rate_corr if v is not None else 0.0 for v in own]), (len(own), n_days), rng)
+
+
+def _day_shares(model: Model, p: np.ndarray, kind_vc: np.ndarray, scores: np.ndarray, day_weight: np.ndarray,
+                ) -> np.ndarray:
+    """Each kind's share of each day's batches (days × kinds): ``p`` times its VC's lognormal rate from ``scores``,
+    rescaled (iterative proportional fitting) until every kind's expected share over the window, days weighted by
+    their expected batches ``day_weight``, is its share ``p`` again."""
+    sd = np.array([v.rate_sd if (v := model.vc_jobs.get(vc)) is not None else 0.0 for vc in model.vc_share])
+    rate = np.vstack([np.exp(sd[:, None] * scores), np.ones((1, scores.shape[1]))])  # VC -1 (none yet): flat
+    w = p * rate[kind_vc].T
+    weight = day_weight / day_weight.sum()
+    for _ in range(50):
+        share = w / w.sum(axis=1, keepdims=True)
+        got = weight @ share
+        if np.abs(got - p).max() < 1e-9:
+            break
+        w *= p / np.where(got > 0, got, 1.0)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _to_counts(kind: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``kind`` with randomly chosen draws of the categories it holds too often given to those it holds too
+    rarely, until each category ``k`` appears ``want[k]`` times (the draws per day vary: the few huge batches of
+    one VC's kinds would swing the window's job count by several percent)."""
+    have = np.bincount(kind, minlength=len(want))
+    order = rng.permutation(len(kind))
+    # each draw's rank among its category's draws, in the random order: the ones ranked past ``want`` are surplus
+    ranked = kind[order]
+    first = np.argsort(ranked, kind="stable")
+    rank = np.empty(len(kind), dtype=np.int64)
+    rank[first] = np.arange(len(kind)) - np.repeat(np.concatenate([[0], np.cumsum(have)[:-1]]), have)
+    surplus = order[rank >= want[ranked]]
+    out = kind.copy()
+    out[surplus] = rng.permutation(np.repeat(np.arange(len(want)), np.maximum(want - have, 0)))
+    return out
+
+
+class Arrivals(NamedTuple):
+    """What :func:`arrivals` draws: per job its submit time (in order) and batch; per batch its job count (inside the
+    window), VC index (-1: not chosen yet), GPU count and day (from the window's start); each VC's rate scores."""
+
+    submit: np.ndarray
+    owner: np.ndarray
+    size: np.ndarray
+    vc: np.ndarray
+    gpus: np.ndarray
+    day: np.ndarray
+    vc_rate: np.ndarray | None
+
+
+def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Generator, replay: bool = True,
+             ) -> Arrivals:
+    """Batches and their jobs over ``days`` from ``t0`` (``replay``: the source's calendar, if the window covers the
+    source's)."""
     batches = model.batches
     assert batches is not None
     kind_vc, kind_gpus, job_share = _kinds(model)
-    mean_size = np.array([mean_batch(_sizes_of(batches, int(g))) for g in kind_gpus])
+    pmfs = [_sizes_of(model, int(v), int(g)) for v, g in zip(kind_vc, kind_gpus, strict=True)]
+    mean_size = np.array([mean_batch(pmf) for pmf in pmfs])
     batch_share = p_norm(job_share / mean_size)
     starts, exposure, how = hour_bins(t0, days, model.timezone)
     day = (starts - t0) // DAY
     base = (model.jobs_per_day / 24.0 * load / float(batch_share @ mean_size)
             * np.asarray(model.weekly_profile)[how] * exposure)
-    mult = _day_multipliers(batches, int(day.max()) + 1 if len(day) else 0, rng)
-    if len(day) and (base * mult[day]).sum() > 0:
-        # busy days landing on weekends rather than weekdays must not change the window's expected total
-        mult = mult * base.sum() / (base * mult[day]).sum()
+    # the source's calendar belongs to the source's window: a shorter one from its start would be all ramp-up
+    covers = t0 == model.start and days >= model.days
+    mult, known = _day_multipliers(batches, int(day.max()) + 1 if len(day) else 0, rng, replay and covers)
+    drawn = day >= known
+    if (base * mult[day])[drawn].sum() > 0:
+        # busy days landing on weekends rather than weekdays must not change the drawn days' expected total
+        mult[known:] *= base[drawn].sum() / (base * mult[day])[drawn].sum()
     counts = rng.poisson(base * mult[day])
     nb = int(counts.sum())
     first = np.repeat(starts, counts) + np.floor(rng.random(nb) * np.repeat(exposure, counts) * HOUR).astype(np.int64)
     first = np.sort(first)
     day_b = (first - t0) // DAY
     kind = stratified(batch_share, nb, rng)
+    rate = vc_rate_scores(model, len(mult), rng)
+    if rate is not None:  # a VC's share of each day's batches follows its busy days, each kind as often as before
+        by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
+        kind = _to_counts(stratified(batch_share, nb, rng, by_day, day_b),
+                          np.bincount(kind, minlength=len(batch_share)), rng)
     size = np.ones(nb, dtype=np.int64)
-    labels = np.array([bucket_of(int(g)) for g in kind_gpus])[kind]
-    for label in np.unique(labels):  # a bucket's batches take its batch sizes: large jobs come in small batches
-        mask = labels == label
-        pmf = batches.by_bucket.get(str(label), batches.sizes)
+    # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
+    # large jobs come in small batches, and a small VC's in its own
+    distinct = {id(pmf): i for i, pmf in enumerate(pmfs)}
+    group = np.array([distinct[id(pmf)] for pmf in pmfs])[kind]
+    for g in np.unique(group):
+        mask = group == g
+        pmf = pmfs[g]
         k = np.array(sorted(pmf))
         size[mask] = k[stratified(p_norm([pmf[x] for x in k]), int(mask.sum()), rng)]
     owner = np.repeat(np.arange(nb), size)
@@ -136,7 +250,8 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     keep = submit < t0 + round(days * DAY)  # a batch running past the window's end is cut there
     submit, owner = submit[keep], owner[keep]
     order = np.argsort(submit, kind="stable")
-    return submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind], day_b
+    return Arrivals(submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind], day_b,
+                    rate)
 
 
 def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list[str], score: np.ndarray,
@@ -176,6 +291,11 @@ def scores(batches: Batches, owner: np.ndarray, nb: int, shift: np.ndarray, spre
     part), per job."""
     batch_part = rng.standard_normal(nb) * batches.batch_sd
     return shift + spread * (common + batch_part[owner] + rng.standard_normal(len(owner)) * batches.job_sd)
+
+
+def score_sd(batches: Batches, day_sd: float | np.ndarray) -> float | np.ndarray:
+    """The spread of a job's standardised score: its user, VC-day (``day_sd``), batch and job parts together."""
+    return np.sqrt(batches.user_sd**2 + np.asarray(day_sd) ** 2 + batches.batch_sd**2 + batches.job_sd**2)
 
 
 BUCKET_LABELS = [label for label, _, _ in BUCKETS]

@@ -20,6 +20,9 @@ from dlcluster.synth.model import BUCKETS, Batches, Bucket, Dist, Queue, VcJobs
 
 MAX_GAP = 60  # seconds: a longer pause between one submitter's same-size jobs starts a new batch
 MIN_CELL = 200  # a GPU count needs this many timed jobs for a duration distribution of its own
+MIN_VC_CELL = 30  # a VC's GPU count needs this many timed jobs for score quantiles of its own
+MIN_VC_BATCHES = 30  # a VC's GPU bucket needs this many batches for batch sizes of its own
+SCORE_QUANTILES = 101
 DIGITS = 4
 
 
@@ -67,9 +70,9 @@ def batch_column(jobs: pl.DataFrame, max_gap: int = MAX_GAP) -> pl.DataFrame:
 
 
 def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_per_day: float,
-              profile: tuple[float, ...]) -> tuple[tuple[float, ...], float]:
-    """Quantiles of each day's count of ``submits`` over what the weekly profile expects (mean 1), and their lag-1
-    correlation (``jobs_per_day`` only scales the expectation)."""
+              profile: tuple[float, ...]) -> tuple[tuple[float, ...], float, tuple[float, ...]]:
+    """Quantiles of each day's count of ``submits`` over what the weekly profile expects (mean 1), their lag-1
+    correlation, and the days' multipliers in order (``jobs_per_day`` only scales the expectation)."""
     bins, exposure, how = hour_bins(start, days, timezone)
     expected_hour = jobs_per_day / 24.0 * np.asarray(profile)[how] * exposure
     day_of_bin = (bins - start) // DAY
@@ -78,13 +81,16 @@ def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_
     ok = expected > 0
     mult = counts[ok] / expected[ok]
     mult = mult / mult.mean()
+    # in order, scaled so that the window's expected total is its own: a replayed calendar is the source's
+    in_order = np.where(ok, counts / np.where(ok, expected, 1.0) * expected[ok].sum() / counts[ok].sum(), 1.0)
     q = np.maximum.accumulate(np.quantile(mult, np.linspace(0.0, 1.0, 101)))
     corr = 0.0
     if len(mult) > 3:
         ranks = pl.Series(mult).rank("average").to_numpy()
         z = ndtri((ranks - 0.5) / len(mult))
         corr = float(np.corrcoef(z[:-1], z[1:])[0, 1]) if z.std() > 0 else 0.0
-    return tuple(round(float(x), DIGITS) for x in q), round(max(0.0, corr), DIGITS)
+    return (tuple(round(float(x), DIGITS) for x in q), round(max(0.0, corr), DIGITS),
+            tuple(round(float(x), DIGITS) for x in in_order))
 
 
 def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
@@ -117,6 +123,56 @@ def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
     return var, min(0.99, max(0.0, cov[1] / cov[0])) if cov[0] > 0 else 0.0
 
 
+def score_quantiles(z: np.ndarray) -> tuple[float, ...]:
+    """A cell's duration scores at ``SCORE_QUANTILES`` evenly spaced probabilities."""
+    return tuple(round(float(x), DIGITS) for x in np.maximum.accumulate(np.quantile(z, np.linspace(0, 1, SCORE_QUANTILES))))
+
+
+def vc_rates(first: pl.DataFrame, start: int) -> dict[str, tuple[float, float]]:
+    """Per VC, the spread and lag-1 correlation of the log of its day-to-day multiplier on its share of the cluster's
+    batches (an AR(1) over days), from ``first``: one row per batch (``vc``, ``submit_time``).
+
+    Method of moments on overdispersed counts: a VC's batches on day d are Poisson with mean ``mu_d M_d`` (``mu_d``:
+    its share of the day's batches), so E[(n - mu)^2] = mu + mu^2 Var(M), and the Poisson noise of one day is
+    independent of the next's; a lognormal M has Var(M) = exp(s^2) - 1 and lag-1 covariance exp(s^2 r) - 1.
+    """
+    day = ((first["submit_time"].to_numpy() - start) // DAY).astype(np.int64)
+    days = int(day.max()) + 1 if len(day) else 0
+    total = np.bincount(day, minlength=days).astype(float)
+    vcs = first["vc"].cast(pl.String).fill_null("").to_numpy()
+    out = {}
+    for vc in np.unique(vcs):
+        n = np.bincount(day[vcs == vc], minlength=days).astype(float)
+        mu = total * n.sum() / total.sum()
+        var = float(((n - mu) ** 2 - mu).sum() / (mu**2).sum())
+        if var <= 0.0 or days < 3:
+            out[str(vc)] = (0.0, 0.0)
+            continue
+        s2 = math.log1p(var)
+        lag = float(((n[:-1] - mu[:-1]) * (n[1:] - mu[1:])).sum() / (mu[:-1] * mu[1:]).sum())
+        out[str(vc)] = (round(math.sqrt(s2), DIGITS), round(min(0.99, max(0.0, math.log1p(max(lag, 0.0)) / s2)), DIGITS))
+    return out
+
+
+def busy_day_scores(timed: pl.DataFrame, start: int) -> dict[str, float]:
+    """Per VC, the correlation across its days with batches of the log of their count with their batches' mean
+    duration residual (negative: its busy days are sweeps of short jobs)."""
+    per_day = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
+                                          ((pl.col("submit_time").min() - start) // DAY).alias("day"))
+    per_day = per_day.group_by("vc", "day").agg(pl.len().log().alias("n"), pl.col("r").mean().alias("m"))
+    out = {}
+    for vc, part in per_day.group_by("vc"):
+        n, m = part["n"].to_numpy(), part["m"].to_numpy()
+        c = float(np.corrcoef(n, m)[0, 1]) if part.height > 2 and n.std() > 0 and m.std() > 0 else 0.0
+        out[str(vc[0])] = round(min(0.99, max(-0.99, c)), DIGITS)
+    return out
+
+
+def _day(effect: tuple[float, float] | None) -> tuple[float | None, float]:
+    """A VC's own day effect as (spread, correlation); None without one."""
+    return (None, 0.0) if effect is None else (round(math.sqrt(effect[0]), DIGITS), round(effect[1], DIGITS))
+
+
 def _share_mix(values: pl.Series) -> dict[int, float]:
     counts = values.value_counts().sort(values.name)
     total = counts["count"].sum()
@@ -132,7 +188,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     by_size = size_durations(jobs)
     buckets = {label: Bucket(b.status_mix, b.durations, b.queue, by_size.get(label, {})) for label, b in buckets.items()}
     df = batch_column(jobs).with_columns(_scores(by_size).alias("z"))
-    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first())
+    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first(), pl.col("vc").first())
     sizes = per_batch["n"]
     by_bucket = {str(b[0]): _share_mix(part["n"]) for b, part in per_batch.group_by("bucket")}
     gaps = df["gap"].drop_nulls().to_numpy()
@@ -140,7 +196,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     gap_model = Queue(round(1.0 - len(positive) / max(len(gaps), 1), 6),
                       _quantiles(positive) if len(positive) else None)
     # days vary by their count of batches: job counts would add the batch sizes' spread a second time
-    rates, corr = day_rates(df.filter(pl.col("gap").is_null())["submit_time"].to_numpy(), start, days, timezone, jobs_per_day, profile)
+    rates, corr, sequence = day_rates(df.filter(pl.col("gap").is_null())["submit_time"].to_numpy(), start, days, timezone, jobs_per_day, profile)
 
     # duration-score variance components: VC shift, user shift, batch, job
     timed = df.filter(pl.col("z").is_not_null())
@@ -148,7 +204,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     cell_sd = pl.col("z").std(ddof=0).over("vc", "gpu_num")
     timed = timed.with_columns(((pl.col("z") - pl.col("z").mean().over("vc", "gpu_num"))
                                 / pl.when(cell_sd > 0).then(cell_sd).otherwise(1.0)).alias("r"))
-    shift = timed.group_by("vc", "gpu_num").agg(pl.col("z").mean(), pl.col("z").std(ddof=0).alias("sd"))
+    shift = timed.group_by("vc", "gpu_num").agg(pl.col("z").mean(), pl.col("z").std(ddof=0).alias("sd"),
+                                                pl.col("z").alias("all"))
     user_sd = 0.0
     if "user" in timed.columns and timed["user"].null_count() < timed.height:
         user_mean = pl.col("r").mean().over("user")
@@ -165,8 +222,11 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
-                      round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS))
+                      round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence)
 
+    own_rate = vc_rates(df.filter(pl.col("gap").is_null()).select("vc", "submit_time"), start) if vc_capacity else {}
+    coupled = busy_day_scores(timed, start) if vc_capacity else {}
+    own_day = {str(vc[0]): vc_day_effect(part, start) for vc, part in timed.group_by("vc")} if vc_capacity else {}
     vc_jobs = {}
     for vc, part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
         # a VC's jobs larger than the VC could never run there: they are left out of its mix
@@ -174,7 +234,17 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
         if fits.height:
             own = shift.filter(pl.col("vc") == vc[0])
             cells = own.filter(pl.col("gpu_num") <= vc_capacity[str(vc[0])]).sort("gpu_num")
-            vc_jobs[str(vc[0])] = VcJobs(_share_mix(fits["gpu_num"]),
-                                         {int(g): round(float(z), DIGITS) for _, g, z, _ in cells.iter_rows()},
-                                         {int(g): round(float(sd), DIGITS) for _, g, _, sd in cells.iter_rows()})
+            own_sizes = {str(b[0]): _share_mix(cell["n"]) for b, cell in
+                         per_batch.filter(pl.col("vc") == vc[0]).group_by("bucket") if cell.height >= MIN_VC_BATCHES}
+            name = str(vc[0])
+            shift_sd, shift_corr = _day(own_day.get(name))
+            rate_sd, rate_corr = own_rate.get(name, (0.0, 0.0))
+            vc_jobs[name] = VcJobs(
+                _share_mix(fits["gpu_num"]),
+                shifts={int(g): round(float(z), DIGITS) for _, g, z, _, _ in cells.iter_rows()},
+                spreads={int(g): round(float(sd), DIGITS) for _, g, _, sd, _ in cells.iter_rows()},
+                score_quantiles={int(g): score_quantiles(np.asarray(z)) for _, g, _, _, z in cells.iter_rows()
+                                 if len(z) >= MIN_VC_CELL},
+                day_shift_sd=shift_sd, day_shift_corr=shift_corr, batch_sizes=dict(sorted(own_sizes.items())),
+                rate_sd=rate_sd, rate_corr=rate_corr, rate_score_corr=coupled.get(name, 0.0))
     return buckets, batches, dict(sorted(vc_jobs.items()))

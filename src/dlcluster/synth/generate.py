@@ -99,9 +99,19 @@ def check_scale(days: float | None, load: float, seed: int = 0) -> None:
         raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
 
 
+CALENDARS = ("source", "drawn")
+
+
 def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed: int = 0,
-             start: int | None = None) -> Trace:
-    """A synthetic trace of ``days`` days (default: the source's span) from ``start`` (UTC epoch)."""
+             start: int | None = None, calendar: str = "source") -> Trace:
+    """A synthetic trace of ``days`` days (default: the source's span) from ``start`` (UTC epoch).
+
+    ``calendar``: ``source`` replays a batched model's source window's day-by-day rate (its ramp-up, its busy
+    weeks) when the window covers the source's (same start, at least as long; days beyond it are drawn); ``drawn``
+    draws every day's rate from the fitted ones.
+    """
+    if calendar not in CALENDARS:
+        raise ConfigError(f"calendar must be one of {', '.join(CALENDARS)}, got {calendar!r}")
     days = model.days if days is None else float(days)
     check_scale(days, float(load), seed)
     expected = model.jobs_per_day * days * load
@@ -111,7 +121,7 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
     if model.batches is not None:
-        return _finish(model, _batched_columns(model, days, float(load), t0, rng))
+        return _finish(model, _batched_columns(model, days, float(load), t0, rng, calendar == "source"))
 
     starts, exposure, how = hour_bins(t0, days, model.timezone)
     lam = model.jobs_per_day / 24.0 * load * np.asarray(model.weekly_profile)[how] * exposure
@@ -191,11 +201,12 @@ def _finish(model: Model, cols: dict[str, object]) -> Trace:
                  source=f"synth:{model.name}")
 
 
-def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.random.Generator) -> dict[str, object]:
+def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.random.Generator, replay: bool,
+                     ) -> dict[str, object]:
     """The job columns of a batched model: one draw per batch for VC, size and user, per job for the rest."""
     batches = model.batches
     assert batches is not None
-    submit, owner, size, vc_b, gpus_b, day_b = batched.arrivals(model, days, load, t0, rng)
+    submit, owner, size, vc_b, gpus_b, day_b, vc_rate = batched.arrivals(model, days, load, t0, rng, replay)
     n, nb = len(submit), len(size)
     vc_index = vc_b if model.vc_jobs else None
     gpus = gpus_b[owner]
@@ -213,6 +224,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
         if batches.user_sd > 0:
             common = (rng.standard_normal(model.users.count) * batches.user_sd)[user_b[owner]]
     shift, spread = np.zeros(nb), np.ones(nb)
+    quantiled: list[tuple[np.ndarray, tuple[float, ...]]] = []
     if vc_index is not None:
         for i, vc in enumerate(model.vc_share):
             own = model.vc_jobs.get(vc)
@@ -221,8 +233,18 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
             for g, z in own.shifts.items():
                 cell = (vc_index == i) & (gpus_b == g)
                 shift[cell], spread[cell] = z, own.spreads.get(g, 1.0)
-        common = common + batched.vc_day_shifts(batches, vc_index, day_b, len(model.vc_share), rng)[owner]
-    score = batched.scores(batches, owner, nb, shift[owner], spread[owner], common, rng)
+            quantiled += [((vc_index == i) & (gpus_b == g), q) for g, q in own.score_quantiles.items()]
+        day_sd, day_corr, with_rate = batched.vc_day_params(model)
+        coupled = None if vc_rate is None else (vc_rate, with_rate)
+        common = common + batched.vc_day_shifts(day_sd, day_corr, vc_index, day_b, rng, coupled)[owner]
+    parts = batched.scores(batches, owner, nb, np.zeros(n), np.ones(n), common, rng)
+    score = shift[owner] + spread[owner] * parts
+    if quantiled and vc_index is not None:
+        # the cell's own score quantiles at the probability of its parts: the same ranks, the VC's own shape
+        p = ndtr(parts / batched.score_sd(batches, day_sd[vc_index[owner]]))
+        for cell, q in quantiled:
+            jobs = cell[owner]
+            score[jobs] = np.interp(p[jobs], np.linspace(0.0, 1.0, len(q)), q)
     duration = batched.durations(model, gpus, status, statuses, score)
 
     cols = _columns(model, gpus, submit, queue, duration, pl.Series(statuses).gather(status))

@@ -138,15 +138,31 @@ class Batches:
     by_bucket: dict[str, dict[int, float]] = field(default_factory=dict)  # batch sizes per GPU bucket (else sizes)
     vc_day_sd: float = 0.0  # spread of a VC's day-to-day duration-score shift (busy weeks of long jobs)
     vc_day_corr: float = 0.0  # lag-1 correlation of a VC's consecutive days' shifts
+    day_sequence: tuple[float, ...] = ()  # the source window's day multipliers in order (its calendar)
 
 
 @dataclass(frozen=True)
 class VcJobs:
-    """One VC's own jobs (batched models): its GPU-count mix and, per GPU count, its duration scores' mean and spread."""
+    """One VC's own jobs (batched models): its GPU-count mix and, per GPU count, its duration scores' mean and spread,
+    or (GPU counts with enough jobs) their quantiles, which keep a VC's few longest jobs where a normal would not."""
 
     gpu_mix: dict[int, float]
     shifts: dict[int, float] = field(default_factory=dict)
     spreads: dict[int, float] = field(default_factory=dict)
+    score_quantiles: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    # its own day-to-day duration-score shift (spread, lag-1 correlation of its AR(1) over days), used instead of
+    # the pooled ``Batches.vc_day_sd``/``vc_day_corr``: one VC drifts slowly through weeks of long jobs, another not
+    day_shift_sd: float | None = None
+    day_shift_corr: float = 0.0
+    # its own batch sizes per GPU bucket (buckets with enough batches; else the cluster's): a small VC never saw the
+    # hyper-parameter sweeps of hundreds of jobs that a large one submits
+    batch_sizes: dict[str, dict[int, float]] = field(default_factory=dict)
+    # its day-to-day share of the cluster's batches: a lognormal multiplier (the spread of its log), whose log is an
+    # AR(1) over days with this lag-1 correlation, so a VC has busy and quiet days of its own; and how its duration
+    # shift follows that log (negative: its busy days bring sweeps of short jobs)
+    rate_sd: float = 0.0
+    rate_corr: float = 0.0
+    rate_score_corr: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -202,6 +218,14 @@ class Model:
                 raise ConfigError(f"model {self.name!r}: vc_jobs {vc} gpu_mix sums to {sum(own.gpu_mix.values()):.4f}, not 1")
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
+            for bucket, sizes in own.batch_sizes.items():
+                if abs(sum(sizes.values()) - 1.0) > 1e-3:
+                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} batch_sizes {bucket} sum to "
+                                      f"{sum(sizes.values()):.4f}, not 1")
+            for g, q in own.score_quantiles.items():
+                if len(q) < 2 or any(b < a for a, b in zip(q, q[1:], strict=False)):
+                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} score_quantiles {g} must be at least two "
+                                      "non-decreasing values")
 
     @property
     def cluster_spec(self) -> ClusterSpec | None:
@@ -223,12 +247,16 @@ class Model:
 
 
 # fields added after the first presets: left out at their defaults, so a model without them is written as before
-_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr"})
+_OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr", "score_quantiles",
+                       "day_shift_sd", "day_shift_corr", "batch_sizes",
+                       "rate_sd", "rate_corr", "rate_score_corr", "day_sequence"})
+_NULLABLE = frozenset({"day_shift_sd"})  # None is their default: a 0 is written
 
 
 def _without_defaults(raw: Any) -> Any:
     if isinstance(raw, dict):
-        return {k: _without_defaults(v) for k, v in raw.items() if not (k in _OPTIONAL and not v)}
+        return {k: _without_defaults(v) for k, v in raw.items()
+                if not (k in _OPTIONAL and (v is None if k in _NULLABLE else not v))}
     if isinstance(raw, list):
         return [_without_defaults(v) for v in raw]
     return raw
@@ -266,7 +294,13 @@ def _model(raw: dict[str, Any]) -> Model:
         batches=_batches(batches) if batches else None,
         vc_jobs={vc: VcJobs({int(g): p for g, p in v["gpu_mix"].items()},
                             {int(g): float(x) for g, x in v["shifts"].items()},
-                            {int(g): float(x) for g, x in v["spreads"].items()})
+                            {int(g): float(x) for g, x in v["spreads"].items()},
+                            {int(g): tuple(q) for g, q in v.get("score_quantiles", {}).items()},
+                            None if v.get("day_shift_sd") is None else float(v["day_shift_sd"]),
+                            float(v.get("day_shift_corr", 0.0)),
+                            {b: {int(k): float(p) for k, p in m.items()} for b, m in v.get("batch_sizes", {}).items()},
+                            float(v.get("rate_sd", 0.0)), float(v.get("rate_corr", 0.0)),
+                            float(v.get("rate_score_corr", 0.0)))
                  for vc, v in raw.get("vc_jobs", {}).items()},
     )
 
@@ -284,7 +318,8 @@ def _batches(raw: dict[str, Any]) -> Batches:
                    tuple(raw["day_rates"]), float(raw["day_corr"]), float(raw["batch_sd"]), float(raw["job_sd"]),
                    float(raw["user_sd"]), int(raw["max_gap"]),
                    {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()},
-                   float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)))
+                   float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)),
+                   tuple(raw.get("day_sequence", ())))
 
 
 def preset_names() -> list[str]:
