@@ -17,7 +17,7 @@ from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.synth import Model, closeness, fit, generate
 from dlcluster.synth.batched import mean_batch
-from dlcluster.synth.model import ANY, Batches, Bucket, Dist, Queue, Users, VcJobs
+from dlcluster.synth.model import ANY, Batches, Bucket, Dist, Queue, Users, VcJobs, bucket_of
 
 SEEDS = (1, 2, 3, 4, 5)
 
@@ -286,6 +286,19 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
         == (28.7, 1.2)
     assert (round(own["6214e9"].day_shift_corr, 2), round(own["103959"].day_shift_corr, 2)) == (0.99, 0.01)
     assert [round(own[vc].rate_score_corr, 2) for vc in ("6214e9", "11cb48", "6c71a0")] == [-0.68, -0.73, -0.71]
+    # 101 score quantiles for exactly the VC cells of at least 30 timed jobs, own batch sizes for exactly the VC
+    # buckets of at least 30 batches
+    timed = real.jobs.filter(pl.col("duration").is_not_null() & pl.col("vc").is_in(list(own)))
+    cells = {(vc, g) for vc, g, n in timed.group_by("vc", "gpu_num").len().iter_rows() if n >= 30}
+    assert {(vc, g) for vc, v in own.items() for g in v.score_quantiles} == \
+        {(vc, g) for vc, g in cells if g in own[vc].gpu_mix}
+    assert {len(q) for v in own.values() for q in v.score_quantiles.values()} == {101}
+    firsts = batch_column(real.jobs).filter(pl.col("gap").is_null() & pl.col("vc").is_in(list(own)))
+    per_size = firsts.group_by("vc", "gpu_num").len()
+    batches_of: dict[tuple[str, str], int] = {}
+    for vc, g, n in per_size.iter_rows():
+        batches_of[(vc, bucket_of(g))] = batches_of.get((vc, bucket_of(g)), 0) + n
+    assert {(vc, b) for vc, v in own.items() for b in v.batch_sizes} == {k for k, n in batches_of.items() if n >= 30}
 
     def batch_days_cv(trace) -> float:
         firsts = batch_column(trace.jobs).filter(pl.col("gap").is_null())

@@ -72,22 +72,21 @@ def ar1(r: float | np.ndarray, shape: tuple[int, int], rng: np.random.Generator)
     return z
 
 
+def per_vc(model: Model, field: str, default: float) -> np.ndarray:
+    """Each VC's (in ``vc_share`` order) own ``field`` of its ``vc_jobs``, ``default`` where it has none."""
+    own = [getattr(model.vc_jobs[vc], field) if vc in model.vc_jobs else None for vc in model.vc_share]
+    return np.array([default if x is None else x for x in own], dtype=float)
+
+
 def vc_day_params(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per VC (in ``vc_share`` order) the spread and lag-1 correlation of its day shift (its own, else the pooled
-    ones) and the shift's correlation with its rate scores."""
+    """Per VC the spread and lag-1 correlation of its day shift (its own, else the pooled ones) and the shift's
+    correlation with its rate scores."""
     batches = model.batches
     assert batches is not None
-    sd, corr, with_rate = [], [], []
-    for vc in model.vc_share:
-        v = model.vc_jobs.get(vc)
-        if v is not None and v.day_shift_sd is not None:
-            sd.append(v.day_shift_sd)
-            corr.append(v.day_shift_corr)
-        else:
-            sd.append(batches.vc_day_sd)
-            corr.append(batches.vc_day_corr)
-        with_rate.append(v.rate_score_corr if v is not None else 0.0)
-    return np.array(sd, dtype=float), np.array(corr, dtype=float), np.array(with_rate, dtype=float)
+    sd = per_vc(model, "day_shift_sd", batches.vc_day_sd)
+    pooled = np.isnan(per_vc(model, "day_shift_sd", np.nan))
+    corr = np.where(pooled, batches.vc_day_corr, per_vc(model, "day_shift_corr", 0.0))
+    return sd, corr, per_vc(model, "rate_score_corr", 0.0)
 
 
 def vc_day_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, day: np.ndarray, rng: np.random.Generator,
@@ -101,9 +100,9 @@ def vc_day_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, day: np.ndar
     if not (sd > 0).any() or len(vc) == 0:
         return np.zeros(len(vc))
     z = ar1(corr, (len(sd), int(day.max()) + 1), rng)
-    if coupled is not None:
-        rate, c = coupled[0][:, : z.shape[1]], coupled[1][:, None]
-        z[:, : rate.shape[1]] = c * rate + np.sqrt(1.0 - c**2) * z[:, : rate.shape[1]]
+    if coupled is not None:  # (the rate scores cover the window, the batches' days a prefix of it)
+        c = coupled[1][:, None]
+        z = c * coupled[0][:, : z.shape[1]] + np.sqrt(1.0 - c**2) * z
     return sd[vc] * z[vc, day]
 
 
@@ -118,34 +117,38 @@ def _kinds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return vc.astype(np.int64), gpus.astype(np.int64), p_norm(share)
 
 
-def _sizes_of(model: Model, vc: int, gpus: int) -> dict[int, float]:
-    """The batch sizes of a kind of batch: its VC's own for its bucket, else the bucket's, else the cluster's."""
+def _sizes_of(model: Model, vc: str | None, gpus: int) -> tuple[tuple[str | None, str], dict[int, float]]:
+    """The batch sizes of a kind of batch, and where they come from: its VC's own for its bucket (VC, bucket), else
+    the bucket's (None, bucket), else the cluster's."""
     batches, label = model.batches, bucket_of(gpus)
     assert batches is not None
-    own = model.vc_jobs.get(list(model.vc_share)[vc]) if vc >= 0 and model.vc_jobs else None
-    return (own.batch_sizes.get(label) if own is not None else None) or batches.by_bucket.get(label, batches.sizes)
+    own = model.vc_jobs[vc].batch_sizes.get(label) if vc in model.vc_jobs else None
+    return ((vc, label), own) if own else ((None, label), batches.by_bucket.get(label, batches.sizes))
 
 
-def stratified(p: np.ndarray, n: int, rng: np.random.Generator, by_day: np.ndarray | None = None,
-               day: np.ndarray | None = None) -> np.ndarray:
+def _slices(n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` uniforms, one per 1/n slice, shuffled."""
+    return (rng.permutation(n) + rng.random(n)) / max(n, 1)
+
+
+def stratified(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` draws from the categories of ``p``, one uniform per 1/n slice, shuffled: the counts stay within one of
-    ``n p`` (independent draws would let the few huge batches swing a window's totals by several percent).
+    ``n p`` (independent draws would let the few huge batches swing a window's totals by several percent)."""
+    return np.minimum(np.searchsorted(np.cumsum(p), _slices(n, rng), side="right"), len(p) - 1)
 
-    ``by_day`` (days × categories): the categories' probabilities on the day (``day``) of each draw instead.
-    """
-    u = (rng.permutation(n) + rng.random(n)) / max(n, 1)
-    if by_day is None or day is None:
-        return np.minimum(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1)
-    return np.minimum((np.cumsum(by_day, axis=1)[day] <= u[:, None]).sum(axis=1), len(p) - 1)
+
+def _by_day(shares: np.ndarray, day: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per entry of ``day`` from that day's categories (``shares``: days × categories)."""
+    u = _slices(len(day), rng)
+    return np.minimum((np.cumsum(shares, axis=1)[day] <= u[:, None]).sum(axis=1), shares.shape[1] - 1)
 
 
 def vc_rate_scores(model: Model, n_days: int, rng: np.random.Generator) -> np.ndarray | None:
     """Each VC's day-to-day rate scores (VCs × days: a standard normal AR(1) per VC); None when no VC has a fitted
     spread."""
-    own = [model.vc_jobs.get(vc) for vc in model.vc_share] if model.vc_jobs else []
-    if not any(v is not None and v.rate_sd > 0 for v in own) or n_days == 0:
+    if not (per_vc(model, "rate_sd", 0.0) > 0).any() or n_days == 0:
         return None
-    return ar1(np.array([v.rate_corr if v is not None else 0.0 for v in own]), (len(own), n_days), rng)
+    return ar1(per_vc(model, "rate_corr", 0.0), (len(model.vc_share), n_days), rng)
 
 
 def _day_shares(model: Model, p: np.ndarray, kind_vc: np.ndarray, scores: np.ndarray, day_weight: np.ndarray,
@@ -153,7 +156,7 @@ def _day_shares(model: Model, p: np.ndarray, kind_vc: np.ndarray, scores: np.nda
     """Each kind's share of each day's batches (days × kinds): ``p`` times its VC's lognormal rate from ``scores``,
     rescaled (iterative proportional fitting) until every kind's expected share over the window, days weighted by
     their expected batches ``day_weight``, is its share ``p`` again."""
-    sd = np.array([v.rate_sd if (v := model.vc_jobs.get(vc)) is not None else 0.0 for vc in model.vc_share])
+    sd = per_vc(model, "rate_sd", 0.0)
     rate = np.vstack([np.exp(sd[:, None] * scores), np.ones((1, scores.shape[1]))])  # VC -1 (none yet): flat
     w = p * rate[kind_vc].T
     weight = day_weight / day_weight.sum()
@@ -203,7 +206,9 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     batches = model.batches
     assert batches is not None
     kind_vc, kind_gpus, job_share = _kinds(model)
-    pmfs = [_sizes_of(model, int(v), int(g)) for v, g in zip(kind_vc, kind_gpus, strict=True)]
+    names = list(model.vc_share)
+    sources, pmfs = zip(*(_sizes_of(model, names[v] if v >= 0 else None, int(g))
+                          for v, g in zip(kind_vc, kind_gpus, strict=True)), strict=True)
     mean_size = np.array([mean_batch(pmf) for pmf in pmfs])
     batch_share = p_norm(job_share / mean_size)
     starts, exposure, how = hour_bins(t0, days, model.timezone)
@@ -226,13 +231,12 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     rate = vc_rate_scores(model, len(mult), rng)
     if rate is not None:  # a VC's share of each day's batches follows its busy days, each kind as often as before
         by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
-        kind = _to_counts(stratified(batch_share, nb, rng, by_day, day_b),
-                          np.bincount(kind, minlength=len(batch_share)), rng)
+        kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
     size = np.ones(nb, dtype=np.int64)
     # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
     # large jobs come in small batches, and a small VC's in its own
-    distinct = {id(pmf): i for i, pmf in enumerate(pmfs)}
-    group = np.array([distinct[id(pmf)] for pmf in pmfs])[kind]
+    distinct = {source: i for i, source in enumerate(sources)}
+    group = np.array([distinct[source] for source in sources])[kind]
     for g in np.unique(group):
         mask = group == g
         pmf = pmfs[g]
@@ -285,15 +289,14 @@ def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list
     return out
 
 
-def scores(batches: Batches, owner: np.ndarray, nb: int, shift: np.ndarray, spread: np.ndarray,
-           common: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Duration normal scores: ``shift`` + ``spread`` × (``common`` (the user and VC-day parts) + batch part + job
-    part), per job."""
+def score_parts(batches: Batches, owner: np.ndarray, nb: int, common: np.ndarray, rng: np.random.Generator,
+                ) -> np.ndarray:
+    """Each job's standardised duration score: ``common`` (its user and VC-day parts) + its batch's part + its own."""
     batch_part = rng.standard_normal(nb) * batches.batch_sd
-    return shift + spread * (common + batch_part[owner] + rng.standard_normal(len(owner)) * batches.job_sd)
+    return common + batch_part[owner] + rng.standard_normal(len(owner)) * batches.job_sd
 
 
-def score_sd(batches: Batches, day_sd: float | np.ndarray) -> float | np.ndarray:
+def score_sd(batches: Batches, day_sd: np.ndarray) -> np.ndarray:
     """The spread of a job's standardised score: its user, VC-day (``day_sd``), batch and job parts together."""
     return np.sqrt(batches.user_sd**2 + np.asarray(day_sd) ** 2 + batches.batch_sd**2 + batches.job_sd**2)
 

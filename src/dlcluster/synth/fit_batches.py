@@ -160,12 +160,9 @@ def busy_day_scores(timed: pl.DataFrame, start: int) -> dict[str, float]:
     per_day = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
                                           ((pl.col("submit_time").min() - start) // DAY).alias("day"))
     per_day = per_day.group_by("vc", "day").agg(pl.len().log().alias("n"), pl.col("r").mean().alias("m"))
-    out = {}
-    for vc, part in per_day.group_by("vc"):
-        n, m = part["n"].to_numpy(), part["m"].to_numpy()
-        c = float(np.corrcoef(n, m)[0, 1]) if part.height > 2 and n.std() > 0 and m.std() > 0 else 0.0
-        out[str(vc[0])] = round(min(0.99, max(-0.99, c)), DIGITS)
-    return out
+    # (a VC with under three days, or one whose counts or means never change, has none: NaN becomes 0)
+    corr = per_day.group_by("vc").agg(pl.when(pl.len() > 2).then(pl.corr("n", "m")).fill_nan(0.0).fill_null(0.0))
+    return {str(vc): round(min(0.99, max(-0.99, float(c))), DIGITS) for vc, c in corr.iter_rows()}
 
 
 def _day(effect: tuple[float, float] | None) -> tuple[float | None, float]:
@@ -228,23 +225,23 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     coupled = busy_day_scores(timed, start) if vc_capacity else {}
     own_day = {str(vc[0]): vc_day_effect(part, start) for vc, part in timed.group_by("vc")} if vc_capacity else {}
     vc_jobs = {}
-    for vc, part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
+    for (vc,), part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
+        name = str(vc)
         # a VC's jobs larger than the VC could never run there: they are left out of its mix
-        fits = part.filter(pl.col("gpu_num") <= vc_capacity[str(vc[0])])
+        fits = part.filter(pl.col("gpu_num") <= vc_capacity[name])
         if fits.height:
-            own = shift.filter(pl.col("vc") == vc[0])
-            cells = own.filter(pl.col("gpu_num") <= vc_capacity[str(vc[0])]).sort("gpu_num")
-            own_sizes = {str(b[0]): _share_mix(cell["n"]) for b, cell in
-                         per_batch.filter(pl.col("vc") == vc[0]).group_by("bucket") if cell.height >= MIN_VC_BATCHES}
-            name = str(vc[0])
+            cells = shift.filter((pl.col("vc") == vc) & (pl.col("gpu_num") <= vc_capacity[name])).sort("gpu_num")
+            own_sizes = {str(b): _share_mix(cell["n"]) for (b,), cell in
+                         per_batch.filter(pl.col("vc") == vc).group_by("bucket") if cell.height >= MIN_VC_BATCHES}
             shift_sd, shift_corr = _day(own_day.get(name))
             rate_sd, rate_corr = own_rate.get(name, (0.0, 0.0))
+            rows = list(cells.iter_rows(named=True))
             vc_jobs[name] = VcJobs(
                 _share_mix(fits["gpu_num"]),
-                shifts={int(g): round(float(z), DIGITS) for _, g, z, _, _ in cells.iter_rows()},
-                spreads={int(g): round(float(sd), DIGITS) for _, g, _, sd, _ in cells.iter_rows()},
-                score_quantiles={int(g): score_quantiles(np.asarray(z)) for _, g, _, _, z in cells.iter_rows()
-                                 if len(z) >= MIN_VC_CELL},
+                shifts={int(c["gpu_num"]): round(float(c["z"]), DIGITS) for c in rows},
+                spreads={int(c["gpu_num"]): round(float(c["sd"]), DIGITS) for c in rows},
+                score_quantiles={int(c["gpu_num"]): score_quantiles(np.asarray(c["all"])) for c in rows
+                                 if len(c["all"]) >= MIN_VC_CELL},
                 day_shift_sd=shift_sd, day_shift_corr=shift_corr, batch_sizes=dict(sorted(own_sizes.items())),
                 rate_sd=rate_sd, rate_corr=rate_corr, rate_score_corr=coupled.get(name, 0.0))
     return buckets, batches, dict(sorted(vc_jobs.items()))

@@ -237,7 +237,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
         day_sd, day_corr, with_rate = batched.vc_day_params(model)
         coupled = None if vc_rate is None else (vc_rate, with_rate)
         common = common + batched.vc_day_shifts(day_sd, day_corr, vc_index, day_b, rng, coupled)[owner]
-    parts = batched.scores(batches, owner, nb, np.zeros(n), np.ones(n), common, rng)
+    parts = batched.score_parts(batches, owner, nb, common, rng)
     score = shift[owner] + spread[owner] * parts
     if quantiled and vc_index is not None:
         # the cell's own score quantiles at the probability of its parts: the same ranks, the VC's own shape
