@@ -149,6 +149,53 @@ def test_a_vc_s_busy_days_hold_its_batches_without_changing_their_number() -> No
     assert bursty.std() / bursty.mean() > 3 * quiet.std() / quiet.mean()
 
 
+def _sessions_of_a(**batches: object) -> Model:
+    """VC a submits single 4-GPU jobs in sessions of six, 5 to 15 minutes apart, about one session a day; b single
+    1-GPU jobs."""
+    model = _two_vcs(a=VcJobs({4: 1.0}, session_sizes={6: 1.0}), b=VcJobs({1: 1.0}))
+    pauses = Dist(quantiles=tuple(np.log1p(np.linspace(300.0, 900.0, 11))))
+    return dataclasses.replace(model, gpu_mix={1: 0.5, 4: 0.5}, jobs_per_day=300.0, vc_share={"a": 0.02, "b": 0.98},
+                               users=Users(40, zipf=1.0), batches=dataclasses.replace(
+                                   model.batches, session_gap=3 * 3600, session_gaps=pauses, **batches))
+
+
+def test_a_vc_s_sessions_bring_its_multi_gpu_batches_together_and_are_fitted_back() -> None:
+    model = _sessions_of_a()
+    trace = generate(model, days=120, seed=5)
+    apart = generate(dataclasses.replace(model, batches=dataclasses.replace(model.batches, session_gaps=None)),
+                     days=120, seed=5)
+    a = trace.jobs.filter(pl.col("vc") == "a").sort("submit_time")
+    assert a.height == pytest.approx(apart.jobs.filter(pl.col("vc") == "a").height, rel=0.02)  # as many jobs
+    pause = a["submit_time"].diff().drop_nulls().to_numpy()
+    # five of a session's six jobs follow a pause of 5 to 15 minutes; without sessions about one in 15 does
+    assert ((pause >= 300) & (pause <= 900)).mean() == pytest.approx(5 / 6, abs=0.05)
+    alone = np.diff(np.sort(apart.jobs.filter(pl.col("vc") == "a")["submit_time"].to_numpy()))
+    assert ((alone >= 300) & (alone <= 900)).mean() < 0.1
+    # a session is one user's
+    runs = a.with_columns((pl.col("submit_time").diff().fill_null(10**9) > 900).cum_sum().alias("run"))
+    assert runs.group_by("run").agg(pl.col("user").n_unique())["user"].max() == 1
+    refit = fit(trace, cluster=ClusterSpec(dict(model.vcs)))
+    assert refit.batches is not None and refit.batches.session_gap == 3 * 3600
+    probs, q = refit.batches.session_gaps.grid()  # type: ignore[union-attr]
+    assert 300 <= np.expm1(np.interp(0.5, probs, q)) <= 900
+    # (a session starts at every sixth of a's batch arrivals, about a day apart: none within 3 hours of the last)
+    assert refit.vc_jobs["a"].session_sizes == {6: 1.0}
+    assert refit.vc_jobs["b"].session_sizes == {}  # 1-GPU batches make no sessions
+    # busy days count a session once: a's sessions arrive as a Poisson process, so a has none
+    assert refit.vc_jobs["a"].rate_sd < 0.15
+
+
+def test_sessions_round_trip_and_a_model_without_them_generates_as_before() -> None:
+    model = _sessions_of_a()
+    assert Model.from_json(model.to_json()) == model
+    old = dataclasses.replace(model, batches=dataclasses.replace(model.batches, session_gap=0, session_gaps=None),
+                              vc_jobs={vc: dataclasses.replace(v, session_sizes={}) for vc, v in model.vc_jobs.items()})
+    assert "session" not in old.to_json()
+    # the session fields alone, without a VC's sizes, change nothing
+    assert generate(old, days=10, seed=1).jobs.equals(generate(dataclasses.replace(
+        model, vc_jobs=old.vc_jobs), days=10, seed=1).jobs)
+
+
 def test_the_source_calendar_is_replayed_only_where_the_window_starts_with_the_source() -> None:
     calendar = tuple([0.0] * 5 + [4 / 3] * 15)  # five empty days, then busy ones (mean 1, as a fitted one)
     model = dataclasses.replace(_two_vcs(), batches=dataclasses.replace(
@@ -182,6 +229,7 @@ def test_a_vc_s_score_quantiles_keep_its_own_shape() -> None:
 @pytest.mark.parametrize(("own", "message"), [
     (VcJobs({1: 1.0}, batch_sizes={"1": {1: 0.5}}), "vc_jobs a batch_sizes 1 sum to 0.5000, not 1"),
     (VcJobs({1: 1.0}, score_quantiles={1: (1.0, 0.5)}), "vc_jobs a score_quantiles 1 must be at least two"),
+    (VcJobs({1: 1.0}, session_sizes={2: 0.5, 3: 0.4}), "vc_jobs a session_sizes sum to 0.9000, not 1"),
 ])
 def test_a_vc_s_malformed_own_jobs_are_refused(own: VcJobs, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -300,12 +348,28 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
         batches_of[(vc, bucket_of(g))] = batches_of.get((vc, bucket_of(g)), 0) + n
     assert {(vc, b) for vc, v in own.items() for b in v.batch_sizes} == {k for k, n in batches_of.items() if n >= 30}
 
+    # sessions: own sizes for exactly the VCs with at least 30; busy days counted in independent arrivals
+    from dlcluster.synth.fit_batches import sessions, vc_rates
+
+    per_batch = batch_column(real.jobs).group_by("batch").agg(
+        pl.col("vc").first(), pl.col("submitter").first(), pl.col("gpu_num").first(),
+        pl.col("submit_time").min().alias("first"))
+    counted = sessions(per_batch).group_by("vc").agg(pl.col("session").n_unique().alias("n"))
+    assert {vc for vc, v in own.items() if v.session_sizes} == {vc for vc, n in counted.iter_rows() if n >= 30}
+    means = {vc: round(mean_batch(v.session_sizes), 1) for vc, v in own.items() if v.session_sizes}
+    assert (means.pop("11cb48"), max(own["11cb48"].session_sizes), len(means)) == (18.9, 182, 8)
+    assert (min(means.values()), max(means.values())) == (1.9, 4.5)
+    probs, q = model.batches.session_gaps.grid()  # type: ignore[union-attr]
+    assert model.batches.session_gap == 10_800 and round(float(np.expm1(np.interp(0.5, probs, q)))) == 2_465
+    in_batches = vc_rates(firsts.select("vc", "submit_time"), model.start)
+    assert (round(own["2869ce"].rate_sd, 2), round(in_batches["2869ce"][0], 2)) == (0.45, 0.77)
+
     def batch_days_cv(trace) -> float:
         firsts = batch_column(trace.jobs).filter(pl.col("gap").is_null())
         counts = daily_counts(dataclasses.replace(trace, jobs=firsts))
         return round(float(counts.std() / counts.mean()), 2)
-    cvs = [batch_days_cv(t) for t in [real, *synthetic[:3]]]
-    assert (min(cvs), max(cvs)) == (0.61, 0.61)
+    cvs = [batch_days_cv(t) for t in synthetic[:3]]
+    assert (batch_days_cv(real), min(cvs), max(cvs)) == (0.61, 0.6, 0.61)
 
 
 def test_docs_fidelity_table_is_regenerated_verbatim(philly) -> None:

@@ -160,7 +160,7 @@ def test_cli_compare_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str
 def test_docs_why_each_vc_needs_its_own_structure() -> None:
     # the documented reasons the per-VC parts carry the load-3 rows: three real VCs at about a quarter of their
     # GPUs at load 1; with the cluster's batch sizes a 64-GPU VC gets sweeps of hundreds of jobs; with one normal
-    # per VC and GPU count 7f04ca runs far less GPU time than the real one
+    # per VC and GPU count 7f04ca runs far less GPU time than the real one (less than with its score quantiles)
     if not PHILLY.is_dir():
         pytest.skip("shared sample philly not available")
     from dlcluster.synth.fit_batches import batch_column
@@ -186,16 +186,16 @@ def test_docs_why_each_vc_needs_its_own_structure() -> None:
 
     assert sum(spec.vcs["ed69ec"]) == 64 and biggest(real) == 67
     assert max(biggest(generate(model, seed=s)) for s in range(1, 6)) == 67
-    assert max(biggest(generate(without("batch_sizes"), seed=s)) for s in range(1, 6)) == 602
+    assert max(biggest(generate(without("batch_sizes"), seed=s)) for s in range(1, 6)) == 532
 
     def gpu_time(trace: Trace) -> float:
         jobs = trace.jobs.filter((pl.col("vc") == "7f04ca") & pl.col("duration").is_not_null())
         return float((jobs["duration"] * jobs["gpu_num"]).sum())
 
     def short(m: object) -> float:
-        return round(1.0 - float(np.mean([gpu_time(generate(m, seed=s)) for s in range(1, 11)])) / gpu_time(real), 2)
+        return round(1.0 - float(np.mean([gpu_time(generate(m, seed=s)) for s in range(1, 41)])) / gpu_time(real), 2)
 
-    assert (short(without("score_quantiles")), short(model)) == (0.15, 0.0)
+    assert (short(without("score_quantiles")), short(model)) == (0.2, 0.07)
 
 
 def test_docs_the_real_table_is_one_draw() -> None:
@@ -216,11 +216,37 @@ def test_docs_the_real_table_is_one_draw() -> None:
     assert (round(min(drops), 2), round(max(drops), 2)) == (0.03, 0.29)
 
 
+def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
+    # moving VC 11cb48's 69 jobs of 4 GPUs or more (0.08% of the table) to random times in the table's span lowers its
+    # load-2 SJF p99 by 32% to 35% (four draws) and its load-3 one by about a tenth; no other statistic moves by more
+    if not PHILLY.is_dir():
+        pytest.skip("shared sample philly not available")
+    from dlcluster.synth.downstream import queueing_by_case
+
+    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
+    real = read_trace(PHILLY / "jobs_processed.csv")
+    jobs = real.jobs
+    moved = (pl.col("vc") == "11cb48") & (pl.col("gpu_num") >= 4)
+    assert jobs.filter(moved).height == 69
+    first, last = int(jobs["submit_time"].min()), int(jobs["submit_time"].max())  # type: ignore[arg-type]
+    whole = queueing_by_case(real, spec, (2.0, 3.0), ("fifo", "sjf"))
+    changes = []
+    for seed in range(4):
+        when = pl.Series(np.random.default_rng(seed).integers(first, last, jobs.height))
+        again = jobs.with_columns(pl.when(moved).then(when).otherwise(pl.col("submit_time")).alias("submit_time"))
+        got = queueing_by_case(dataclasses.replace(real, jobs=again.sort("submit_time", maintain_order=True)), spec,
+                                (2.0, 3.0), ("fifo", "sjf"))
+        changes.append({k: got[k] / v - 1.0 for k, v in whole.items()})
+    tail = [c.pop((2.0, "sjf", "p99")) for c in changes]
+    assert (round(-max(tail), 2), round(-min(tail), 2)) == (0.32, 0.35)
+    assert round(max(abs(v) for c in changes for v in c.values()), 2) == 0.12
+
+
 def test_generated_philly_queueing_against_the_real_table_at_load_3() -> None:
     # the acceptance's one load in the test suite (both loads: benchmarks/bench_synth_fidelity.py): the docs' rows
     if not PHILLY.is_dir():
         pytest.skip("shared sample philly not available")
     real = read_trace(PHILLY / "jobs_processed.csv")
-    generated = [generate(load_preset("philly"), seed=s) for s in range(1, 61)]
+    generated = (generate(load_preset("philly"), seed=s) for s in range(1, 241))
     table = over_seeds(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(3.0,))
-    assert [round(e, 2) for e in table["relative_error"]] == [-0.06, -0.06, -0.16, -0.34]
+    assert [round(e, 2) for e in table["relative_error"]] == [-0.16, -0.18, -0.26, -0.27]

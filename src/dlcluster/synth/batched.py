@@ -3,7 +3,8 @@
 Batches arrive as a Poisson process whose hourly rate is the weekly profile times a day
 multiplier (drawn per day, correlated from one day to the next, or the source's own
 calendar); each VC takes a share of a day's batches that follows its own busy days, and
-sizes them from its own batch sizes; each batch's jobs follow its first one after sampled
+sizes them from its own batch sizes; a VC's multi-GPU batches come in sessions, hours
+apart at most; each batch's jobs follow its first one after sampled
 gaps and share GPU count, VC and user; durations are drawn by quantile from a normal score
 that adds VC, user, VC-day, batch and job parts.
 """
@@ -17,7 +18,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from dlcluster.synth.calendar import DAY, HOUR, hour_bins
-from dlcluster.synth.model import BUCKETS, Batches, Dist, Model, bucket_of
+from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Dist, Model, bucket_of
 
 
 def p_norm(weights: list[float] | np.ndarray) -> np.ndarray:
@@ -186,9 +187,47 @@ def _to_counts(kind: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> 
     return out
 
 
+def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarray, rng: np.random.Generator,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each batch's arrival once each VC's multi-GPU batches are grouped into sessions, and its session (the index of
+    the session's first batch; a batch outside sessions is its own).
+
+    A VC's multi-GPU batches, in arrival order, are cut into runs of drawn session sizes (its own; a VC without
+    them has none); a run's first batch keeps its arrival and the others follow it after drawn pauses, so sessions
+    start as often as the rate says and their batches come together.
+    """
+    batches = model.batches
+    assert batches is not None
+    session = np.arange(len(first))
+    if batches.session_gaps is None:
+        return first, session
+    first = first.copy()
+    names = list(model.vc_share)
+    multi = gpus >= SESSION_MIN_GPUS
+    for v in np.unique(vc[multi]):
+        pmf = model.vc_jobs[names[v]].session_sizes if v >= 0 and names[v] in model.vc_jobs else {}
+        if not pmf:
+            continue
+        idx = np.flatnonzero(multi & (vc == v))
+        k = np.array(sorted(pmf))
+        p = p_norm([pmf[x] for x in k])
+        sizes = k[stratified(p, math.ceil(len(idx) / float(k @ p)), rng)]
+        while sizes.sum() < len(idx):  # (a window's few long sessions may fall short of its batches)
+            sizes = np.concatenate([sizes, k[stratified(p, math.ceil(len(idx) / float(k @ p)), rng)]])
+        run_of = np.repeat(np.arange(len(sizes)), sizes)[: len(idx)]
+        head = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
+        pause = quantile_draw(batches.session_gaps, rng.random(len(idx)))
+        pause[head] = 0
+        since = np.cumsum(pause)
+        first[idx] = first[idx[head]][run_of] + since - since[head][run_of]
+        session[idx] = idx[head][run_of]
+    return first, session
+
+
 class Arrivals(NamedTuple):
     """What :func:`arrivals` draws: per job its submit time (in order) and batch; per batch its job count (inside the
-    window), VC index (-1: not chosen yet), GPU count and day (from the window's start); each VC's rate scores."""
+    window), VC index (-1: not chosen yet), GPU count, day (from the window's start) and session (see
+    :func:`in_sessions`); each VC's rate scores."""
 
     submit: np.ndarray
     owner: np.ndarray
@@ -196,6 +235,7 @@ class Arrivals(NamedTuple):
     vc: np.ndarray
     gpus: np.ndarray
     day: np.ndarray
+    session: np.ndarray
     vc_rate: np.ndarray | None
 
 
@@ -232,6 +272,8 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     if rate is not None:  # a VC's share of each day's batches follows its busy days, each kind as often as before
         by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
         kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
+    first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng)
+    day_b = (first - t0) // DAY
     size = np.ones(nb, dtype=np.int64)
     # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
     # large jobs come in small batches, and a small VC's in its own
@@ -255,7 +297,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     submit, owner = submit[keep], owner[keep]
     order = np.argsort(submit, kind="stable")
     return Arrivals(submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind], day_b,
-                    rate)
+                    session, rate)
 
 
 def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list[str], score: np.ndarray,

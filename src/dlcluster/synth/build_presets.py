@@ -71,11 +71,12 @@ def philly(data: Path) -> Model:
             f"bucket, within-batch gaps ({batches.gaps.zero_share:.1%} in the same second), daily multipliers of the "
             f"batch rate (quantiles, lag-1 correlation {batches.day_corr}); duration normal scores per VC and GPU count "
             f"(vc_jobs: mean and spread) with batch spread {batches.batch_sd} and job spread {batches.job_sd}; each "
-            "VC's own GPU-count mix (vc_jobs). VC sizes: philly/vc_nodes.csv (8-GPU nodes, Helios artifact); VC "
+            f"VC's own GPU-count mix (vc_jobs); sessions: a VC's multi-GPU batches at most {batches.session_gap} s "
+            "apart, sizes per VC with >= 30 sessions, pauses between them. VC sizes: philly/vc_nodes.csv (8-GPU nodes, Helios artifact); VC "
             f"shares from the jobs of those 11 VCs ({outside} jobs of 4 other VCs left out). The table has no status, user "
             "or start time: status mix = Philly study Table 6 (passed 69.3% -> completed, killed 13.5% -> "
             "cancelled, unsuccessful 17.2% -> failed), drawn independently of size and duration; users: "
-            f"{PHILLY_USERS} ('hundreds of users', study) with Zipf({ZIPF}) popularity (assumed shape), one per batch; "
+            f"{PHILLY_USERS} ('hundreds of users', study) with Zipf({ZIPF}) popularity (assumed shape), one per batch (and session); "
             "queue delay 0 (no start times in the source)."
         ),
     )

@@ -9,7 +9,7 @@ out. A job's queueing delay is its simulated start minus its (scaled) submission
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -34,8 +34,11 @@ def queueing(trace: Trace, cluster: ClusterSpec, policy: str, load: float) -> tu
     return float(delays.mean()), float(delays.quantile(0.99, "linear"))  # type: ignore[arg-type]
 
 
-def _queueing_by_case(trace: Trace, cluster: ClusterSpec, loads: Sequence[float], policies: Sequence[str],
-                      ) -> dict[tuple[float, str, str], float]:
+Cases = dict[tuple[float, str, str], float]  # (load, policy, statistic) → seconds
+
+
+def queueing_by_case(trace: Trace, cluster: ClusterSpec, loads: Sequence[float] = LOADS,
+                     policies: Sequence[str] = POLICIES) -> Cases:
     """(load, policy, statistic) → seconds, for statistics mean and p99."""
     out = {}
     for load in loads:
@@ -51,13 +54,19 @@ def downstream(real: Trace, generated: Trace, cluster: ClusterSpec, loads: Seque
     return over_seeds(real, [generated], cluster, loads, policies).drop("low_s", "high_s")
 
 
-def over_seeds(real: Trace, generated: Sequence[Trace], cluster: ClusterSpec, loads: Sequence[float] = LOADS,
+def over_seeds(real: Trace, generated: Iterable[Trace], cluster: ClusterSpec, loads: Sequence[float] = LOADS,
                policies: Sequence[str] = POLICIES) -> pl.DataFrame:
-    """Like :func:`downstream` for several generated traces (one model, several seeds): the median of theirs, its
-    relative error, and their least and greatest value (``low_s``, ``high_s``)."""
-    runs = [_queueing_by_case(g, cluster, loads, policies) for g in generated]
+    """Like :func:`downstream` for several generated traces (one model, several seeds; taken one at a time, so a
+    generator holds one in memory): the median of theirs, its relative error, and their least and greatest value
+    (``low_s``, ``high_s``)."""
+    runs = [queueing_by_case(g, cluster, loads, policies) for g in generated]
+    return seeds_table(queueing_by_case(real, cluster, loads, policies), runs)
+
+
+def seeds_table(real: Cases, runs: Sequence[Cases]) -> pl.DataFrame:
+    """:func:`over_seeds`'s table from the real trace's cases and each generated trace's."""
     rows = []
-    for (load, policy, statistic), r in _queueing_by_case(real, cluster, loads, policies).items():
+    for (load, policy, statistic), r in real.items():
         values = [run[(load, policy, statistic)] for run in runs]
         median = float(np.median(values))
         rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": median,

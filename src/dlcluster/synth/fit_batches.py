@@ -2,6 +2,8 @@
 
 A *batch* is a run of jobs from one submitter (the user, or the VC when the trace has no
 users) with one GPU count, each submitted at most ``max_gap`` seconds after the previous one.
+A *session* is a run of one submitter's multi-GPU batches in one VC, each at most
+``SESSION_GAP`` seconds after the previous one (a campaign of training runs).
 Durations are compared through normal scores: a job's rank in its size's distribution,
 mapped to a standard normal, so that shifts and spreads do not depend on the size's scale.
 """
@@ -16,12 +18,14 @@ from scipy.special import ndtri
 
 from dlcluster.synth.calendar import DAY, hour_bins
 from dlcluster.synth.fit_quantiles import log_quantiles
-from dlcluster.synth.model import BUCKETS, Batches, Bucket, Dist, Queue, VcJobs
+from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Bucket, Dist, Queue, VcJobs
 
 MAX_GAP = 60  # seconds: a longer pause between one submitter's same-size jobs starts a new batch
 MIN_CELL = 200  # a GPU count needs this many timed jobs for a duration distribution of its own
 MIN_VC_CELL = 30  # a VC's GPU count needs this many timed jobs for score quantiles of its own
 MIN_VC_BATCHES = 30  # a VC's GPU bucket needs this many batches for batch sizes of its own
+SESSION_GAP = 3 * 3600  # seconds: a longer pause between one submitter's multi-GPU batches in a VC ends a session
+MIN_VC_SESSIONS = 30  # a VC needs this many sessions for session sizes of its own
 SCORE_QUANTILES = 101
 DIGITS = 4
 
@@ -67,6 +71,16 @@ def batch_column(jobs: pl.DataFrame, max_gap: int = MAX_GAP) -> pl.DataFrame:
                          pl.when(new).then(None).otherwise(pl.col("submit_time") - pl.col("submit_time").shift())
                          .alias("gap"))
     return df.sort("order").drop("order")
+
+
+def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP) -> pl.DataFrame:
+    """The multi-GPU batches of ``per_batch`` (one row per batch: ``vc``, ``submitter``, ``gpu_num``, ``first``, its
+    first submission) with a ``session`` number and the ``pause`` since their session's previous batch (null: the
+    session's first)."""
+    multi = per_batch.filter(pl.col("gpu_num") >= SESSION_MIN_GPUS).sort("vc", "submitter", "first", "batch")
+    pause = (pl.col("first") - pl.col("first").shift()).over("vc", "submitter")
+    new = pause.is_null() | (pause > gap)
+    return multi.with_columns(new.cum_sum().alias("session"), pl.when(new).then(None).otherwise(pause).alias("pause"))
 
 
 def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_per_day: float,
@@ -185,7 +199,9 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     by_size = size_durations(jobs)
     buckets = {label: Bucket(b.status_mix, b.durations, b.queue, by_size.get(label, {})) for label, b in buckets.items()}
     df = batch_column(jobs).with_columns(_scores(by_size).alias("z"))
-    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first(), pl.col("vc").first())
+    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first(), pl.col("vc").first(),
+                                         pl.col("submitter").first(), pl.col("gpu_num").first(),
+                                         pl.col("submit_time").min().alias("first"))
     sizes = per_batch["n"]
     by_bucket = {str(b[0]): _share_mix(part["n"]) for b, part in per_batch.group_by("bucket")}
     gaps = df["gap"].drop_nulls().to_numpy()
@@ -217,11 +233,21 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # that variance stays in the batch part
     day_var, day_corr = vc_day_effect(timed, start) if vc_capacity else (0.0, 0.0)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
+    # sessions need each batch's VC, so only a model with VC sizes has them
+    session = sessions(per_batch if vc_capacity else per_batch.clear())
+    per_session = session.group_by("session").agg(pl.len().alias("k"), pl.col("vc").first().cast(pl.String))
+    pauses = session["pause"].drop_nulls()
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
-                      round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence)
+                      round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence,
+                      SESSION_GAP if pauses.len() else 0, _quantiles(pauses.to_numpy()) if pauses.len() else None)
 
-    own_rate = vc_rates(df.filter(pl.col("gap").is_null()).select("vc", "submit_time"), start) if vc_capacity else {}
+    # batches per session of the VCs with enough sessions; their busy days count what arrives independently: a
+    # session once, like a batch
+    own_sessions = {str(vc[0]): part["k"] for vc, part in per_session.group_by("vc") if part.height >= MIN_VC_SESSIONS}
+    followers = session.filter(pl.col("pause").is_not_null() & pl.col("vc").is_in(list(own_sessions)))["batch"]
+    units = per_batch.filter(~pl.col("batch").is_in(followers.implode())).select("vc", pl.col("first").alias("submit_time"))
+    own_rate = vc_rates(units, start) if vc_capacity else {}
     coupled = busy_day_scores(timed, start) if vc_capacity else {}
     own_day = {str(vc[0]): vc_day_effect(part, start) for vc, part in timed.group_by("vc")} if vc_capacity else {}
     vc_jobs = {}
@@ -243,5 +269,6 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
                 score_quantiles={int(c["gpu_num"]): score_quantiles(np.asarray(c["all"])) for c in rows
                                  if len(c["all"]) >= MIN_VC_CELL},
                 day_shift_sd=shift_sd, day_shift_corr=shift_corr, batch_sizes=dict(sorted(own_sizes.items())),
-                rate_sd=rate_sd, rate_corr=rate_corr, rate_score_corr=coupled.get(name, 0.0))
+                rate_sd=rate_sd, rate_corr=rate_corr, rate_score_corr=coupled.get(name, 0.0),
+                session_sizes=_share_mix(own_sessions[name]) if name in own_sessions else {})
     return buckets, batches, dict(sorted(vc_jobs.items()))

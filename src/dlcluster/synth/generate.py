@@ -206,7 +206,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     """The job columns of a batched model: one draw per batch for VC, size and user, per job for the rest."""
     batches = model.batches
     assert batches is not None
-    submit, owner, size, vc_b, gpus_b, day_b, vc_rate = batched.arrivals(model, days, load, t0, rng, replay)
+    submit, owner, size, vc_b, gpus_b, day_b, session, vc_rate = batched.arrivals(model, days, load, t0, rng, replay)
     n, nb = len(submit), len(size)
     vc_index = vc_b if model.vc_jobs else None
     gpus = gpus_b[owner]
@@ -220,7 +220,7 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     user_b = None
     common = np.zeros(n)  # the score parts shared beyond a batch: its user's, and its VC's that day
     if model.users is not None:
-        user_b = rng.choice(model.users.count, size=nb, p=_user_weights(model.users))
+        user_b = rng.choice(model.users.count, size=nb, p=_user_weights(model.users))[session]  # a session is one user's
         if batches.user_sd > 0:
             common = (rng.standard_normal(model.users.count) * batches.user_sd)[user_b[owner]]
     shift, spread = np.zeros(nb), np.ones(nb)

@@ -24,6 +24,7 @@ PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
 BUCKETS: tuple[tuple[str, int, int], ...] = (("0", 0, 0), ("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8),
                                              (">8", 9, 2**31 - 1))
+SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make sessions (see Batches)
 # statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
@@ -139,6 +140,10 @@ class Batches:
     vc_day_sd: float = 0.0  # spread of a VC's day-to-day duration-score shift (busy weeks of long jobs)
     vc_day_corr: float = 0.0  # lag-1 correlation of a VC's consecutive days' shifts
     day_sequence: tuple[float, ...] = ()  # the source window's day multipliers in order (its calendar)
+    # sessions: a submitter's multi-GPU batches in one VC, each at most ``session_gap`` seconds after the previous
+    # one (0: none fitted), come together (their count per session: ``VcJobs.session_sizes``) this many seconds apart
+    session_gap: int = 0
+    session_gaps: Dist | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,9 @@ class VcJobs:
     rate_sd: float = 0.0
     rate_corr: float = 0.0
     rate_score_corr: float = 0.0
+    # its multi-GPU batches per session (VCs with enough sessions; else each batch is a session of its own): one VC's
+    # campaigns run to a hundred batches, another's to a few
+    session_sizes: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -218,10 +226,12 @@ class Model:
                 raise ConfigError(f"model {self.name!r}: vc_jobs {vc} gpu_mix sums to {sum(own.gpu_mix.values()):.4f}, not 1")
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
-            for bucket, sizes in own.batch_sizes.items():
+            shares = {f"batch_sizes {bucket}": sizes for bucket, sizes in own.batch_sizes.items()}
+            if own.session_sizes:
+                shares["session_sizes"] = own.session_sizes
+            for what, sizes in shares.items():
                 if abs(sum(sizes.values()) - 1.0) > 1e-3:
-                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} batch_sizes {bucket} sum to "
-                                      f"{sum(sizes.values()):.4f}, not 1")
+                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} {what} sum to {sum(sizes.values()):.4f}, not 1")
             for g, q in own.score_quantiles.items():
                 if len(q) < 2 or any(b < a for a, b in zip(q, q[1:], strict=False)):
                     raise ConfigError(f"model {self.name!r}: vc_jobs {vc} score_quantiles {g} must be at least two "
@@ -249,7 +259,8 @@ class Model:
 # fields added after the first presets: left out at their defaults, so a model without them is written as before
 _OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr", "score_quantiles",
                        "day_shift_sd", "day_shift_corr", "batch_sizes",
-                       "rate_sd", "rate_corr", "rate_score_corr", "day_sequence"})
+                       "rate_sd", "rate_corr", "rate_score_corr", "day_sequence",
+                       "session_gap", "session_gaps", "session_sizes"})
 _NULLABLE = frozenset({"day_shift_sd"})  # None is their default: a 0 is written
 
 
@@ -300,7 +311,8 @@ def _model(raw: dict[str, Any]) -> Model:
                             float(v.get("day_shift_corr", 0.0)),
                             {b: {int(k): float(p) for k, p in m.items()} for b, m in v.get("batch_sizes", {}).items()},
                             float(v.get("rate_sd", 0.0)), float(v.get("rate_corr", 0.0)),
-                            float(v.get("rate_score_corr", 0.0)))
+                            float(v.get("rate_score_corr", 0.0)),
+                            {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
                  for vc, v in raw.get("vc_jobs", {}).items()},
     )
 
@@ -319,7 +331,7 @@ def _batches(raw: dict[str, Any]) -> Batches:
                    float(raw["user_sd"]), int(raw["max_gap"]),
                    {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()},
                    float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)),
-                   tuple(raw.get("day_sequence", ())))
+                   tuple(raw.get("day_sequence", ())), int(raw.get("session_gap", 0)), _dist(raw.get("session_gaps")))
 
 
 def preset_names() -> list[str]:
