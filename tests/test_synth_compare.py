@@ -228,6 +228,15 @@ def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
     jobs = real.jobs
     moved = (pl.col("vc") == "11cb48") & (pl.col("gpu_num") >= 4)
     assert jobs.filter(moved).height == 69
+    vc = jobs.filter(pl.col("vc") == "11cb48")
+    one = vc.filter(pl.col("gpu_num") == 1)
+    assert (sum(spec.vcs["11cb48"]), round(one.height / vc.height, 2), one["duration"].median()) == (128, 0.91, 70)
+    # the episode: the week in which that VC's multi-day runs of 4 GPUs or more ask for the most GPUs
+    long = jobs.filter(moved & (pl.col("duration") >= 2 * 86_400)).sort("submit_time")
+    weeks = [long.filter(pl.col("submit_time").is_between(t, t + 7 * 86_400, closed="left")) for t in long["submit_time"]]
+    week = max(weeks, key=lambda w: int(w["gpu_num"].sum()))
+    assert (int(week["gpu_num"].sum()), dict(week["gpu_num"].value_counts().iter_rows())) == (100, {16: 4, 4: 9})
+    assert (round(week["duration"].min() / 86_400, 1), round(week["duration"].max() / 86_400, 1)) == (2.2, 7.4)
     first, last = int(jobs["submit_time"].min()), int(jobs["submit_time"].max())  # type: ignore[arg-type]
     whole = queueing_by_case(real, spec, (2.0, 3.0), ("fifo", "sjf"))
     changes = []
