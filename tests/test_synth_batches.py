@@ -167,7 +167,7 @@ def test_a_vc_s_sessions_bring_its_multi_gpu_batches_together_and_are_fitted_bac
     a = trace.jobs.filter(pl.col("vc") == "a").sort("submit_time")
     assert a.height == pytest.approx(apart.jobs.filter(pl.col("vc") == "a").height, rel=0.02)  # as many jobs
     pause = a["submit_time"].diff().drop_nulls().to_numpy()
-    # five of a session's six jobs follow a pause of 5 to 15 minutes; without sessions about one in 15 does
+    # five of a session's six jobs follow a pause of 5 to 15 minutes; without sessions fewer than one in ten do
     assert ((pause >= 300) & (pause <= 900)).mean() == pytest.approx(5 / 6, abs=0.05)
     alone = np.diff(np.sort(apart.jobs.filter(pl.col("vc") == "a")["submit_time"].to_numpy()))
     assert ((alone >= 300) & (alone <= 900)).mean() < 0.1
@@ -349,12 +349,9 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
     assert {(vc, b) for vc, v in own.items() for b in v.batch_sizes} == {k for k, n in batches_of.items() if n >= 30}
 
     # sessions: own sizes for exactly the VCs with at least 30; busy days counted in independent arrivals
-    from dlcluster.synth.fit_batches import sessions, vc_rates
+    from dlcluster.synth.fit_batches import batch_rows, sessions, vc_rates
 
-    per_batch = batch_column(real.jobs).group_by("batch").agg(
-        pl.col("vc").first(), pl.col("submitter").first(), pl.col("gpu_num").first(),
-        pl.col("submit_time").min().alias("first"))
-    counted = sessions(per_batch).group_by("vc").agg(pl.col("session").n_unique().alias("n"))
+    counted = sessions(batch_rows(batch_column(real.jobs))).group_by("vc").agg(pl.col("session").n_unique().alias("n"))
     assert {vc for vc, v in own.items() if v.session_sizes} == {vc for vc, n in counted.iter_rows() if n >= 30}
     means = {vc: round(mean_batch(v.session_sizes), 1) for vc, v in own.items() if v.session_sizes}
     assert (means.pop("11cb48"), max(own["11cb48"].session_sizes), len(means)) == (18.9, 182, 8)

@@ -211,9 +211,10 @@ def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarra
         idx = np.flatnonzero(multi & (vc == v))
         k = np.array(sorted(pmf))
         p = p_norm([pmf[x] for x in k])
-        sizes = k[stratified(p, math.ceil(len(idx) / float(k @ p)), rng)]
+        expected = math.ceil(len(idx) / float(k @ p))  # sessions
+        sizes = k[stratified(p, expected, rng)]
         while sizes.sum() < len(idx):  # (a window's few long sessions may fall short of its batches)
-            sizes = np.concatenate([sizes, k[stratified(p, math.ceil(len(idx) / float(k @ p)), rng)]])
+            sizes = np.concatenate([sizes, k[stratified(p, expected, rng)]])
         run_of = np.repeat(np.arange(len(sizes)), sizes)[: len(idx)]
         head = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
         pause = quantile_draw(batches.session_gaps, rng.random(len(idx)))

@@ -73,6 +73,20 @@ def batch_column(jobs: pl.DataFrame, max_gap: int = MAX_GAP) -> pl.DataFrame:
     return df.sort("order").drop("order")
 
 
+def batch_rows(df: pl.DataFrame, *also: str) -> pl.DataFrame:
+    """One row per batch of ``df`` (from :func:`batch_column`): its job count ``n``, VC, submitter, GPU count, first
+    submission ``first``, and the first value of each column in ``also``."""
+    return df.group_by("batch").agg(pl.len().alias("n"), *(pl.col(c).first() for c in ("vc", "submitter", "gpu_num", *also)),
+                                    pl.col("submit_time").min().alias("first"))
+
+
+def batch_days(timed: pl.DataFrame, start: int) -> pl.DataFrame:
+    """One row per batch with timed jobs: the mean of their score residuals ``r``, its VC and the day of its first
+    submission (from ``start``)."""
+    return timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
+                                       ((pl.col("submit_time").min() - start) // DAY).alias("day"))
+
+
 def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP) -> pl.DataFrame:
     """The multi-GPU batches of ``per_batch`` (one row per batch: ``vc``, ``submitter``, ``gpu_num``, ``first``, its
     first submission) with a ``session`` number and the ``pause`` since their session's previous batch (null: the
@@ -107,17 +121,16 @@ def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_
             tuple(round(float(x), DIGITS) for x in in_order))
 
 
-def vc_day_effect(timed: pl.DataFrame, start: int) -> tuple[float, float]:
-    """Variance of a VC's day-level shift of batch duration scores (``r``) and its lag-1 correlation across days.
+def vc_day_effect(per_day: pl.DataFrame) -> tuple[float, float]:
+    """Variance of a VC's day-level shift of batch duration scores (``r``) and its lag-1 correlation across days,
+    from :func:`batch_days`.
 
     One-way random effects on batch means grouped by (VC, day of the batch's first submission): the variance of
     the groups' means less what the batches' own spread puts there. The correlation (capped below 1) is how the
     covariance of a VC's days decays from one day apart to two.
     """
-    batch = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
-                                        ((pl.col("submit_time").min() - start) // DAY).alias("day"))
     # around each VC's own mean: a VC's lasting offset is its shift already, not a day effect
-    batch = batch.with_columns(pl.col("r") - pl.col("r").mean().over("vc"))
+    batch = per_day.with_columns(pl.col("r") - pl.col("r").mean().over("vc"))
     groups = batch.group_by("vc", "day").agg(pl.len().alias("n"), pl.col("r").mean().alias("m"),
                                              pl.col("r").var(ddof=1).fill_null(0.0).alias("v"))
     n_batches, k = batch.height, groups.height
@@ -168,12 +181,10 @@ def vc_rates(first: pl.DataFrame, start: int) -> dict[str, tuple[float, float]]:
     return out
 
 
-def busy_day_scores(timed: pl.DataFrame, start: int) -> dict[str, float]:
+def busy_day_scores(per_batch: pl.DataFrame) -> dict[str, float]:
     """Per VC, the correlation across its days with batches of the log of their count with their batches' mean
-    duration residual (negative: its busy days are sweeps of short jobs)."""
-    per_day = timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
-                                          ((pl.col("submit_time").min() - start) // DAY).alias("day"))
-    per_day = per_day.group_by("vc", "day").agg(pl.len().log().alias("n"), pl.col("r").mean().alias("m"))
+    duration residual (negative: its busy days are sweeps of short jobs), from :func:`batch_days`."""
+    per_day = per_batch.group_by("vc", "day").agg(pl.len().log().alias("n"), pl.col("r").mean().alias("m"))
     # (a VC with under three days, or one whose counts or means never change, has none: NaN becomes 0)
     corr = per_day.group_by("vc").agg(pl.when(pl.len() > 2).then(pl.corr("n", "m")).fill_nan(0.0).fill_null(0.0))
     return {str(vc): round(min(0.99, max(-0.99, float(c))), DIGITS) for vc, c in corr.iter_rows()}
@@ -199,9 +210,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     by_size = size_durations(jobs)
     buckets = {label: Bucket(b.status_mix, b.durations, b.queue, by_size.get(label, {})) for label, b in buckets.items()}
     df = batch_column(jobs).with_columns(_scores(by_size).alias("z"))
-    per_batch = df.group_by("batch").agg(pl.len().alias("n"), pl.col("bucket").first(), pl.col("vc").first(),
-                                         pl.col("submitter").first(), pl.col("gpu_num").first(),
-                                         pl.col("submit_time").min().alias("first"))
+    per_batch = batch_rows(df, "bucket")
     sizes = per_batch["n"]
     by_bucket = {str(b[0]): _share_mix(part["n"]) for b, part in per_batch.group_by("bucket")}
     gaps = df["gap"].drop_nulls().to_numpy()
@@ -209,7 +218,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     gap_model = Queue(round(1.0 - len(positive) / max(len(gaps), 1), 6),
                       _quantiles(positive) if len(positive) else None)
     # days vary by their count of batches: job counts would add the batch sizes' spread a second time
-    rates, corr, sequence = day_rates(df.filter(pl.col("gap").is_null())["submit_time"].to_numpy(), start, days, timezone, jobs_per_day, profile)
+    rates, corr, sequence = day_rates(per_batch["first"].to_numpy(), start, days, timezone, jobs_per_day, profile)
 
     # duration-score variance components: VC shift, user shift, batch, job
     timed = df.filter(pl.col("z").is_not_null())
@@ -231,7 +240,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     job_var = float((within["w"] ** 2).sum()) / dof if dof > 0 else float(timed["r"].var() or 1.0)
     # only a model with VC sizes draws each batch's VC up front and so can give it its VC's day shift; without them
     # that variance stays in the batch part
-    day_var, day_corr = vc_day_effect(timed, start) if vc_capacity else (0.0, 0.0)
+    per_day = batch_days(timed, start)
+    day_var, day_corr = vc_day_effect(per_day) if vc_capacity else (0.0, 0.0)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
     # sessions need each batch's VC, so only a model with VC sizes has them
     session = sessions(per_batch if vc_capacity else per_batch.clear())
@@ -248,8 +258,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     followers = session.filter(pl.col("pause").is_not_null() & pl.col("vc").is_in(list(own_sessions)))["batch"]
     units = per_batch.filter(~pl.col("batch").is_in(followers.implode())).select("vc", pl.col("first").alias("submit_time"))
     own_rate = vc_rates(units, start) if vc_capacity else {}
-    coupled = busy_day_scores(timed, start) if vc_capacity else {}
-    own_day = {str(vc[0]): vc_day_effect(part, start) for vc, part in timed.group_by("vc")} if vc_capacity else {}
+    coupled = busy_day_scores(per_day) if vc_capacity else {}
+    own_day = {str(vc[0]): vc_day_effect(part) for vc, part in per_day.group_by("vc")} if vc_capacity else {}
     vc_jobs = {}
     for (vc,), part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
         name = str(vc)
