@@ -595,16 +595,21 @@ class Cycle:
     def _pass(self, now: int) -> None:
         """Dynamic keys: re-order the whole queue, then place in order."""
         self.events += 1
-        arrived = self._take_arrivals(now)
-        queue = self.queue
+        arrived, queue = self.arrivals, self.queue
+        if arrived:  # (_take_arrivals inline: this runs at every event)
+            self.arrivals = []
+            if self.estimates_required:
+                self._check_estimates(arrived, now)
+        elif not queue:
+            return
+        reviews = self.reviews or self.relax_after is not None
         if not queue and len(arrived) == 1:  # the common case: one job needs no ordering
             if not self._start_if_fits(arrived[0], now):
                 queue.append(arrived[0])
-            self._review(now, arrived)
+            if reviews:
+                self._review(now, arrived)
             return
         queue.extend(arrived)
-        if not queue:
-            return
         policy, place, state, jobs = self.policy, self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         self.order(queue, now, len(arrived))
@@ -624,7 +629,8 @@ class Cycle:
                 kept.append(j)
         if not blocked:
             self.queue = kept
-        self._review(now, arrived)
+        if reviews:
+            self._review(now, arrived)
 
     def _backfill_list(self, now: int) -> None:
         """EASY on a re-ordered list queue: the same rule as :meth:`_backfill`."""

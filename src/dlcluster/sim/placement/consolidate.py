@@ -81,10 +81,18 @@ class ArtifactConsolidate:
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
+        size = state.sizes[0]
+        if not cpus and gpus <= size:  # _best_fit on the VC's own counts, inline: this runs once per job
+            if state.free_total < gpus:
+                return None
+            by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
+            for f in range(gpus, size + 1):
+                if by_free[f]:
+                    return [(counts.index(f), gpus)]
+            return None
         free = state.usable(gpus, cpus)
         if free is None:
             return None
-        size = state.sizes[0]
         if gpus <= size:
             node = _best_fit(free, gpus, size, None if cpus else state.by_free)
             return None if node < 0 else [(node, gpus)]
