@@ -128,17 +128,6 @@ class Engine:
         heapq.heappush(self._ticks, (start, len(self._periods) - 1))
         return len(self._periods) - 1
 
-    def _ends_due(self, now: int) -> list[int]:
-        """Pop the ends due at ``now`` (the earliest scheduled); the jobs whose end is still live, in pop order."""
-        ends, live, pop = self._ends, self._live, heapq.heappop
-        ended = []
-        while ends and ends[0][0] == now:
-            _, job = pop(ends)
-            if live[job] == now:
-                live[job] = -1
-                ended.append(job)
-        return ended
-
     def _wakes_due(self, now: int) -> list[int]:
         """Pop the wake-ups due at ``now``: the groups to pass."""
         wakes, pop = self._wakes, heapq.heappop
@@ -162,7 +151,7 @@ class Engine:
             raise ConfigError(f"a periodic controller (such as --power ces) would step more than {MAX_TICKS:,} times "
                               f"over the {int(times[-1]) - int(times[0]):,} s of arrivals; shorten the trace or "
                               "raise --load")
-        ends, wakes, nodes, ticks = self._ends, self._wakes, self._nodes, self._ticks
+        ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events
         second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
@@ -185,8 +174,16 @@ class Engine:
                 now = ticks[0][0]
             else:
                 stalled = 0
-            # most seconds of an observed run end no job: those skip the call and its empty list
-            ended = self._ends_due(now) if ends and ends[0][0] == now else NONE
+            # the ends due now whose end is still live, in pop order (most seconds of an observed run end no job:
+            # those share the empty NONE)
+            ended = NONE
+            if ends and ends[0][0] == now:
+                ended = []
+                while ends and ends[0][0] == now:
+                    _, job = pop(ends)
+                    if live[job] == now:
+                        live[job] = -1
+                        ended.append(job)
             first = i
             while i < n and times[i] == now:
                 i += 1
@@ -232,7 +229,7 @@ class Engine:
             if now == inf:
                 break
             ended = []
-            while ends and ends[0][0] == now:  # _ends_due, inline: once per simulated second
+            while ends and ends[0][0] == now:  # (as in run)
                 _, job = pop(ends)
                 if live[job] == now:
                     live[job] = -1

@@ -122,7 +122,6 @@ class Simulation:
     def _tell_waiting(self, g: int, now: int) -> None:
         """``on_waiting`` if group ``g``'s pass left jobs waiting while some of its nodes are not on."""
         cycle = self.cycles[g]
-        # (cycle.queued(), without its sum: this runs after every pass of a group with nodes off)
         if cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
             for o in self.waiters:
                 o.on_waiting(self.names[g], now)
@@ -149,7 +148,9 @@ class Simulation:
             if self.left <= self._report_at:
                 self._report()
         cycle.run_pass(now)
-        if self.waiters and cycle.state.unusable:
+        # (the test of _tell_waiting first, inline: with nodes off this follows nearly every pass, and most leave
+        # nothing waiting)
+        if self.waiters and cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
             self._tell_waiting(g, now)
         if self._dirty:  # observers changed node states during the pass: their groups need a pass now
             self._passes(now)
@@ -162,8 +163,8 @@ class Simulation:
         cycle = self.cycles[g]
         cycle.arrivals.append(job)
         cycle.run_pass(now)
-        if self.waiters and cycle.state.unusable:
-            self._tell_waiting(g, now)
+        if self.waiters and cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
+            self._tell_waiting(g, now)  # (tested inline first: as in one_end)
         if self._dirty:  # observers changed node states during the pass: their groups need a pass now
             self._passes(now)
 
