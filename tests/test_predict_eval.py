@@ -191,3 +191,19 @@ def test_a_trace_without_durations_is_a_one_line_error(venus: Trace, tmp_path: P
         assert res.stderr.strip() == f"error: {path}: no GPU job of the trace has a duration; there is nothing to " \
                                      "learn from or score"
     assert not (tmp_path / "e.csv").exists()
+
+
+def test_spearman_equals_scipys_with_ties_and_missing_estimates() -> None:
+    """The rank correlation of GPU time is SciPy's Spearman, ties given their mean rank, over the finite estimates."""
+    from scipy.stats import spearmanr
+
+    from dlcluster.predict.metrics import prediction_metrics
+
+    rng = np.random.default_rng(3)
+    duration = rng.integers(1, 50, 5_000).astype(np.float64)  # many ties
+    estimate = np.round(duration * rng.lognormal(0, 0.7, 5_000), -1)  # ties too, and zeros
+    estimate[::97] = np.nan
+    gpus = rng.choice([1, 2, 4, 8], 5_000).astype(np.float64)
+    keep = np.isfinite(estimate)
+    expected = spearmanr(estimate[keep] * gpus[keep], duration[keep] * gpus[keep]).statistic
+    assert prediction_metrics(estimate, duration, gpus, kendall=False)["spearman"] == round(float(expected), 12)

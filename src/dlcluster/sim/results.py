@@ -360,6 +360,11 @@ def _concat(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
+def _by_group(table: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """``table``'s rows per simulation group, in one pass."""
+    return {key[0]: part for key, part in table.partition_by("group", as_dict=True).items()}
+
+
 def _with_jct(table: pl.DataFrame) -> pl.DataFrame:
     """Add ``jct``, ``slowdown`` and ``bounded_slowdown`` from submit, end and duration."""
     return table.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
@@ -414,11 +419,12 @@ def build_results(
     uns = prep.unschedulable
     uns_by_vc = dict(uns.group_by("group").len().iter_rows())
     by_name = {r.name: r for r in runs}
+    shown_by_vc = _by_group(shown)
     vcs: dict[str, Any] = {}
     for name, sizes in prep.spec.vcs.items():
         r, gpus = by_name.get(name), sum(sizes)
         if r is not None:
-            part = shown.filter(pl.col("group") == name)
+            part = shown_by_vc.get(name, shown.clear())
             vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
                          # one clock drives every VC: timings exist for the whole run only
                          "gpus": gpus, "events": r.events, "wall_seconds": None, "events_per_second": None}
@@ -453,7 +459,8 @@ def build_results(
     spans = node_spans(log)
     states = NodeStates(spans) if log.height else None
     step = timeline_step(t0, _int(ran["end"].max()) if ran.height else t0)
-    per_vc = [_timeline(r, ran.filter(pl.col("group") == r.name), t0, states, step) for r in runs]
+    ran_by_vc = shown_by_vc if shown is ran else _by_group(ran)
+    per_vc = [_timeline(r, ran_by_vc.get(r.name, ran.clear()), t0, states, step) for r in runs]
     timeline = _concat(per_vc, TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:

@@ -5,15 +5,26 @@ from __future__ import annotations
 from dlcluster.sim.cluster import Allocation, VCState
 
 
-def _best_fit(free: list[int], gpus: int, largest: int, by_free: list[int] | None = None) -> int:
-    """Index of the node with the fewest free GPUs that still has ``gpus`` (lowest index on ties), or -1.
-
-    ``by_free`` (nodes per free-GPU count, when ``free`` is the VC's own list) saves scanning for absent counts.
-    """
+def _best_fit(free: list[int], gpus: int, largest: int) -> int:
+    """Index of the node with the fewest free GPUs that still has ``gpus`` (lowest index on ties), or -1."""
     for f in range(gpus, largest + 1):
-        if f in free if by_free is None else by_free[f]:  # a C-level scan of a short list beats a Python loop
+        if f in free:  # a C-level scan of a short list beats a Python loop
             return free.index(f)
     return -1
+
+
+def best_fit_node(state: VCState, gpus: int, largest: int) -> Allocation | None:
+    """Best fit of a job without CPUs on one node of ``state`` (``gpus`` at most ``largest``, the largest node), by
+    the VC's free-GPU counts: one call per placement, the hot path of every consolidated run."""
+    if state.free_total < gpus:
+        return None
+    by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
+    if by_free[gpus]:  # an exact fit (the common case under preemption: the GPUs a victim freed)
+        return [(counts.index(gpus), gpus)]
+    for f in range(gpus + 1, largest + 1):
+        if by_free[f]:
+            return [(counts.index(f), gpus)]
+    return None
 
 
 def consolidate_on(free: list[int], sizes: tuple[int, ...], gpus: int, largest: int) -> Allocation | None:
@@ -58,16 +69,8 @@ class Consolidate:
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
         sizes, largest = state.sizes, state.largest
-        if not cpus and gpus <= largest:  # the common case inline (a preemptive pass places once per preemption)
-            if state.free_total < gpus:
-                return None
-            by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
-            if by_free[gpus]:  # an exact fit (the common case under preemption: the GPUs a victim freed)
-                return [(counts.index(gpus), gpus)]
-            for f in range(gpus + 1, largest + 1):
-                if by_free[f]:
-                    return [(counts.index(f), gpus)]
-            return None
+        if not cpus and gpus <= largest:  # the common case (a preemptive pass places once per preemption)
+            return best_fit_node(state, gpus, largest)
         free = state.usable(gpus, cpus)
         return None if free is None else consolidate_on(free, sizes, gpus, largest)
 
@@ -82,19 +85,13 @@ class ArtifactConsolidate:
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
         size = state.sizes[0]
-        if not cpus and gpus <= size:  # _best_fit on the VC's own counts, inline: this runs once per job
-            if state.free_total < gpus:
-                return None
-            by_free, counts = state.by_free, state.free_bytes or state.free  # (the same index, by memchr)
-            for f in range(gpus, size + 1):
-                if by_free[f]:
-                    return [(counts.index(f), gpus)]
-            return None
+        if not cpus and gpus <= size:  # (every node has this size: the VC's free-GPU counts give the best fit)
+            return best_fit_node(state, gpus, size)
         free = state.usable(gpus, cpus)
         if free is None:
             return None
         if gpus <= size:
-            node = _best_fit(free, gpus, size, None if cpus else state.by_free)
+            node = _best_fit(free, gpus, size)
             return None if node < 0 else [(node, gpus)]
         # candidates: nodes with a free GPU, most free first, node index breaking ties
         order = sorted((n for n, f in enumerate(free) if f > 0), key=lambda n: -free[n])
