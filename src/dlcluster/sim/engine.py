@@ -77,18 +77,18 @@ class Engine:
 
     def finish_at(self, job: int, time: int) -> None:
         """Schedule ``job`` to end at ``time`` (replacing any end scheduled before)."""
-        if self._live[job] >= 0:  # a speed change moved its end: the entry of the old one is stale now
-            self._stale()
-        self._live[job] = time
+        live = self._live
+        if live[job] >= 0:  # a speed change moved its end: the entry of the old one is stale now (as in cancel)
+            self._cancelled += 1
+            if 3 * self._cancelled > 2 * len(self._ends):
+                self._drop_stale()
+        live[job] = time
         heapq.heappush(self._ends, (time, job))
 
     def cancel(self, job: int) -> None:
-        """Forget ``job``'s scheduled end (it was preempted)."""
+        """Forget ``job``'s scheduled end (it was preempted): one more stale entry in the heap, which is cleared of
+        them once they make up two thirds of it (this runs once per preemption: no further call)."""
         self._live[job] = -1
-        self._stale()
-
-    def _stale(self) -> None:
-        """Count one more stale entry; clear the heap of them once they make up two thirds of it."""
         self._cancelled += 1
         if 3 * self._cancelled > 2 * len(self._ends):
             self._drop_stale()
