@@ -646,14 +646,12 @@ class Cycle:
         arrived = self._take_arrivals(now)
         if self.static:
             q = self.heap
-            for j in arrived:
-                self._enqueue(j, now)
+            self._enqueue(arrived, now)
             if q:
                 self._walk_heap(now, preempt=True)
                 if self._victims:
                     # the victims rejoin the queue; jobs that now fit the GPUs left over start too
-                    for v in self._victims:
-                        self._enqueue(v, now)
+                    self._enqueue(self._victims, now)
                     self._victims = []
                     self._walk_heap(now, preempt=False)
         else:
@@ -668,16 +666,20 @@ class Cycle:
                     self.queue = self._walk_list(self.queue, now, preempt=False)
         self._review(now, arrived)
 
-    def _enqueue(self, j: int, now: int) -> None:
-        """Add ``j`` to the queue heap with its key now (constant while it waits); ties keep insertion order."""
-        self._seq += 1
-        key = self.policy.priority(j, now)
-        if self._mask and type(key) is int:
-            heappush(self.heap, key << self._kshift | self._seq << self._bits | j)
-            return
-        if self._mask:
-            self._unpack()
-        heappush(self.heap, (key, self._seq, j))
+    def _enqueue(self, waiting: list[int], now: int) -> None:
+        """Add the ``waiting`` jobs to the queue heap with their keys now (constant while they wait); ties keep
+        insertion order. (All at once: every victim of a preemptive pass rejoins here.)"""
+        priority, heap, seq, kshift, bits = self.policy.priority, self.heap, self._seq, self._kshift, self._bits
+        for j in waiting:
+            seq += 1
+            key = priority(j, now)
+            if self._mask and type(key) is int:
+                heappush(heap, key << kshift | seq << bits | j)
+                continue
+            if self._mask:
+                self._unpack()  # (in place: ``heap`` is still the queue)
+            heappush(heap, (key, seq, j))
+        self._seq = seq
 
     def _walk_heap(self, now: int, *, preempt: bool) -> None:
         """Walk the queue heap in order, popping lazily; the entries looked at that did not start go back."""
@@ -722,8 +724,10 @@ class Cycle:
         inline = self.speed is None and not self.observers
         rec, engine, fresh = self.rec, self.engine, self._ranks.fresh if self._ranks is not None else None
         first_start, queued_for, nodes_held, preemptions = rec.start, rec.queue, rec.nodes, rec.preemptions
-        cancel, finish_at, close, waiting_since = engine.cancel, engine.finish_at, self.segments.close, \
-            self.waiting_since
+        cancel, finish_at, waiting_since = engine.cancel, engine.finish_at, self.waiting_since
+        # a victim's run segment on its one node, recorded as Segments.close does (inline: once per preemption)
+        seg = self.segments
+        seg_job, seg_start, seg_end, seg_node = seg.job.append, seg.start.append, seg.end.append, seg.node.append
         held_for, remaining, started_at, overhead, victims = jobs.held, jobs.remaining, jobs.started_at, \
             self._overhead, self._victims
         for entry in entries:
@@ -758,7 +762,10 @@ class Cycle:
                                 del running[worst]
                                 cancel(worst)
                                 since = started_at[worst]
-                                close(worst, since, now, held)
+                                seg_job(worst)
+                                seg_start(since)
+                                seg_end(now)
+                                seg_node(held[0][0])
                                 preemptions[worst] += 1
                                 held_for[worst] += now - since
                                 remaining[worst] += overhead[w_gpus] - (now - since)
