@@ -46,8 +46,8 @@ def prediction_metrics(estimate: np.ndarray, duration: np.ndarray, gpus: np.ndar
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties sharing their mean rank (Spearman's; SciPy's ``rankdata``, whose import costs ~0.1 s, and
-    about half of Polars' ``rank`` time on one simulation's jobs)."""
+    """Ranks from 1, ties sharing their mean rank, as SciPy's ``rankdata`` (without SciPy's ~0.1 s import; in a
+    third of the time Polars' ``rank`` took on one simulation's jobs)."""
     order = np.argsort(x)  # (any sort: tied values get one rank whatever their order)
     sorted_x = x[order]
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
