@@ -49,8 +49,11 @@ class PowerManager(Observer):
         self.states: list[VCState] = [control.state(g) for g in self.groups]
         # one size per VC lets busy nodes be read off the free-GPU histogram (else nodes are counted one by one)
         self.uniform = [len(set(s.sizes)) == 1 for s in self.states]
-        # idle nodes of one-size VCs are read off their histograms together, the others' one VC at a time
-        self._one_size = [s for s, u in zip(self.states, self.uniform, strict=True) if u and s.largest]
+        # per group, its free-GPU histogram and node size when all its nodes have one size (its idle nodes are one
+        # lookup), else None; the one-size VCs' idle nodes are read off their histograms together
+        self._histogram = [(s.by_free, s.largest) if u and s.largest else None
+                           for s, u in zip(self.states, self.uniform, strict=True)]
+        self._one_size = [h for h in self._histogram if h is not None]
         self._mixed = [g for g, u in enumerate(self.uniform) if not u]
         self.nodes = [len(s.sizes) for s in self.states]
         self.total = sum(self.nodes)
@@ -174,7 +177,7 @@ class PowerManager(Observer):
         if self._boots:
             self._settle(now)
         powered = self.powered
-        idle = sum(s.by_free[s.largest] for s in self._one_size)
+        idle = sum([by_free[size] for by_free, size in self._one_size])
         if self._mixed:
             idle += sum(self._idle(g) for g in self._mixed)
         used = powered - sum(self.booting) - idle
@@ -212,12 +215,14 @@ class PowerManager(Observer):
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
-        for g, name in enumerate(self.groups):
-            idle = self._idle(g)
-            if idle <= self.min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
+        min_idle = self.min_idle
+        # (this runs at most controller steps, nearly every one under the quantile rule: _idle and _reserve inline)
+        for g, hist in enumerate(self._histogram):
+            idle = hist[0][hist[1]] if hist is not None else self._idle(g)
+            if idle <= min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
                 continue
-            keep = self._reserve(g, spare)
-            if idle > keep and not self.control.queued(name):
+            keep = max(min_idle, spare * self.nodes[g] // self.total)
+            if idle > keep and not self.control.queued(self.groups[g]):
                 surplus.append((keep - idle, g))
         heapq.heapify(surplus)
         # per group, the node last powered off: the nodes above it hold jobs or are off (nothing starts meanwhile),
