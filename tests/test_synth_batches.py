@@ -299,7 +299,7 @@ def test_fit_philly_vcs_keep_their_own_sizes(philly) -> None:
 
 def _fidelity_rows(real, synthetic) -> list[str]:
     """The rows of docs/synth.md's Philly fidelity table, from the real table and the generated seeds."""
-    from dlcluster.synth.compare import daily_counts, interarrival_cv, same_second_share, size_medians
+    from dlcluster.synth.compare import daily_counts, interarrival_cv, same_second_share, size_medians, size_seasons
 
     def span(values: list[float], fmt: str) -> str:
         return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
@@ -313,7 +313,9 @@ def _fidelity_rows(real, synthetic) -> list[str]:
             f"(median {float(np.median(cvs)):.2f}) |",
             f"| same-second share | {same_second_share(real):.2%} | "
             f"{span([same_second_share(t) for t in synthetic], '{:.2%}')} |",
-            f"| daily count CV | {dispersion(real):.2f} | {span([dispersion(t) for t in synthetic], '{:.2f}')} |"]
+            f"| daily count CV | {dispersion(real):.2f} | {span([dispersion(t) for t in synthetic], '{:.2f}')} |",
+            f"| size seasons (weekly dispersion) | {size_seasons(real):.2f} | "
+            f"{span([size_seasons(t) for t in synthetic], '{:.2f}')} |"]
     counts = real.jobs["gpu_num"].value_counts().filter(pl.col("count") >= 200)
     for g in sorted(counts["gpu_num"].to_list()):
         got = [size_medians(t)[g] for t in synthetic]

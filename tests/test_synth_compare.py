@@ -18,7 +18,7 @@ from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.parquet import write as write_parquet
 from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
-from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share
+from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share, size_seasons
 from dlcluster.synth.compare_report import write as write_report
 from dlcluster.synth.downstream import downstream, over_seeds
 from dlcluster.trace import Trace
@@ -45,6 +45,26 @@ def test_arrival_statistics_by_hand() -> None:
     assert gini(np.array([0, 0, 0, 12])) == pytest.approx(0.75)  # n-1 of n hold nothing: (n-1)/n
 
 
+def _seasons_trace(larger_per_week: list[int], vc: str = "a") -> Trace:
+    """One VC, ten weeks of four multi-GPU batches (one job each, an hour apart): per week that many of 8 GPUs, the
+    rest of 2."""
+    week = 7 * 86_400
+    gpus = [8 if i < larger else 2 for larger in larger_per_week for i in range(4)]
+    submits = [w * week + i * 3_600 for w in range(len(larger_per_week)) for i in range(4)]
+    jobs = pl.DataFrame({"job_id": [str(i) for i in range(len(gpus))], "cluster": "t", "vc": vc, "gpu_num": gpus,
+                         "submit_time": submits, "duration": 100, "status": "completed"})
+    return Trace(conform(jobs), format="hand", timezone="UTC")
+
+
+def test_size_seasons_by_hand() -> None:
+    # ten larger batches among forty, p = 1/4, one per week expected (n p (1 - p) = 3/4 a week)
+    assert size_seasons(_seasons_trace([1] * 10)) == pytest.approx(0.0)  # exactly as chance expects
+    # 4, 4, 2 in the first three weeks, none after: (3² + 3² + 1² + 7 · 1²) / (10 · 3/4)
+    assert size_seasons(_seasons_trace([4, 4, 2] + [0] * 7)) == pytest.approx(26 / 7.5)
+    # nine larger batches are too few to judge: no VC left
+    assert np.isnan(size_seasons(_seasons_trace([1] * 9 + [0])))
+
+
 def test_fidelity_table_rows_and_errors() -> None:
     real = _trace([i * 120 for i in range(300)], users=["a"] * 200 + ["b"] * 100)  # a 10-hour window
     gen = _trace([i * 60 for i in range(300)], users=["a"] * 150 + ["b"] * 150)  # 5 hours
@@ -66,7 +86,7 @@ def test_cli_compare_exits_0_and_prints_both_tables(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(a), str(b), "--loads", "2"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "inter-arrival CV" in done.stdout and "same-second share" in done.stdout
+    assert "inter-arrival CV" in done.stdout and "same-second share" in done.stdout and "size seasons" in done.stdout
     assert re.search(r"│\s+2 │ fifo\s+│ mean", done.stdout) and re.search(r"│\s+2 │ sjf\s+│ p99", done.stdout)
     # the generated trace has half again the jobs: its row says so
     assert re.search(r"jobs per day\s+│[^│]+│[^│]+│\s+\+(4[0-9]|5[0-9])\.\d%", done.stdout)

@@ -9,8 +9,9 @@ import numpy as np
 import polars as pl
 from scipy.stats import ks_2samp
 
-from dlcluster.synth.calendar import weekly_rates
+from dlcluster.synth.calendar import DAY, weekly_rates
 from dlcluster.synth.fit import bucket_expr, window
+from dlcluster.synth.fit_batches import batch_column, batch_rows
 from dlcluster.synth.model import BUCKETS
 from dlcluster.trace import Trace
 
@@ -77,6 +78,7 @@ def closeness(reference: Trace, candidate: Trace) -> dict[str, float]:
 # --- fidelity: the arrival process and the joint structure, not only the marginals ---------------
 
 MIN_SIZE_JOBS = 200  # per-size medians are compared for the GPU counts with this many real jobs
+MIN_SEASON_BATCHES = 10  # a VC's size seasons need this many batches of its smallest multi-GPU size and of larger ones
 
 
 def interarrival_cv(trace: Trace) -> float:
@@ -119,6 +121,26 @@ def size_medians(trace: Trace) -> dict[int, float]:
     return {int(g): float(m) for g, m in per.iter_rows() if m is not None}
 
 
+def size_seasons(trace: Trace) -> float:
+    """How unevenly a VC's larger multi-GPU batches fall on the weeks, the median over VCs: per VC, the dispersion of
+    each week's count of its batches above its smallest multi-GPU size among its multi-GPU batches (1: as chance
+    would place them; larger: seasons of big jobs). VCs with fewer than :data:`MIN_SEASON_BATCHES` batches of either
+    kind are left out; NaN when none is left."""
+    start, _ = window(trace.jobs["submit_time"], trace.timezone)
+    multi = batch_rows(batch_column(trace.jobs.drop_nulls("submit_time"))).filter(pl.col("gpu_num") >= 2)
+    found = []
+    for _, part in multi.group_by("vc"):
+        gpus = part["gpu_num"].to_numpy()
+        larger = gpus > gpus.min()
+        if larger.sum() < MIN_SEASON_BATCHES or (~larger).sum() < MIN_SEASON_BATCHES:
+            continue
+        week = (part["first"].to_numpy() - start) // (7 * DAY)
+        n, k = np.bincount(week), np.bincount(week, weights=larger)
+        p = k.sum() / n.sum()
+        found.append(float(((k - n * p) ** 2).sum() / (n * p * (1 - p)).sum()))
+    return float(np.median(found)) if found else float("nan")
+
+
 def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
     # kind: "relative" (generated / real - 1), "distance" (the generated value is a distance from the real)
     error = None
@@ -146,6 +168,7 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
         _row("daily count min", float(days_r.min()), float(days_g.min()), "relative"),
         _row("daily count max", float(days_r.max()), float(days_g.max()), "relative"),
         _row("jobs-per-user Gini", user_gini(real), user_gini(generated), "relative"),
+        _row("size seasons (weekly dispersion)", size_seasons(real), size_seasons(generated), "relative"),
     ]
     counts = real.jobs["gpu_num"].value_counts()
     medians_g = size_medians(generated)
