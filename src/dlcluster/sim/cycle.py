@@ -271,6 +271,7 @@ class Cycle:
         # a placement whose choice changes after a job has waited long enough needs a pass at that moment
         # (after a wait of 0 s the answer never changes: no wake-ups, and a blocked head stays blocked until GPUs free)
         self.relax_after: int | None = getattr(placement, "relax_after", None) or None
+        self.asks_wakes = self.reviews or self.relax_after is not None  # a pass may ask for a later one (_review)
         if getattr(placement, "isolates", False):
             state.track_multi()
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
@@ -488,7 +489,7 @@ class Cycle:
                         self._unpack()
                     heappush(heap, key << bits | j if self._mask else (key, j))
         elif not heap or (self._head() == self.blocked and self.state.gains == self.blocked_gains
-                          and not self.reviews and self.relax_after is None):
+                          and not self.asks_wakes):
             return
         place, state, jobs = self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
@@ -504,7 +505,7 @@ class Cycle:
                 break
             heappop(heap)
             self._start(j, now, alloc)
-        if self.reviews or self.relax_after is not None:
+        if self.asks_wakes:
             self._review(now, arrived)
 
     def _head(self) -> int:
@@ -539,7 +540,7 @@ class Cycle:
             if q or len(arrived) > 1 or not policy.blocking or not self._start_if_fits(arrived[0], now):
                 q.update([(policy.priority(j, now), j) for j in arrived])
             if not q:
-                if self.reviews or self.relax_after is not None:
+                if self.asks_wakes:
                     self._review(now, arrived)
                 return
         if policy.blocking:
@@ -602,11 +603,10 @@ class Cycle:
                 self._check_estimates(arrived, now)
         elif not queue:
             return
-        reviews = self.reviews or self.relax_after is not None
         if not queue and len(arrived) == 1:  # the common case: one job needs no ordering
             if not self._start_if_fits(arrived[0], now):
                 queue.append(arrived[0])
-            if reviews:
+            if self.asks_wakes:
                 self._review(now, arrived)
             return
         queue.extend(arrived)
@@ -629,7 +629,7 @@ class Cycle:
                 kept.append(j)
         if not blocked:
             self.queue = kept
-        if reviews:
+        if self.asks_wakes:
             self._review(now, arrived)
 
     def _backfill_list(self, now: int) -> None:

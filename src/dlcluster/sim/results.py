@@ -424,7 +424,7 @@ def build_results(
     for name, sizes in prep.spec.vcs.items():
         r, gpus = by_name.get(name), sum(sizes)
         if r is not None:
-            part = shown_by_vc.get(name, shown.clear())
+            part = shown_by_vc[name]  # (a group has a run only if it has jobs)
             vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
                          # one clock drives every VC: timings exist for the whole run only
                          "gpus": gpus, "events": r.events, "wall_seconds": None, "events_per_second": None}
@@ -460,7 +460,7 @@ def build_results(
     states = NodeStates(spans) if log.height else None
     step = timeline_step(t0, _int(ran["end"].max()) if ran.height else t0)
     ran_by_vc = shown_by_vc if shown is ran else _by_group(ran)
-    per_vc = [_timeline(r, ran_by_vc.get(r.name, ran.clear()), t0, states, step) for r in runs]
+    per_vc = [_timeline(r, ran_by_vc[r.name], t0, states, step) for r in runs]
     timeline = _concat(per_vc, TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:

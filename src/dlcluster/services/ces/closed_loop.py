@@ -78,9 +78,12 @@ class PowerManager(Observer):
 
     def _idle(self, g: int) -> int:
         """Idle nodes of group ``g`` that are on."""
+        hist = self._histogram[g]
+        if hist is not None:
+            return hist[0][hist[1]]
+        if self.uniform[g]:  # (nodes without GPUs)
+            return 0
         state = self.states[g]
-        if self.uniform[g]:
-            return state.by_free[state.largest] if state.largest else 0
         return sum(1 for f, s, st in zip(state.free, state.sizes, state.states, strict=True) if f == s and st == ON)
 
     # ---- acting ------------------------------------------------------------------------------------------------
@@ -215,13 +218,12 @@ class PowerManager(Observer):
         """Power off ``count`` idle nodes, one at a time from the VC with the most idle nodes above its reserve
         (none from a VC where jobs wait)."""
         surplus = []
-        min_idle = self.min_idle
-        # (this runs at most controller steps, nearly every one under the quantile rule: _idle and _reserve inline)
+        # (this runs at most controller steps, nearly every one under the quantile rule: the histogram read inline)
         for g, hist in enumerate(self._histogram):
             idle = hist[0][hist[1]] if hist is not None else self._idle(g)
-            if idle <= min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
+            if idle <= self.min_idle:  # (most VCs of a busy cluster: none to spare whatever the reserve)
                 continue
-            keep = max(min_idle, spare * self.nodes[g] // self.total)
+            keep = self._reserve(g, spare)
             if idle > keep and not self.control.queued(self.groups[g]):
                 surplus.append((keep - idle, g))
         heapq.heapify(surplus)
