@@ -134,3 +134,29 @@ def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_n
     runs = [simulate(table, cluster, p).jobs.drop("status") for p in (cls, AsFloats, Mixed)]
     assert runs[0].equals(runs[1]) and runs[0].equals(runs[2])
     assert simulate(table, cluster, Negated).jobs.equals(simulate(table, cluster, NegatedFloats).jobs)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(["fifo-easy", "qssf-easy"]),
+       st.sampled_from(["consolidate", "dedicated", "first-fit", "random"]), st.booleans())
+def test_easy_backfill_skipping_sizes_that_failed_changes_nothing(scenario, policy: str, placement: str,
+                                                                  speed: bool) -> None:
+    """The EASY walk tries a size that failed only once (sized placements): the same run as placing every job."""
+    from unittest import mock
+
+    from dlcluster.sim.cycle import Cycle
+    from dlcluster.sim.speed import PlacementSpeed
+
+    table, cluster = scenario
+    kwargs = {"placement": placement, "estimates": estimates_for(table), "speed": PlacementSpeed() if speed else None}
+    fast = simulate(table, cluster, policy, **kwargs)
+    init = Cycle.__init__
+
+    def unsized(self, *args, **kw):  # type: ignore[no-untyped-def]
+        init(self, *args, **kw)
+        self.sized_placement = False
+
+    with mock.patch.object(Cycle, "__init__", unsized):
+        slow = simulate(table, cluster, policy, **kwargs)
+    assert fast.jobs.equals(slow.jobs) and fast.placements.equals(slow.placements)
+    check_invariants(table, cluster, fast)

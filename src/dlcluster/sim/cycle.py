@@ -577,12 +577,20 @@ class Cycle:
         jobs, place = self.jobs, self.place
         gpu, submit, cpu, expected = jobs.gpu, jobs.submit, jobs.cpu, jobs.expected
         started = []
+        # with a placement whose answer depends only on the free GPUs and the job's size, a size that failed fails
+        # for the rest of the walk (starts only take GPUs): a long queue is walked without placing each job
+        sized = self.sized_placement and not state.free_cpus
+        unfit: set[int] = set()
         for entry in islice(q, 1, None):
             j = entry[-1]
             g = gpu[j]
+            if sized and (g in unfit or g > state.free_total):
+                continue
             short = now + expected(j) <= shadow
             alloc = place(state, g, now - submit[j], cpu[j]) if short or g <= spare else None
             if alloc is None:
+                if sized and (short or g <= spare):
+                    unfit.add(g)
                 continue
             if not short:
                 spare -= g

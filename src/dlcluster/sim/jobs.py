@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -102,6 +102,14 @@ class Jobs:
     def expected(self, job: int) -> float:
         """The job's predicted duration when estimates are loaded, else its true duration (oracle)."""
         return self.estimate[job] if self.estimate is not None else self.duration[job]
+
+    def expected_ends(self, running: Iterable[int], now: int) -> list[tuple[float, int]]:
+        """``(expected_end(j, now), j)`` of each of the ``running`` jobs."""
+        if not self.end_at:  # no speed model: every rate is 1, the first case of expected_end (inline: EASY asks
+            # at every pass that its head cannot start)
+            started, expected = self.started_at, self.estimate if self.estimate is not None else self.duration
+            return [(max(now, started[j] + expected[j]), j) for j in running]
+        return [(self.expected_end(j, now), j) for j in running]
 
     def expected_end(self, job: int, now: int) -> float:
         """When running ``job`` should end by its expected duration (now, if it is already past it)."""

@@ -24,8 +24,8 @@ class EasyBackfill(Policy):
         need = jobs.gpu[head]
         if free >= need:
             return now, free - need
-        gpu, expected_end = jobs.gpu, jobs.expected_end
-        for end, j in sorted((expected_end(j, now), j) for j in self.running):
+        gpu = jobs.gpu
+        for end, j in sorted(jobs.expected_ends(self.running, now)):
             free += gpu[j]
             if free >= need:
                 return int(end), free - need
