@@ -196,6 +196,19 @@ def test_sessions_round_trip_and_a_model_without_them_generates_as_before() -> N
         model, vc_jobs=old.vc_jobs), days=10, seed=1).jobs)
 
 
+@pytest.mark.parametrize(("days", "seed"), [(2, 16), (3, 3), (3, 4)])
+def test_a_session_running_past_a_short_window_s_end_is_cut_there(days: int, seed: int) -> None:
+    # these windows of the philly preset end inside a session: its later batches fall after the end (their day once
+    # overran the VC rate scores' days, and generation stopped with a NumPy error)
+    from dlcluster.synth import load_preset
+
+    model = load_preset("philly")
+    trace = generate(model, days=days, seed=seed)
+    submit = trace.jobs["submit_time"]
+    assert trace.jobs.height > 0 and submit.min() >= model.start and submit.max() < model.start + days * 86_400
+    assert generate(model, days=days, seed=seed).jobs.equals(trace.jobs)
+
+
 def test_the_source_calendar_is_replayed_only_where_the_window_starts_with_the_source() -> None:
     calendar = tuple([0.0] * 5 + [4 / 3] * 15)  # five empty days, then busy ones (mean 1, as a fitted one)
     model = dataclasses.replace(_two_vcs(), batches=dataclasses.replace(

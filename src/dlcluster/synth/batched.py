@@ -274,7 +274,8 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
         by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
         kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
     first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng)
-    day_b = (first - t0) // DAY
+    # a session's later batches may fall past the window's end (their jobs are cut below): they count on its last day
+    day_b = np.minimum((first - t0) // DAY, len(mult) - 1)
     size = np.ones(nb, dtype=np.int64)
     # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
     # large jobs come in small batches, and a small VC's in its own
