@@ -587,9 +587,10 @@ class Cycle:
             if sized and (g in unfit or g > state.free_total):
                 continue
             short = now + expected(j) <= shadow
-            alloc = place(state, g, now - submit[j], cpu[j]) if short or g <= spare else None
+            tried = short or g <= spare
+            alloc = place(state, g, now - submit[j], cpu[j]) if tried else None
             if alloc is None:
-                if sized and (short or g <= spare):
+                if sized and tried:
                     unfit.add(g)
                 continue
             if not short:

@@ -105,8 +105,8 @@ class Jobs:
 
     def expected_ends(self, running: Iterable[int], now: int) -> list[tuple[float, int]]:
         """``(expected_end(j, now), j)`` of each of the ``running`` jobs."""
-        if not self.end_at:  # no speed model: every rate is 1, the first case of expected_end (inline: EASY asks
-            # at every pass that its head cannot start)
+        # (inline: EASY asks at every pass that cannot start its head job)
+        if not self.end_at:  # no speed model: every rate is 1, expected_end's first case
             started, expected = self.started_at, self.estimate if self.estimate is not None else self.duration
             return [(max(now, started[j] + expected[j]), j) for j in running]
         return [(self.expected_end(j, now), j) for j in running]
