@@ -154,7 +154,7 @@ def test_easy_backfill_skipping_sizes_that_failed_changes_nothing(scenario, poli
 
     def unsized(self, *args, **kw):  # type: ignore[no-untyped-def]
         init(self, *args, **kw)
-        self.sized_placement = False
+        self.size_decides = False
 
     with mock.patch.object(Cycle, "__init__", unsized):
         slow = simulate(table, cluster, policy, **kwargs)

@@ -276,6 +276,9 @@ class Cycle:
             state.track_multi()
         # whether the placement's success depends only on the free GPUs and the job's size (see Placement)
         self.sized_placement: bool = getattr(placement, "sized", False)
+        # ... and here only on the job's size (no CPUs modelled): within one walk of the queue a size that failed
+        # fails for every later job (starts only take GPUs), so each size is tried once per walk
+        self.size_decides = self.sized_placement and not state.free_cpus
         # whether it puts a job that fits a node on one node with room for it (see the placement package)
         self.one_node_placement: bool = getattr(placement, "one_node", False)
         # the heap's head that a sized placement could not place, and the VC's ``gains`` then: until GPUs are given
@@ -577,9 +580,7 @@ class Cycle:
         jobs, place = self.jobs, self.place
         gpu, submit, cpu, expected = jobs.gpu, jobs.submit, jobs.cpu, jobs.expected
         started = []
-        # with a placement whose answer depends only on the free GPUs and the job's size, a size that failed fails
-        # for the rest of the walk (starts only take GPUs): a long queue is walked without placing each job
-        sized = self.sized_placement and not state.free_cpus
+        sized = self.size_decides  # (a long queue is walked without placing each job)
         unfit: set[int] = set()
         for entry in islice(q, 1, None):
             j = entry[-1]
@@ -721,9 +722,9 @@ class Cycle:
         monotone = self.static or type(policy).order is Policy.order
         can_preempt = preempt and bool(running)
         custom_victims = type(policy).victims is not Policy.victims
-        # with a placement whose answer depends only on the free GPUs and the job's size, a size that failed in
-        # this pass fails for every later job (unfit: as things stand; hopeless: even with every worse job gone)
-        sized = self.sized_placement and not state.free_cpus
+        # a size that failed in this pass fails for every later job (unfit: as things stand; hopeless: even with
+        # every worse job gone)
+        sized = self.size_decides
         one_node = sized and self.one_node_placement
         unfit: set[int] = set()
         hopeless: set[int] = set()
