@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +95,22 @@ def test_bad_mixes_are_rejected() -> None:
         _flat_model(weekly_profile=(1.0,) * 24)
     with pytest.raises(ConfigError, match="no bucket for GPU counts"):
         _flat_model(gpu_mix={1: 0.5, 6: 0.5})
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("jobs_per_day", -5.0, "jobs_per_day must be a positive number, got -5.0"),
+    ("days", 0.0, "days must be a positive number, got 0.0"),
+    ("weekly_profile", [0.0] * 168, "weekly_profile weights must be finite, at least 0, and not all 0"),
+    ("weekly_profile", [float("nan")] * 168, "weekly_profile weights must be finite"),
+    ("timezone", "Mars/Base", "unknown time zone 'Mars/Base'"),
+])
+def test_a_model_file_with_an_impossible_value_names_the_file_and_the_field(field: str, value: object,
+                                                                           message: str) -> None:
+    # (each of these once stopped generation with a NumPy or Polars error)
+    raw = json.loads(load_preset("philly").to_json())
+    raw[field] = value
+    with pytest.raises(InputError, match=r"^m\.json: model 'philly': " + re.escape(message)):
+        Model.from_json(json.dumps(raw), source="m.json")
 
 
 def test_truncated_lognormal_keeps_mean_and_median() -> None:
@@ -295,6 +313,24 @@ def test_venus_daily_cycle_resembles_the_real_one(shared_data: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "dlcluster", *args], capture_output=True, text=True)
+
+
+def test_an_unknown_trace_format_names_the_option_of_its_command(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from dlcluster.cli import main
+    from dlcluster.io.parquet import write
+
+    odd = tmp_path / "odd.csv"
+    odd.write_text("a,b\n1,2\n")
+    known = tmp_path / "p.parquet"
+    write(generate(load_preset("philly"), days=1, seed=1), known)
+    for argv, option in ((["synth", "--fit", str(odd), "-o", str(tmp_path / "g.parquet")], "--fit-format"),
+                         (["synth", "compare", str(odd), str(known)], "--real-format"),
+                         (["synth", "compare", str(known), str(odd)], "--generated-format")):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 2
+        assert capsys.readouterr().err.strip() == f"error: {odd}: cannot tell the trace format; pass {option} " \
+            "(parquet, helios, philly, philly-jobs, pai, openb, swf, sacct, csv)"
 
 
 def test_cli_round_trip_through_parquet_is_byte_identical(tmp_path: Path) -> None:

@@ -209,6 +209,15 @@ def test_a_session_running_past_a_short_window_s_end_is_cut_there(days: int, see
     assert generate(model, days=days, seed=seed).jobs.equals(trace.jobs)
 
 
+@pytest.mark.parametrize(("days", "load", "seed"), [(0.01, 1.0, 2), (0.01, 1.0, 3), (1.0, 0.0001, 0)])
+def test_a_window_without_a_batch_gives_an_empty_trace(days: float, load: float, seed: int) -> None:
+    # (these drew no batch, and generation stopped with an IndexError)
+    from dlcluster.synth import load_preset
+
+    trace = generate(load_preset("philly"), days=days, load=load, seed=seed)
+    assert trace.jobs.height == 0 and "submit_time" in trace.jobs.columns
+
+
 def test_the_source_calendar_is_replayed_only_where_the_window_starts_with_the_source() -> None:
     calendar = tuple([0.0] * 5 + [4 / 3] * 15)  # five empty days, then busy ones (mean 1, as a fitted one)
     model = dataclasses.replace(_two_vcs(), batches=dataclasses.replace(

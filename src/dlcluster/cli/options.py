@@ -119,14 +119,14 @@ def reader_options(lenient: bool, mapping: str | None, time_unit: str | None, tz
 
 
 def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | None = None,
-         time_unit: str | None = None, tz: str | None = None, **extra: Any) -> Trace:
+         time_unit: str | None = None, tz: str | None = None, format_option: str = "--format", **extra: Any) -> Trace:
     """Read a trace with the input options every trace-reading command shares (``--format``, ``--lenient``,
-    ``--map``, ``--time-unit``, ``--tz``; ``extra``: other reader keywords); report lenient drops, and a time
-    zone assumed, on stderr."""
+    ``--map``, ``--time-unit``, ``--tz``; ``format_option``: the command's name for ``--format``; ``extra``: other
+    reader keywords); report lenient drops, and a time zone assumed, on stderr."""
     from dlcluster.cli import err_console
     from dlcluster.io import detect_format, read_trace
 
-    fmt = fmt or detect_format(path)
+    fmt = fmt or detect_format(path, format_option)
     opts = {**reader_options(lenient, mapping, time_unit, tz), **extra}
     trace = _read_kept(path, fmt, opts) if KEPT is not None else read_trace(path, format=fmt, **opts)
     if trace.dropped:

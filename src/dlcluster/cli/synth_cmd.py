@@ -71,7 +71,8 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         model = Model.from_json(model_file.read_text(encoding="utf-8"), source=str(model_file))
     else:
         assert fit_trace is not None  # (exactly one source was given)
-        model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz))
+        model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
+                               format_option="--fit-format"))
     if calendar is not None and model.batches is None:
         raise ConfigError(f"--calendar: the {model.name} model has no calendar (batched models have one: the philly "
                           "preset, and models fitted to a per-job trace)")
@@ -116,8 +117,8 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
         raise ConfigError(f"--loads {loads!r}: give numbers separated by commas") from exc
     if not levels or not all(0 < x < float("inf") for x in levels):
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
-    real = load_trace(real_path, real_format, lenient=False)
-    generated = load_trace(generated_path, generated_format, lenient=False)
+    real = load_trace(real_path, real_format, lenient=False, format_option="--real-format")
+    generated = load_trace(generated_path, generated_format, lenient=False, format_option="--generated-format")
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster or generated.cluster
     table = fidelity(real, generated)
     queueing = None

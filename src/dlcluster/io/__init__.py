@@ -38,8 +38,8 @@ def _module(fmt: str) -> ModuleType:
     return importlib.import_module(FORMATS[fmt][0])
 
 
-def detect_format(path: str | Path) -> str:
-    """Name of the first format whose sniffer accepts ``path``."""
+def detect_format(path: str | Path, option: str = "--format") -> str:
+    """Name of the first format whose sniffer accepts ``path`` (``option``: the command's option that names one)."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
@@ -50,7 +50,7 @@ def detect_format(path: str | Path) -> str:
         except OSError:
             continue
     raise InputError(
-        "cannot tell the trace format; pass --format (" + ", ".join(FORMATS) + ")", path=path
+        f"cannot tell the trace format; pass {option} (" + ", ".join(FORMATS) + ")", path=path
     )
 
 

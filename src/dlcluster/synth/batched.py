@@ -291,7 +291,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     gap = np.where(rng.random(n) < batches.gaps.zero_share, 0,
                    np.maximum(quantile_draw(batches.gaps.positive, rng.random(n)), 1)
                    if batches.gaps.positive is not None else 0)
-    head = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+    head = np.cumsum(size) - size  # (empty when no batch was drawn)
     gap[head] = 0  # a batch's first job is at the batch's arrival
     run = np.cumsum(gap)
     submit = first[owner] + run - run[head][owner]

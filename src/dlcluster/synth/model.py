@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import zoneinfo
 
 import numpy as np
 from dataclasses import asdict, dataclass, field
@@ -212,6 +213,16 @@ class Model:
     def __post_init__(self) -> None:
         if len(self.weekly_profile) != 168:
             raise ConfigError(f"model {self.name!r}: weekly_profile needs 168 weights, has {len(self.weekly_profile)}")
+        if not all(math.isfinite(w) and w >= 0 for w in self.weekly_profile) or not sum(self.weekly_profile) > 0:
+            raise ConfigError(f"model {self.name!r}: weekly_profile weights must be finite, at least 0, and not all 0")
+        for what, value in (("jobs_per_day", self.jobs_per_day), ("days", self.days)):
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"model {self.name!r}: {what} must be a positive number, got {value}")
+        try:
+            zoneinfo.ZoneInfo(self.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"model {self.name!r}: unknown time zone {self.timezone!r} (an IANA name such as "
+                              "America/Los_Angeles)") from None
         for what, mix in (("gpu_mix", self.gpu_mix), ("vc_share", self.vc_share),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
             if mix and abs(sum(mix.values()) - 1.0) > 1e-3:
@@ -252,6 +263,8 @@ class Model:
         try:
             raw = json.loads(text)
             return _model(raw)
+        except ConfigError as exc:  # a well-formed file with an impossible value
+            raise InputError(str(exc), path=source) from None
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a dlcluster synth model ({type(exc).__name__}: {exc})", path=source) from exc
 
