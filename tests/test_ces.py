@@ -150,6 +150,17 @@ def test_the_quantile_model_covers_about_its_quantile() -> None:
     assert 0.8 <= covered <= 0.99
 
 
+def test_the_rule_s_extreme_risks_train_a_quantile_model() -> None:
+    from dlcluster.services.ces.rules import MIN_RISK
+
+    y = _daily(3, seed=3)["used"].to_list()
+    for risk in (MIN_RISK, 1 - MIN_RISK):
+        rule = QuantileRule(risk=risk)
+        f = DemandForecaster(STEP, 0, rule.targets, quantile=rule.quantile)
+        f.extend(y)
+        assert f.fit().forecast()[0] >= 0
+
+
 def test_the_same_input_gives_the_same_forecasts_byte_for_byte() -> None:
     y = _daily(8, seed=5)["used"].to_list()
     runs = []
@@ -256,6 +267,9 @@ def test_the_quantile_rule_wakes_before_the_peak_and_sheds_after_keep() -> None:
 def test_bad_controller_settings_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="--risk"):
         QuantileRule(risk=1.5)
+    for risk in (1e-8, 1 - 1e-8):  # (LightGBM stopped with "Check failed: alpha_ > 0 && alpha_ < 1")
+        with pytest.raises(ConfigError, match=r"^--risk must be from 1e-06 to 0\.999999 \(a probability of shortage\)"):
+            QuantileRule(risk=risk)
     with pytest.raises(ConfigError, match="unknown controller"):
         make_controller("magic")
     with pytest.raises(ConfigError, match="--buffer"):
@@ -453,7 +467,7 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--power", "on", "--risk", "0.1"), "--risk needs --power ces"),
              (("--boot-seconds", "10",), "--boot-seconds needs --power on or ces"),
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
-             (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be between 0 and 1"),
+             (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be from 1e-06 to 0.999999"),
              (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"),
              # refused up front, even by a run too short for the controller ever to retrain
              (("--power", "ces", "--holidays", "XX"), "no public-holiday calendar for country 'XX'"))
@@ -541,6 +555,13 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+    # six days are enough days, but at two steps a day too few steps for the rule's 60-step forecast (this stopped
+    # with an internal error)
+    _daily(6).write_csv(f)
+    run = cli("ces", str(f), "--step", "43200", "--test-days", "1")
+    assert (run.returncode, run.stderr) == (2, "error: --step 43200: the 11 steps before the test days are too few "
+                                               "to train forecasts 60 steps ahead (use a shorter --step or fewer "
+                                               "--test-days)\n")
 
 
 def test_the_simulate_legend_defines_powered_util_only_when_energy_is_shown(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def _fmt(value: Any) -> str:
 @click.option("--rule", default="helios", show_default=True, help="Controller: helios (the study's rule) or quantile "
               "(dlcluster's: keep the forecast peak's 1-risk quantile powered).")
 @ces_options
-@click.option("--step", type=click.IntRange(min=60), default=600, show_default=True, help="Controller step, seconds "
+@click.option("--step", type=click.IntRange(min=60, max=86_400), default=600, show_default=True, help="Controller step, seconds "
               "(demand: maximum over a step).")
 @click.option("--test-days", type=float, help="Replay the last N days; train the forecast before them (default 14; "
               "the artifact's own window with --compat).")

@@ -71,8 +71,12 @@ def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_d
         raise ConfigError(f"--test-days must cover at least one step, got {test_days}")
     first = n - test
     if first < MIN_TRAIN_DAYS * per_day:
-        raise ConfigError(f"the series has {n * step / DAY:.1f} days; training needs at least {MIN_TRAIN_DAYS} days "
+        raise ConfigError(f"the series has {n * step / DAY:.2f} days; training needs at least {MIN_TRAIN_DAYS} days "
                           f"before the {test_days:g} test days (lower --test-days)")
+    ahead = max(t.stop for t in (*controller.targets, *(horizon(h) for h in REPORTED_HORIZONS)))
+    if first < ahead:  # (the days are enough, but at a long step they hold few steps)
+        raise ConfigError(f"--step {step}: the {first} steps before the test days are too few to train forecasts "
+                          f"{ahead} steps ahead (use a shorter --step or fewer --test-days)")
     y = series["used"].cast(pl.Float64).to_list()
     total = series["total"].to_list()
     t0 = int(series["time"][0])

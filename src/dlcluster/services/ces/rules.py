@@ -24,7 +24,8 @@ from dlcluster.errors import ConfigError
 from dlcluster.predict.forecast import Target
 from dlcluster.services.ces.params import PRESETS, RuleParams
 
-Forecast = Callable[[], Sequence[float]]  # the controller's targets, forecast at the current step
+Forecast = Callable[[], Sequence[float]]
+MIN_RISK = 1e-6  # LightGBM refuses quantiles nearer 0 or 1 than about 1e-8 (its alpha goes through a short string)  # the controller's targets, forecast at the current step
 
 
 class Controller(Protocol):
@@ -108,8 +109,9 @@ class QuantileRule:
     stable_until: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        if not 0 < self.risk < 1:
-            raise ConfigError(f"--risk must be between 0 and 1 (a probability of shortage), got {self.risk}")
+        if not MIN_RISK <= self.risk <= 1 - MIN_RISK:
+            raise ConfigError(f"--risk must be from {MIN_RISK:g} to {1 - MIN_RISK:g} (a probability of shortage), "
+                              f"got {self.risk}")
         if self.lookahead < 1 or self.margin < 0 or self.keep < 0 or self.de_threshold < 1:
             raise ConfigError("lookahead and de_threshold must be at least 1, margin and keep at least 0")
         self.targets = (Target(1, self.lookahead + 1, "max"),)
