@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 import subprocess
 import sys
@@ -175,6 +176,31 @@ def test_cli_compare_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str
                            *(x.format(a=a) for x in args)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_cli_compare_refuses_an_empty_trace_and_a_file_as_report_folder_before_any_work(tmp_path: Path) -> None:
+    a, empty = tmp_path / "a.parquet", tmp_path / "empty.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=0.5, seed=1), a)
+    write_parquet(generate(load_preset("helios-venus"), days=0.00001, seed=1), empty)  # (no job: it crashed)
+    for args, message in (([a, empty], f"error: {empty}: no job with a submission time: nothing to compare\n"),
+                          ([empty, a], f"error: {empty}: no job with a submission time: nothing to compare\n"),
+                          ([a, a, "-o", a], f"error: --output {a}: exists and is not a folder\n")):
+        done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", *map(str, args)],
+                              capture_output=True, text=True)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", message)
+
+
+def test_cli_compare_says_which_trace_never_ran_on_the_cluster(tmp_path: Path) -> None:
+    # a Venus look-alike against a Philly one on the Venus VCs: none of the Philly jobs' VCs is there
+    venus, philly = tmp_path / "v.parquet", tmp_path / "p.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=1, seed=1), venus)
+    write_parquet(generate(load_preset("philly"), days=1, seed=1), philly)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(venus), str(philly), "--loads",
+                           "2", "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    why = ("no GPU job of the generated trace ran on the cluster: none needs a GPU, or its VCs are not the "
+           "cluster's (--cluster FILE names the VCs)")
+    assert done.returncode == 0 and f"note: {why}\n" in done.stderr, done.stderr
+    assert html.escape(f"Note: {why}.") in (tmp_path / "out/index.html").read_text()
 
 
 def test_docs_why_each_vc_needs_its_own_structure() -> None:

@@ -11,7 +11,7 @@ from dlcluster.cli import Console, app, err_console
 from dlcluster.cli.options import PATH, reading_options
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, InputError
 
 
 @app.group(invoke_without_command=True)
@@ -109,7 +109,7 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.synth import compare_report
     from dlcluster.synth.compare import fidelity
-    from dlcluster.synth.downstream import downstream
+    from dlcluster.synth.downstream import downstream, not_simulated
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -117,8 +117,13 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
         raise ConfigError(f"--loads {loads!r}: give numbers separated by commas") from exc
     if not levels or not all(0 < x < float("inf") for x in levels):
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
+    if output is not None and output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a folder")
     real = load_trace(real_path, real_format, lenient=False, format_option="--real-format")
     generated = load_trace(generated_path, generated_format, lenient=False, format_option="--generated-format")
+    for path, trace in ((real_path, real), (generated_path, generated)):
+        if trace.jobs["submit_time"].drop_nulls().len() == 0:
+            raise InputError("no job with a submission time: nothing to compare", path=path)
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster or generated.cluster
     table = fidelity(real, generated)
     queueing = None
@@ -141,6 +146,8 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
             sim.add_row(f"{row['load']:g}", row["policy"], row["statistic"], _num(row["real_s"]),
                         _num(row["generated_s"]), _pct(row["relative_error"]))
         Console().print(sim)
+        if (why := not_simulated(queueing)) is not None:
+            err_console.print(f"note: {why}", soft_wrap=True, highlight=False, markup=False)
     if output is not None:
         page = compare_report.write(output, real, generated, table, queueing, (real_path.name, generated_path.name))
         err_console.print(f"report: {page}")

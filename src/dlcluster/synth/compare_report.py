@@ -13,6 +13,7 @@ from dlcluster.report.html import write_report
 from dlcluster.report.model import Item, Section
 from dlcluster.report.plots import PANEL_H, PANEL_W, colour
 from dlcluster.synth.compare import daily_counts, size_medians
+from dlcluster.synth.downstream import not_simulated
 from dlcluster.trace import Trace
 
 NAMES = ("real", "generated")
@@ -104,7 +105,8 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
                        "queueing delay (s)", log=True)
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
-                                 "jobs are simulated on the same cluster with inter-arrival times divided by the load.",
+                                 "jobs are simulated on the same cluster with inter-arrival times divided by the load."
+                                 + (f" Note: {why}." if (why := not_simulated(queueing)) else ""),
                                  figure=figure, absent=None if figure else "no job of either trace waited (or none "
                                  "needs a GPU): every delay in the table is 0 s or undefined",
                                  shown=queueing, data={"queueing": queueing})]

@@ -75,6 +75,16 @@ def seeds_table(real: Cases, runs: Sequence[Cases]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={**SCHEMA, "low_s": pl.Float64, "high_s": pl.Float64})
 
 
+def not_simulated(table: pl.DataFrame) -> str | None:
+    """A sentence naming the traces of a :func:`downstream` table none of whose jobs ran (all its cells undefined),
+    or None."""
+    empty = [name for name in ("real", "generated") if table[f"{name}_s"].is_nan().all()]
+    if not empty:
+        return None
+    return (f"no GPU job of the {' or the '.join(empty)} trace ran on the cluster: none needs a GPU, or its VCs "
+            "are not the cluster's (--cluster FILE names the VCs)")
+
+
 def markdown_over_seeds(table: pl.DataFrame) -> str:
     """An :func:`over_seeds` table as Markdown rows, one per load, policy and statistic."""
     lines = ["| load | policy | statistic | real | median generated | error | range of the seeds |",
