@@ -485,9 +485,15 @@ def test_read_power_model(tmp_path: Path) -> None:
     # the defaults docs/ces.md derives: an idle 8-GPU node draws 900 W, a fully busy one 2,900 W
     m = PowerModel()
     assert m.idle_watts(8) == 900 and m.idle_watts(8) + 8 * (m.gpu_busy_watts - m.gpu_idle_watts) == 2900
-    f.write_text("off_watts = -1\n")
-    with pytest.raises(InputError, match="off_watts must be a number >= 0"):
-        read_power_model(f)
+    # (inf, true and 1.5 were accepted: an energy of inf, 1 W, a boot ending mid-second)
+    for text, message in (("off_watts = -1\n", "off_watts must be a finite number >= 0, got -1"),
+                          ("node_watts = inf\n", "node_watts must be a finite number >= 0, got inf"),
+                          ("node_watts = true\n", "node_watts must be a finite number >= 0, got True"),
+                          ("boot_seconds = 1.5\n", "boot_seconds must be a whole number of seconds, got 1.5")):
+        f.write_text(text)
+        with pytest.raises(InputError) as info:
+            read_power_model(f)
+        assert str(info.value) == f"{f}: {message}"
 
 
 # ---- the ces command -----------------------------------------------------------------------------------------

@@ -130,14 +130,17 @@ def test_results_gain_columns_only_with_a_speed_model() -> None:
     [
         ("speed = 1\n", "speed", "unknown setting (known: spread, colocated, colocated_spread)"),
         ("spread = 0.8\n", "spread", "expected a table of server count = factor, e.g. {2 = 0.85, 4 = 0.8}"),
-        ("spread = {1 = 0.9}\n", "spread.1", "server counts must be whole numbers of at least 2"),
-        ("spread = {two = 0.9}\n", "spread.two", "server counts must be whole numbers of at least 2"),
-        ("spread = {2 = 0}\n", "spread.2", "expected a number above 0 and at most 1, got 0"),
-        ("spread = {2 = 1.5}\n", "spread.2", "expected a number above 0 and at most 1, got 1.5"),
-        ("spread = {2 = true}\n", "spread.2", "expected a number above 0 and at most 1, got True"),
+        ("spread = {1 = 0.9}\n", "spread.1", "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000"),
+        ("spread = {two = 0.9}\n", "spread.two", "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000"),
+        ("spread = {2 = 0}\n", "spread.2", "expected a number from 0.01 to 1, got 0"),
+        ("spread = {2 = 1.5}\n", "spread.2", "expected a number from 0.01 to 1, got 1.5"),
+        ("spread = {2 = true}\n", "spread.2", "expected a number from 0.01 to 1, got True"),
         ("spread = {2 = 0.5, 4 = 0.8}\n", "spread.4", "a job on more servers cannot run faster: 0.8 exceeds 0.5"),
-        ("colocated = 'half'\n", "colocated", "expected a number above 0 and at most 1, got 'half'"),
-        ("colocated_spread = -1\n", "colocated_spread", "expected a number above 0 and at most 1, got -1"),
+        ("colocated = 'half'\n", "colocated", "expected a number from 0.01 to 1, got 'half'"),
+        ("colocated_spread = -1\n", "colocated_spread", "expected a number from 0.01 to 1, got -1"),
+        # (a factor of 1e-15 stopped the run with "never finished"; a count of 10**8 took 30 s and 4 GB)
+        ("colocated = 1e-15\n", "colocated", "expected a number from 0.01 to 1, got 1e-15"),
+        ("spread = {100000000 = 0.5}\n", "spread.100000000", "server counts must be whole numbers from 2"),
     ],
 )
 def test_speed_model_file_errors_name_the_file_and_key(tmp_path: Path, text: str, field: str, message: str) -> None:

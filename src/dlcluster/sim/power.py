@@ -8,6 +8,7 @@ state's power, plus every busy GPU-second times the extra power of a busy GPU.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,10 @@ class PowerModel:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if not (isinstance(value, int | float) and value >= 0 and value == value):
-                raise ConfigError(f"power model: {f.name} must be a number >= 0, got {value!r}")
+            if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < math.inf):
+                raise ConfigError(f"power model: {f.name} must be a finite number >= 0, got {value!r}")
+        if not isinstance(self.boot_seconds, int):  # (the clock counts whole seconds)
+            raise ConfigError(f"power model: boot_seconds must be a whole number of seconds, got {self.boot_seconds!r}")
         if self.gpu_busy_watts < self.gpu_idle_watts:
             raise ConfigError("power model: gpu_busy_watts must be at least gpu_idle_watts")
         if self.boot_seconds > MAX_BOOT_SECONDS:  # a controller keeps ticking until every boot is over

@@ -83,10 +83,14 @@ class PlacementSpeed:
                 "colocated": self.colocated, "colocated_spread": self.colocated_spread}
 
 
+MIN_FACTOR = 0.01  # a job at most 100 times slower: beyond that its end overflows any trace's time span
+MAX_SERVERS = 10_000  # the largest server count a spread curve may name (the curve is a list up to it)
+
+
 def _factor(value: object, path: Path, key: str) -> float:
-    """A speed factor in (0, 1] from the file, or an InputError naming the key."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise InputError(f"expected a number above 0 and at most 1, got {value!r}", path=path, field=key)
+    """A speed factor in [MIN_FACTOR, 1] from the file, or an InputError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not MIN_FACTOR <= value <= 1:
+        raise InputError(f"expected a number from {MIN_FACTOR:g} to 1, got {value!r}", path=path, field=key)
     return float(value)
 
 
@@ -105,8 +109,8 @@ def read_speed_model(path: str | Path) -> PlacementSpeed:
                              path=path, field="spread")
         spread = {}
         for key, value in table.items():
-            if not (key.isascii() and key.isdigit() and int(key) >= 2):
-                raise InputError("server counts must be whole numbers of at least 2 (1 server is 1.0)",
+            if not (key.isascii() and key.isdigit() and 2 <= int(key) <= MAX_SERVERS):
+                raise InputError(f"server counts must be whole numbers from 2 (1 server is 1.0) to {MAX_SERVERS:,}",
                                  path=path, field=f"spread.{key}")
             spread[int(key)] = _factor(value, path, f"spread.{key}")
         before, previous = 1, 1.0
