@@ -76,12 +76,33 @@ def test_load_must_be_finite(load: float) -> None:
     # a boot of a century kept the controller ticking for a century of simulated time
     (["--power", "ces", "--boot-seconds", "3155760000"],
      "error: power model: boot_seconds must be at most 86,400 (one day), got 3,155,760,000\n"),
+    # options that would change nothing (they were accepted and ignored)
+    (["--failures", "replay", "--no-retry-within", "5"], "error: --no-retry-within limits retries: it needs --retries N\n"),
+    (["--failures", "replay", "--validation-keeps-progress"],
+     "error: --validation-keeps-progress needs --validation-minutes and --validation-gpus\n"),
 ])
 def test_option_values_beyond_their_range_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     res = cli("simulate", str(trace), *args, "-o", str(tmp_path / "out"))
     assert (res.returncode, res.stderr) == (2, message)
     assert not (tmp_path / "out").exists()
+
+
+def test_replaying_failures_of_a_trace_without_any_says_so(tmp_path: Path) -> None:
+    # (the run went on without a word: every failure count 0, as if nothing had failed)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    res = cli("simulate", str(trace), "--failures", "replay", "--retries", "1", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0
+    assert f"note: {trace} records no failed job: --failures replay has no failure to replay\n" in res.stderr
+    no_status = tmp_path / "t.csv"
+    no_status.write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,0,10\n")
+    cluster = tmp_path / "c.csv"
+    cluster.write_text("vc,nodes,gpus_per_node\nv,1,8\n")
+    res = cli("simulate", str(no_status), "--format", "csv", "--cluster", str(cluster), "--failures", "replay",
+              "-o", str(tmp_path / "out2"))
+    assert res.returncode == 0
+    assert f"note: {no_status} records no job outcome (status): --failures replay has no failure to replay\n" \
+        in res.stderr
 
 
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:

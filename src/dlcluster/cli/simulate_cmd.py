@@ -262,6 +262,8 @@ def simulate(
     extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
     trace = _simulable(load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra),
                        lenient, trace_path)
+    if failure_model is not None:
+        _note_nothing_to_replay(trace, trace_path)
     if cluster is not None:
         from dlcluster.io.cluster_spec import read_cluster_spec
 
@@ -366,6 +368,21 @@ def _minutes(option: str, minutes: float | None) -> int | None:
     return round(minutes * 60)
 
 
+def _note_nothing_to_replay(trace: Trace, path: Path) -> None:
+    """A note when ``--failures replay`` would replay nothing: no job of the trace failed (or none has a status)."""
+    import polars as pl
+
+    from dlcluster.cli import err_console
+    from dlcluster.sim.failures import FAILED
+
+    status = trace.jobs["status"].cast(pl.String)
+    if not status.is_in(FAILED).any():
+        what = "records no job outcome (status)" if status.is_in(["completed", "cancelled"]).sum() == 0 else \
+            "records no failed job"
+        err_console.print(f"note: {path} {what}: --failures replay has no failure to replay", soft_wrap=True,
+                          highlight=False, markup=False)
+
+
 def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,
                    validation_gpus: int, keep_progress: bool) -> FailureModel | None:
     """The failure model of ``--failures replay`` and its options (None for ``--failures none``)."""
@@ -381,10 +398,15 @@ def _failure_model(failures: str, retries: int, no_retry_within: float | None, v
         if used:
             raise ConfigError(f"{_need(used)} --failures replay")
         return None
-    return FailureModel(retries=retries,
-                        no_retry_within=_minutes("--no-retry-within", no_retry_within),
-                        validation_seconds=_minutes("--validation-minutes", validation_minutes),
-                        validation_gpus=validation_gpus, keep_progress=keep_progress)
+    model = FailureModel(retries=retries, no_retry_within=_minutes("--no-retry-within", no_retry_within),
+                         validation_seconds=_minutes("--validation-minutes", validation_minutes),
+                         validation_gpus=validation_gpus, keep_progress=keep_progress)
+    # options that would be ignored are refused, as the ones above
+    if no_retry_within is not None and retries == 0:
+        raise ConfigError("--no-retry-within limits retries: it needs --retries N")
+    if keep_progress and not model.validates:
+        raise ConfigError("--validation-keeps-progress needs --validation-minutes and --validation-gpus")
+    return model
 
 
 def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,
