@@ -635,6 +635,27 @@ def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(t
     assert run.returncode == 0 and "note: the demand is constant (3 busy nodes)" in run.stderr
 
 
+def test_ces_names_the_vcs_a_cluster_file_lacks(tmp_path: Path) -> None:
+    # (their jobs were dropped from the demand without a word; with no VC in the file the demand was all 0)
+    rows = [(f"{vc}{i}", vc, 8, i * DAY, 3600) for i in range(6) for vc in ("v", "w")]
+    t = jobs(*rows).with_columns(start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    trace = write_trace(tmp_path / "t.parquet", t, spec(v=(8, 8), w=(8,)))
+    only_v, none = tmp_path / "v.csv", tmp_path / "x.csv"
+    only_v.write_text("vc,nodes,gpus_per_node\nv,2,8\n")
+    none.write_text("vc,nodes,gpus_per_node\nx,2,8\n")
+    run = cli("ces", str(trace), "--test-days", "1", "--cluster", str(only_v))
+    assert run.returncode == 0
+    assert f"note: {trace}: 6 GPU job(s) of VCs not in the cluster spec left out of the demand: w\n" in run.stderr
+    run = cli("ces", str(trace), "--test-days", "1", "--cluster", str(none))
+    assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'vc': no GPU job's VC is in the cluster spec "
+                                               f"({none}): VCs v, w\n")
+    series = tmp_path / "s.csv"
+    _daily(4).write_csv(series)
+    run = cli("ces", str(series), "--cluster", str(only_v))  # (it was ignored)
+    assert (run.returncode, run.stderr) == (2, f"error: --cluster: options of a trace, but {series} is a demand "
+                                               "series (time, used|active, total)\n")
+
+
 def test_a_job_that_fits_only_a_big_node_gets_one_booted() -> None:
     # every node off at 0; j1 (2 GPUs) fits only the 2-GPU node: booting the 1-GPU node first would strand it
     t = jobs(("j0", "a", 1, 0, 0), ("j1", "b", 2, 1, 5))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 from rich.table import Table
@@ -14,6 +14,11 @@ from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import PATH, ces_options, load, trace_options
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.services.ces.params import PRESETS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from dlcluster.cluster import ClusterSpec
 
 PRESET_NAMES = tuple(PRESETS)
 COMPAT = ("helios-artifact",)
@@ -101,6 +106,8 @@ def ces(
     if fmt is None and _is_series(source):  # --format reads even a series-like CSV as a trace
         given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
                                           ("--tz", tz)) if value]
+        if cluster is not None:
+            given.append("--cluster")
         if given:
             raise ConfigError(f"{', '.join(given)}: options of a trace, but {source} is a demand series "
                               "(time, used|active, total)")
@@ -124,6 +131,7 @@ def ces(
             spec = trace.cluster
         else:
             raise ConfigError(f"{source} carries no cluster spec; pass --cluster FILE")
+        _note_vcs_left_out(trace.jobs, spec, source)
         # after the last submission the demand only drains (a long job can run for months): not a workload to
         # replay, so the series stops there
         last_submit = cast("int | None", trace.jobs["submit_time"].max())
@@ -182,3 +190,22 @@ def ces(
             ht.add_row(r["target"], *(f"{_fmt(r[f'rmse{s}'])} / {_fmt(r[f'smape{s}'])}"
                                       for s in ("", "_last", "_yesterday", "_last_week")))
         console.print(ht)
+
+
+def _note_vcs_left_out(jobs: pl.DataFrame, spec: ClusterSpec, source: Path) -> None:
+    """Refuse a trace none of whose GPU jobs' VCs is in ``spec``; note the GPU jobs of VCs it lacks."""
+    import polars as pl
+
+    from dlcluster.cli import err_console
+
+    gpu = jobs.filter(pl.col("gpu_num") > 0)
+    out = gpu.filter(~pl.col("vc").cast(pl.String).is_in(list(spec.vcs)))
+    if out.height == 0:
+        return
+    vcs = sorted(out["vc"].cast(pl.String).fill_null("(none)").unique().to_list())
+    named = ", ".join(vcs[:5]) + (f" and {len(vcs) - 5} more" if len(vcs) > 5 else "")
+    if out.height == gpu.height:
+        raise InputError(f"no GPU job's VC is in the cluster spec ({spec.source or 'the trace'}): VCs {named}",
+                         path=source, field="vc")
+    err_console.print(f"note: {source}: {out.height:,} GPU job(s) of VCs not in the cluster spec left out of the "
+                      f"demand: {named}", soft_wrap=True, highlight=False, markup=False)
