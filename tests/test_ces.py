@@ -51,6 +51,8 @@ def test_read_series_names_the_bad_row(tmp_path: Path) -> None:
     assert s.rows() == [(1506988800, 3, 5), (1506988860, 4, 5)]
     for body, message in (("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,x,5\n",
                            "line 3, field 'active': not a whole number"),
+                          ("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,,5\n",
+                           "line 3, field 'active': empty"),  # (it said "not a whole number: None")
                           ("time,active,total\n2017-10-03 00:00:00,6,5\n2017-10-03 00:01:00,4,5\n",
                            "line 2, field 'active': more busy nodes than total nodes"),
                           ("time,active,total\n2017-10-03 00:01:00,3,5\n2017-10-03 00:00:00,4,5\n",

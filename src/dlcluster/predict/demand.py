@@ -48,7 +48,9 @@ def read_series(path: str | Path) -> pl.DataFrame:
         bad = table[column].is_null().arg_true()
         if bad.len():
             row = int(bad[0])
-            raise InputError(f"not a {'time' if column == 'time' else 'whole number'}: {raw[source][row]!r}",
+            value = raw[source][row]
+            raise InputError("empty" if value is None or not value.strip() else
+                             f"not a {'time' if column == 'time' else 'whole number'}: {value!r}",
                              path=path, row=row + 2, field=source)
     _check(table, path, used_name)
     check_span(int(table["time"][0]), int(table["time"][-1]), path, "time")
