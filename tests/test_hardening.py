@@ -38,6 +38,8 @@ sim_power = importlib.import_module("dlcluster.sim.power")
 sim_failures = importlib.import_module("dlcluster.sim.failures")
 demand = importlib.import_module("dlcluster.predict.demand")
 synth_generate = importlib.import_module("dlcluster.synth.generate")
+sim_speed = importlib.import_module("dlcluster.sim.speed")
+ces_rules = importlib.import_module("dlcluster.services.ces.rules")
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = "job_id,submit_time,gpu_num,duration\n"
@@ -660,6 +662,9 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
     assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text
     assert sim_power.MAX_BOOT_SECONDS == 86_400
+    assert f"| {ces_rules.MIN_RISK:g} to {1 - ces_rules.MIN_RISK:g} | `services.ces.rules.MIN_RISK` |" in text
+    assert f"| {sim_speed.MIN_FACTOR:g} to 1 | `sim.speed.MIN_FACTOR` |" in text
+    assert f"| {sim_speed.MAX_SERVERS:,} | `sim.speed.MAX_SERVERS` |" in text
     assert f"| `simulate --retries` | {sim_failures.MAX_RETRIES:,} | `sim.failures.MAX_RETRIES` |" in text
     assert f"| {demand.MAX_DAYS:,} days (ten years) | `predict.demand.MAX_DAYS` |" in text
     assert f"| {_common.MAX_SECONDS // 60:,} minutes (100 years), a finite number |" in text
