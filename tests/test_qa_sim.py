@@ -77,7 +77,8 @@ def test_load_must_be_finite(load: float) -> None:
     (["--power", "ces", "--boot-seconds", "3155760000"],
      "error: power model: boot_seconds must be at most 86,400 (one day), got 3,155,760,000\n"),
     # options that would change nothing (they were accepted and ignored)
-    (["--failures", "replay", "--no-retry-within", "5"], "error: --no-retry-within limits retries: it needs --retries N\n"),
+    (["--failures", "replay", "--no-retry-within", "5"],
+     "error: --no-retry-within limits retries: it needs --retries N\n"),
     (["--failures", "replay", "--validation-keeps-progress"],
      "error: --validation-keeps-progress needs --validation-minutes and --validation-gpus\n"),
 ])

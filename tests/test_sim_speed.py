@@ -125,13 +125,16 @@ def test_results_gain_columns_only_with_a_speed_model() -> None:
 
 # ---- the TOML file ------------------------------------------------------------------------------------------------
 
+COUNTS = "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000"
+
+
 @pytest.mark.parametrize(
     ("text", "field", "message"),
     [
         ("speed = 1\n", "speed", "unknown setting (known: spread, colocated, colocated_spread)"),
         ("spread = 0.8\n", "spread", "expected a table of server count = factor, e.g. {2 = 0.85, 4 = 0.8}"),
-        ("spread = {1 = 0.9}\n", "spread.1", "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000"),
-        ("spread = {two = 0.9}\n", "spread.two", "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000"),
+        ("spread = {1 = 0.9}\n", "spread.1", COUNTS),
+        ("spread = {two = 0.9}\n", "spread.two", COUNTS),
         ("spread = {2 = 0}\n", "spread.2", "expected a number from 0.01 to 1, got 0"),
         ("spread = {2 = 1.5}\n", "spread.2", "expected a number from 0.01 to 1, got 1.5"),
         ("spread = {2 = true}\n", "spread.2", "expected a number from 0.01 to 1, got True"),

@@ -54,8 +54,8 @@ def _fmt(value: Any) -> str:
 @click.option("--rule", default="helios", show_default=True, help="Controller: helios (the study's rule) or quantile "
               "(dlcluster's: keep the forecast peak's 1-risk quantile powered).")
 @ces_options
-@click.option("--step", type=click.IntRange(min=60, max=86_400), default=600, show_default=True, help="Controller step, seconds "
-              "(demand: maximum over a step).")
+@click.option("--step", type=click.IntRange(min=60, max=86_400), default=600, show_default=True,
+              help="Controller step, seconds (demand: maximum over a step).")
 @click.option("--test-days", type=float, help="Replay the last N days; train the forecast before them (default 14; "
               "the artifact's own window with --compat).")
 @click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "

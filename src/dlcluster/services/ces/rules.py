@@ -24,8 +24,8 @@ from dlcluster.errors import ConfigError
 from dlcluster.predict.forecast import Target
 from dlcluster.services.ces.params import PRESETS, RuleParams
 
-Forecast = Callable[[], Sequence[float]]
-MIN_RISK = 1e-6  # LightGBM refuses quantiles nearer 0 or 1 than about 1e-8 (its alpha goes through a short string)  # the controller's targets, forecast at the current step
+Forecast = Callable[[], Sequence[float]]  # the controller's targets, forecast at the current step
+MIN_RISK = 1e-6  # LightGBM refuses quantiles nearer 0 or 1 than about 1e-8 (its alpha goes through a short string)
 
 
 class Controller(Protocol):
