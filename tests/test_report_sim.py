@@ -163,6 +163,21 @@ def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path
     assert "sim-jct-cdf" in figure_ids(page)
 
 
+def test_a_run_none_of_whose_vcs_is_among_the_busiest_drawn_leaves_the_others_drawn(tmp_path: Path) -> None:
+    # 13 VCs in all (11, the pooled one, and one): the one-job run's VC is not among the 12 busiest (the report
+    # stopped with a TypeError)
+    (tmp_path / "one.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,lone,1,0,100\n")
+    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\nlone,1,8\n")
+    main(["simulate", str(tmp_path / "one.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"),
+          "-o", str(tmp_path / "lone")])
+    main(["synth", "--preset", "philly", "--days", "2", "--seed", "1", "-o", str(tmp_path / "p.parquet")])
+    main(["simulate", str(tmp_path / "p.parquet"), "-o", str(tmp_path / "philly")])
+    main(["simulate", str(tmp_path / "p.parquet"), "--pooled", "-o", str(tmp_path / "pooled")])
+    page = build_sim_report(read_runs([tmp_path / "philly", tmp_path / "pooled", tmp_path / "lone"]),
+                            tmp_path / "out").read_text(encoding="utf-8")
+    assert "sim-timeline-running-gpus" in figure_ids(page)
+
+
 def test_a_long_legend_wraps_inside_its_figure() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

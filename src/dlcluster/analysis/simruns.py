@@ -70,6 +70,8 @@ def hourly_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
 def _hour_bin(timeline: pl.DataFrame, points: int) -> pl.Expr:
     """``hour``: each sample's bin start, in hours since the first sample; bins of whole hours, widened so that
     the timeline has at most about ``points`` of them."""
+    if timeline.height == 0:  # (a run none of whose VCs is among those shown)
+        return pl.lit(None, pl.Float64).alias("hour")
     t0 = timeline["time"].min()
     span = (timeline["time"].max() - t0) // HOUR + 1
     width = max(1, -(-span // points)) * HOUR
