@@ -131,6 +131,8 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
     assert res.returncode == 3, res.stderr  # the table is written, and the exit status says it has a failed cell
     assert "2 cells, 0 already done, 2 run now, 1 failed" in res.stderr
+    # the terminal says why (it only pointed at the failed folder)
+    assert f"first failure: {(tmp_path / 'est.csv').resolve()}, field 'job_id': no duration estimate" in res.stderr
     table = pl.read_parquet(tmp_path / "out/results.parquet")
     assert table["status"].to_list() == ["ok", "failed"]
     assert table["error"][0] is None
@@ -169,6 +171,9 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL + "speed_model = [\"nowhere.toml\"]\n", "--speed-model 'nowhere.toml': choose none, philly or a TOML file "
                                                    "(no such file)"),
     (SMALL + "[simulate]\npower = \"on\"\npower_model = \"nowhere.toml\"\n", "nowhere.toml: no such file"),
+    # (these two swept, and compare then refused the folder the sweep had written)
+    ('metrics = ["foo"]\n' + SMALL, "field 'metrics': unknown metric 'foo' (known: jobs, unschedulable, mean_jct, "),
+    ("name = 5\n" + SMALL, "field 'name': expected a name (text), got 5"),
 ])
 def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text: str, message: str) -> None:
     exp = _write(tmp_path, text)
@@ -177,6 +182,16 @@ def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {exp}, ") and message in lines[0], res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_path: Path) -> None:
+    # energy without power: the column was dropped as empty, and compare refused the folder
+    exp = _write(tmp_path, 'metrics = ["mean_jct", "energy_kwh"]\n' + SMALL.replace("seed = [1, 2]", "seed = [1]"))
+    assert cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1").returncode == 0
+    table = pl.read_parquet(tmp_path / "out/results.parquet")
+    assert table["energy_kwh"].null_count() == table.height == 2
+    res = cli("compare", str(tmp_path / "out"), "-o", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.parametrize(("cases", "first", "second"), [

@@ -199,8 +199,16 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     metrics = data.get("metrics")
     if metrics is not None and (not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics)):
         raise InputError("expected a list of metric names", path=path, field="metrics")
+    from dlcluster.sweep.results import METRICS  # (results reads experiments: imported here, not at the top)
+
+    unknown = [m for m in metrics or () if m not in METRICS]
+    if unknown:
+        raise InputError(f"unknown metric {unknown[0]!r} (known: {', '.join(METRICS)})", path=path, field="metrics")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"expected a name (text), got {name!r}", path=path, field="name")
     parameters = list(dict.fromkeys([*fixed, *(k for c in cases for k in c), *grid]))
-    exp = Experiment(path, str(data.get("name", path.stem)), traces, parameters, metrics=metrics)
+    exp = Experiment(path, name, traces, parameters, metrics=metrics)
     combos = list(itertools.product(*grid.values()))
     for trace in traces:
         for case in cases:

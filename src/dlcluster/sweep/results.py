@@ -40,7 +40,8 @@ def _number(value: Any) -> float | None:
 def table(exp: Experiment, outcomes: dict[int, dict[str, Any]]) -> pl.DataFrame:
     """The results table of ``exp`` from each cell's outcome (``cell_id, status, error, wall_seconds, summary``).
 
-    Metric columns no cell has a value for are left out; the parameter columns keep the file's types.
+    Metric columns no cell has a value for are left out, unless the experiment names them; the parameter columns
+    keep the file's types.
     """
     rows = []
     for cell in exp.cells:
@@ -51,7 +52,7 @@ def table(exp: Experiment, outcomes: dict[int, dict[str, Any]]) -> pl.DataFrame:
                      **{p: cell.params.get(p) for p in exp.parameters}, **metrics_of(summary)})
     frame = pl.DataFrame(rows, schema_overrides={m: pl.Float64 for m in METRICS} | {"error": pl.String},
                          infer_schema_length=None)
-    empty = [m for m in METRICS if frame[m].null_count() == frame.height]
+    empty = [m for m in METRICS if frame[m].null_count() == frame.height and m not in (exp.metrics or ())]
     return frame.drop(empty)
 
 

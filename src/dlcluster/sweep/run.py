@@ -41,6 +41,7 @@ class SweepReport:
     ran: int
     failed: int
     results: Path
+    first_error: str | None = None  # the error of the first cell that failed now
 
 
 def _trace_file(source: TraceSource, outdir: Path) -> Path:
@@ -156,4 +157,5 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     meta = {"experiment": exp.path.name, "name": exp.name, "cells": total, "parameters": exp.parameters,
             "metrics": exp.metrics or metric_columns(frame)}
     write_text_atomic(outdir / "sweep.json", json.dumps(meta, indent=2) + "\n")
-    return SweepReport(total, skipped, total - skipped, failed, results)
+    first_error = next((o["error"] for _, o in sorted(outcomes.items()) if o["status"] == "failed"), None)
+    return SweepReport(total, skipped, total - skipped, failed, results, first_error)
