@@ -81,6 +81,8 @@ def test_load_must_be_finite(load: float) -> None:
      "error: --no-retry-within limits retries: it needs --retries N\n"),
     (["--failures", "replay", "--validation-keeps-progress"],
      "error: --validation-keeps-progress needs --validation-minutes and --validation-gpus\n"),
+    (["-p", "fifo,sjf", "--estimates", "oracle"],
+     "error: --estimates: no policy given (fifo, sjf) reads duration estimates (`dlcluster policies` tells which do)\n"),
 ])
 def test_option_values_beyond_their_range_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))

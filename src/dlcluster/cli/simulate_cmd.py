@@ -67,6 +67,9 @@ def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estima
         if cls.needs_estimates and estimates is None:
             raise ConfigError(f"policy {cls.name!r} needs duration estimates (--estimates FILE, or --estimates "
                               "history|oracle)")
+    if estimates is not None and not any(c.needs_estimates or c.uses_estimates for c in classes.values()):
+        raise ConfigError(f"--estimates: no policy given ({', '.join(classes)}) reads duration estimates "
+                          "(`dlcluster policies` tells which do)")
 
 
 def _check_estimates_cover(simulated: pl.Series, est: pl.DataFrame, path: str) -> None:
