@@ -84,6 +84,27 @@ def test_sacct_row_without_jobid_is_reported_not_dropped(tmp_path: Path) -> None
     assert trace.jobs["job_id"].to_list() == ["1"] and trace.dropped == {"missing JobID": 1}
 
 
+def test_a_required_value_that_means_none_and_an_empty_status_say_so(tmp_path: Path) -> None:
+    # (they said "value is empty" of 'nan' and 'Unknown', and "unknown status None" of an empty status)
+    from dlcluster.predict import read_estimates
+
+    est = tmp_path / "est.csv"
+    est.write_text("job_id,duration\na,nan\n")
+    with pytest.raises(InputError) as err:
+        read_estimates(est)
+    assert str(err.value) == f"{est}, line 2, field 'duration': no value ('nan')"
+    path = tmp_path / "export.txt"
+    path.write_text(SACCT + "1|u|p|Unknown|||PENDING|\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="sacct")
+    assert str(err.value).startswith(f"{path}, line 2, field 'Submit': no value ('Unknown')")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,vc,gpu_num,submit_time,duration,status\na,v,1,0,60,\n")
+    with pytest.raises(InputError) as err:
+        read_trace(jobs, format="csv")
+    assert str(err.value) == f"{jobs}, line 2, field 'status': value is empty"
+
+
 @pytest.mark.parametrize(
     ("fmt", "name", "text", "options", "where"),
     [

@@ -81,6 +81,8 @@ def test_load_must_be_finite(load: float) -> None:
      "error: --no-retry-within limits retries: it needs --retries N\n"),
     (["--failures", "replay", "--validation-keeps-progress"],
      "error: --validation-keeps-progress needs --validation-minutes and --validation-gpus\n"),
+    (["--placement", "relax:10", "--relax-after", "20"],
+     "error: --relax-after: --placement relax:10 already gives the time to wait; give it once\n"),
     (["-p", "fifo,sjf", "--estimates", "oracle"],
      "error: --estimates: no policy given (fifo, sjf) reads duration estimates (`dlcluster policies` tells which do)\n"),
 ])

@@ -194,6 +194,12 @@ def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_pat
     assert res.returncode == 0, res.stderr
 
 
+def test_an_output_that_is_a_file_is_refused_naming_the_option(tmp_path: Path) -> None:
+    exp = _write(tmp_path, SMALL)
+    res = cli("sweep", str(exp), "-o", str(exp))  # (it said "exp.toml: file exists")
+    assert (res.returncode, res.stderr) == (2, f"error: --output {exp}: exists and is not a folder\n")
+
+
 @pytest.mark.parametrize(("cases", "first", "second"), [
     ('[[case]]\nload = 1\n[[case]]\nload = 1.0\n', 0, 4),  # one number, spelt twice
     ('[[case]]\n[[case]]\nplacement = "consolidate"\n', 0, 4),  # a default, given or not

@@ -145,6 +145,8 @@ def settings(options: dict[str, Any]) -> Settings:
                                 o["boot_seconds"], o["power_model"], o["holidays"], o["events"])
     placement = o["placement"]
     if o["relax_after"] is not None:
+        if placement.startswith("relax:"):
+            raise ConfigError(f"--relax-after: --placement {placement} already gives the time to wait; give it once")
         if placement != "relax":
             raise ConfigError(f"--relax-after needs --placement relax (got --placement {placement})")
         placement = f"relax:{o['relax_after']}"

@@ -10,6 +10,7 @@ from rich.progress import TextColumn, TimeRemainingColumn
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import progress_bar
 from dlcluster.cli.options import PATH
+from dlcluster.errors import ConfigError
 
 
 @app.command()
@@ -28,6 +29,8 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
     from dlcluster.sweep.run import run_sweep
     from dlcluster.sweep.simulate_options import check_cell, checks
 
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a folder")
     runner = make_executor(executor, workers)
     runner.start()  # the workers start up while the experiment is read and its traces are made
     try:

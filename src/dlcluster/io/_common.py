@@ -343,7 +343,12 @@ def starts_before(start: str, submit: str, source_col: str) -> Check:
 
 def required_value(col: str, source_col: str | None = None) -> Check:
     """A check failing where a required value is missing."""
-    return Check(source_col or col, pl.col(col).is_null(), f"missing {source_col or col}", lambda v: "value is empty")
+    return Check(source_col or col, pl.col(col).is_null(), f"missing {source_col or col}", _empty)
+
+
+def _empty(value: object) -> str:
+    """What a required value that parsed to nothing was: empty, or text that means none (nan, Unknown)."""
+    return "value is empty" if value is None or not str(value).strip() else f"no value ({value!r})"
 
 
 def negative(col: str, source_col: str | None = None) -> Check:
@@ -406,4 +411,5 @@ def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
 
 def unknown_status(col: str, mapped: str) -> Check:
     """A check failing on a status outside the reader's vocabulary."""
-    return Check(col, pl.col(mapped).is_null(), f"unknown {col}", lambda v: f"unknown status {v!r}")
+    return Check(col, pl.col(mapped).is_null(), f"unknown {col}",
+                 lambda v: "value is empty" if v is None or not str(v).strip() else f"unknown status {v!r}")
