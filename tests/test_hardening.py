@@ -321,7 +321,19 @@ def test_too_many_fields_names_the_line_and_lenient_drops_it(tmp_path: Path) -> 
     assert refused("info", str(path), "--format", "csv") == f"error: {path}, line 3: has 5 fields, the header names 4"
     trace = read_trace(path, format="csv", lenient=True)
     assert trace.jobs["job_id"].to_list() == ["a", "c"]
-    assert dict(trace.dropped) == {"too many fields": 1}
+    assert dict(trace.dropped) == {"wrong number of fields": 1}
+
+
+def test_too_few_fields_name_the_line_and_lenient_drops_it(tmp_path: Path) -> None:
+    # (a truncated row was read with its missing fields empty; a row whose last field is empty is still read)
+    path = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\nb,0,1\nc,0,1,\n\n")
+    assert refused("info", str(path), "--format", "csv") == f"error: {path}, line 3: has 3 fields, the header names 4"
+    trace = read_trace(path, format="csv", lenient=True)
+    assert trace.jobs["job_id"].to_list() == ["a", "c"]
+    assert dict(trace.dropped) == {"wrong number of fields": 1}
+    quoted = _write(tmp_path / "quoted.csv", CSV + 'a,0,1,5\n"b,x",0\n"c\nd",0,1,\n')
+    assert refused("info", str(quoted), "--format", "csv") == (
+        f"error: {quoted}, line 3: has 2 fields, the header names 4")
 
 
 def test_line_numbers_after_an_embedded_newline_are_physical_lines(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ class Check:
     names_field: bool = True  # False: the error names the row only (``field`` is then just where the value is)
 
 
-WIDE = "_wide"  # on a row with more fields than the header: what is wrong (null elsewhere)
+WIDE = "_wide"  # on a row with more or fewer fields than the header: what is wrong (null elsewhere)
 
 
 COMPRESSED = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip and zstd magic numbers
@@ -67,7 +67,7 @@ def read_csv_text(
     """Read a delimited file with every column as text plus a ``_row`` line-number column.
 
     ``_row`` is the physical line a row starts on, even after a quoted field spanning lines.
-    A row with more fields than the header gets a ``_wide`` text (see :func:`apply_checks`).
+    A row with more or fewer fields than the header gets a ``_wide`` text (see :func:`apply_checks`).
     """
     require_file(path)
     with Path(path).open("rb") as fh:
@@ -107,18 +107,54 @@ def read_csv_text(
     offset = 2 if has_header else 1
     df = df.with_row_index(ROW, offset=offset).with_columns(pl.col(ROW).cast(pl.Int64))
     text = [c for c, t in df.schema.items() if t == pl.String]
+    records = None
     if text and df.select(pl.any_horizontal(pl.col(text).str.contains("\n", literal=True).any())).item():
-        lines = [line for line, _ in _scan_records(Path(path), separator, quote_char, strict=False)]
+        records = _scan_records(Path(path), separator, quote_char, strict=False)
+        lines = [line for line, _ in records]
         if len(lines) == df.height + offset - 1:  # one record per row (and the header): map rows onto lines
             df = df.with_columns(pl.Series(ROW, lines[offset - 1:], pl.Int64))
+    expected = len(df.columns) - 1
+    first_row = 1 if has_header else 0
+    if has_header and expected > 1:
+        short = _short_records(Path(path), df, separator, quote_char, records)
+        if short:  # (Polars fills a row's missing fields with nulls, as if they were empty)
+            wide = {**wide, **{i + first_row: n for i, n in short.items()}}
     if wide:
-        expected = len(df.columns) - 1
-        first_row = 1 if has_header else 0
         df = df.with_columns(pl.Series(WIDE, [
             f"has {wide[i]} fields, the header names {expected}" if i in wide else None
             for i in range(first_row, first_row + df.height)], pl.String))
     # blank lines (e.g. a trailing empty line) come back as all-null rows: not data
     return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns if c not in (ROW, WIDE)]))
+
+
+def _short_records(path: Path, df: pl.DataFrame, separator: str, quote_char: str | None,
+                   records: list[tuple[int, int]] | None) -> dict[int, int]:
+    """Per row index of ``df`` (text columns and ``ROW``) with fewer fields than the header, its field count.
+
+    Only rows whose last column is null can be short (Polars fills missing fields with nulls, as it reads empty
+    ones); their fields are counted on the file's lines, read once more as whole lines, or taken from
+    ``records`` (:func:`_scan_records`) when quoted fields span lines.
+    """
+    columns = [c for c in df.columns if c not in (ROW, WIDE)]
+    data = pl.any_horizontal(pl.col(c).is_not_null() for c in columns)  # (a blank line is no record)
+    suspects = df.with_row_index("_i").filter(pl.col(columns[-1]).is_null() & data).select("_i", ROW)
+    if suspects.height == 0:
+        return {}
+    if records is not None:
+        fields = dict(records)
+        counts = {int(i): fields.get(int(line), len(columns)) for i, line in suspects.iter_rows()}
+    else:
+        lines = pl.read_csv(path, has_header=False, separator="\x1f" if separator != "\x1f" else "\x1e",
+                            quote_char=None, new_columns=["line"], infer_schema=False, glob=False)["line"]
+        line = lines.gather(suspects[ROW] - 1).fill_null("")
+        fields = line.str.count_matches(separator, literal=True) + 1
+        if quote_char is not None:  # a separator inside quotes is no field's end: those lines are parsed
+            quoted = line.str.contains(quote_char, literal=True).arg_true()
+            fields = fields.scatter(quoted, [len(next(csv.reader([line[int(k)]], delimiter=separator,
+                                                                 quotechar=quote_char), [])) for k in quoted])
+        short = fields < len(columns)
+        return dict(zip(suspects["_i"].filter(short).to_list(), fields.filter(short).to_list(), strict=True))
+    return {i: n for i, n in counts.items() if n < len(columns)}
 
 
 def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict: bool) -> list[tuple[int, int]]:
@@ -382,7 +418,8 @@ def apply_checks(
 ) -> tuple[pl.DataFrame, Counter[str]]:
     """Strict: raise on the first bad row. Lenient: drop bad rows, return counts by reason."""
     if WIDE in df.columns:
-        checks = [Check(WIDE, pl.col(WIDE).is_not_null(), "too many fields", str, names_field=False), *checks]
+        checks = [Check(WIDE, pl.col(WIDE).is_not_null(), "wrong number of fields", str, names_field=False),
+                  *checks]
     if not checks or df.height == 0:
         return df.drop(WIDE, strict=False), Counter()
     flags = [f"_bad{i}" for i in range(len(checks))]
