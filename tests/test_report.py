@@ -143,6 +143,16 @@ def test_gpu_trace_without_spec_user_or_status(tmp_path: Path) -> None:
     assert "the decomposition needs each VC&#x27;s GPUs: pass --cluster." in page
 
 
+def test_a_simulated_run_of_another_cluster_is_named_not_read_as_no_waiting(tmp_path: Path) -> None:
+    # (a run on the Philly VCs against a Venus trace's spec said "no job waited in the simulated run")
+    trace = helios_like(days=2)
+    other = sim_of(trace).with_columns(pl.lit("elsewhere").alias("vc"))
+    page = build_report([trace], tmp_path / "out", sim_jobs=other).read_text(encoding="utf-8")
+    blocks = dict(re.findall(r'<div class="card absent" id="([^"]+)"><h3>[^<]*</h3><p>Not shown: ([^<]*)</p>', page))
+    assert blocks["queueing-decomposition"] == ("none of the simulated run&#x27;s VCs is in the cluster spec: pass "
+                                                "--cluster with the spec the run was simulated on.")
+
+
 def test_cli_writes_a_report_and_rejects_bad_sim_jobs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     trace = helios_like(days=1)
     src = write_parquet(trace, tmp_path / "t.parquet")

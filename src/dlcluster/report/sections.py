@@ -318,6 +318,11 @@ def queueing_section(sim: pl.DataFrame | None, spec: ClusterSpec | None, sim_nam
         s.items.append(Item(item_id, title, definition,
                             absent="the decomposition needs each VC's GPUs: pass --cluster."))
         return s
+    if sim.height and not sim["vc"].cast(pl.String).is_in(list(spec.vcs)).any():  # (another cluster's run)
+        s.items.append(Item(item_id, title, definition,
+                            absent="none of the simulated run's VCs is in the cluster spec: pass --cluster with the "
+                                   "spec the run was simulated on."))
+        return s
     placement = (summary or {}).get("placement")
     compat = bool((summary or {}).get("compat"))
     table = queueing.decomposition_table(queueing.wait_causes(sim, spec, placements, placement, compat)).select(
