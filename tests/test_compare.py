@@ -396,6 +396,14 @@ def test_seeds_that_change_nothing_give_no_interval(tmp_path: Path) -> None:
     assert best["mean_jct"]["clearly better"] == "no interval (identical runs)"
 
 
+def test_one_setting_with_a_mean_is_not_called_agreement(tmp_path: Path) -> None:
+    # (with the other setting's cells all failed, the page said "Every setting gives the same mean")
+    rows = [_row(0, policy="fifo", mean_jct=50.0), _row(1, policy="sjf", seed=1, mean_jct=None)]
+    rows[1].update(status="failed", error="boom")
+    page = build_compare_report(write_results(tmp_path / "r", rows, SMALL), tmp_path / "out").read_text()
+    assert "gives the same mean" not in page
+
+
 def test_all_metrics_equal(tmp_path: Path) -> None:
     rows = [_row(i, policy=p, load=load, seed=s, mean_jct=50.0, utilization=0.25)
             for i, (p, load, s) in enumerate((p, load, s) for p in ("fifo", "sjf") for load in (1.0, 2.0)

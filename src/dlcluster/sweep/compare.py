@@ -514,8 +514,10 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
                 lambda r: _ci_text(r["n"], r["ci_low"], r["ci_high"], r["identical"]), return_dtype=pl.String)
             .alias("95% CI"))
         cols = _shown_columns(settings)
-        if shown["mean"].drop_nulls().n_unique() == 1 and settings.table.height > 1:
-            definition += f" Every setting gives the same mean, {_num(shown['mean'].drop_nulls()[0])}."
+        means = shown["mean"].drop_nulls()
+        if means.n_unique() == 1 and means.len() > 1:  # (one setting with a mean is no agreement)
+            definition += (f" Every setting gives the same mean, {_num(means[0])}." if means.len() == shown.height
+                           else f" Every setting with a value gives the same mean, {_num(means[0])}.")
         items.append(Item(f"table-{m.replace('_', '-')}", _label(m), definition,
                           shown=shown.select(*cols, "n", "mean", "95% CI"),
                           data={f"{m}": shown.select(*cols, "n", "mean", "sd", "ci_low", "ci_high")}))
