@@ -110,6 +110,26 @@ def test_replaying_failures_of_a_trace_without_any_says_so(tmp_path: Path) -> No
         in res.stderr
 
 
+def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
+    # (an earlier run's policy folders, top-level tables and CSV copies stayed, and `report` read them as this run's)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    out = tmp_path / "out"
+
+    def run(*args: str) -> set[str]:
+        assert cli("simulate", str(trace), *args, "-o", str(out)).returncode == 0
+        return {str(p.relative_to(out)) for p in out.rglob("*")}
+
+    run("-p", "fifo,sjf", "--csv")
+    assert run("-p", "fifo,srtf") == {"fifo", "srtf", *(f"{p}/{f}" for p in ("fifo", "srtf") for f in (
+        "jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"))}
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("keep\n")
+    assert run("-p", "srtf", "--csv") == {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json",
+                                          "jobs.csv", "timeline.csv", "notes", "notes/mine.txt"}
+    assert run("-p", "srtf") == {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json", "notes",
+                                 "notes/mine.txt"}
+
+
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     target = tmp_path / "taken"

@@ -35,6 +35,34 @@ if TYPE_CHECKING:  # the simulator is imported only when a command runs, to keep
     from dlcluster.trace import Trace
 
 
+OUTPUT_FILES = ("jobs.parquet", "timeline.parquet", "placements.parquet", "node_states.parquet", "summary.json",
+                "jobs.csv", "timeline.csv")
+
+
+def _clear_earlier_run(output: Path, names: list[str]) -> None:
+    """Remove what an earlier run left in ``output`` that this one would not replace, so that no folder mixes two
+    runs: its files at the top when this run writes a folder per policy, its policy folders (those whose
+    ``summary.json`` names the folder's policy) that this run does not write."""
+    if not output.is_dir():
+        return
+    mine = {output / name for name in names} if len(names) > 1 else {output}
+    earlier = [output]
+    for folder in sorted(output.iterdir()):
+        summary = folder / "summary.json"
+        if folder.is_dir() and summary.is_file():
+            with contextlib.suppress(ValueError, OSError):
+                if json.loads(summary.read_text(encoding="utf-8")).get("policy") == folder.name:
+                    earlier.append(folder)
+    for folder in earlier:
+        if folder in mine:
+            continue
+        for name in OUTPUT_FILES:
+            (folder / name).unlink(missing_ok=True)
+        if folder != output:
+            with contextlib.suppress(OSError):  # (left where it holds other files)
+                folder.rmdir()
+
+
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     outdir.mkdir(parents=True, exist_ok=True)
     write_atomic(outdir / "jobs.parquet", lambda p: result.jobs.write_parquet(p, compression="zstd"))
@@ -47,9 +75,11 @@ def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
         write_atomic(outdir / "node_states.parquet", lambda p: result.node_states.write_parquet(p))
     else:  # a power run's table left in this folder by an earlier run would pass for this run's
         (outdir / "node_states.parquet").unlink(missing_ok=True)
-    if csv:
-        write_atomic(outdir / "jobs.csv", result.jobs.write_csv)
-        write_atomic(outdir / "timeline.csv", result.timeline.write_csv)
+    for name, table in (("jobs.csv", result.jobs), ("timeline.csv", result.timeline)):
+        if csv:
+            write_atomic(outdir / name, table.write_csv)
+        else:  # (an earlier --csv run's copy would pass for this run's)
+            (outdir / name).unlink(missing_ok=True)
     write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
 
 
@@ -299,6 +329,7 @@ def simulate(
         _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
+    _clear_earlier_run(output, names)
     with _unknown_vcs_hint(), progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)

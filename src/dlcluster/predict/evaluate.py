@@ -202,6 +202,8 @@ def write_outputs(evaluation: Evaluation, outdir: Path, label: str = "") -> tupl
     for stem, reason in (("calibration", calibration_absent(preds)), ("bands", bands_absent(preds))):
         if reason is not None:
             notes.append(f"{stem}.svg/.png not written: {reason}")
+            for suffix in (".svg", ".png"):  # an earlier run's figure would pass for this one's
+                (outdir / stem).with_suffix(suffix).unlink(missing_ok=True)
             continue
         fig = (calibration_figure(preds, f"{prefix}calibration ({jobs:,} jobs)") if stem == "calibration"
                else bands_figure(evaluation.overall, f"{prefix}accuracy bands ({jobs:,} jobs)"))
