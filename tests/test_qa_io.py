@@ -88,21 +88,17 @@ def test_a_required_value_that_means_none_and_an_empty_status_say_so(tmp_path: P
     # (they said "value is empty" of 'nan' and 'Unknown', and "unknown status None" of an empty status)
     from dlcluster.predict import read_estimates
 
-    est = tmp_path / "est.csv"
-    est.write_text("job_id,duration\na,nan\n")
-    with pytest.raises(InputError) as err:
-        read_estimates(est)
-    assert str(err.value) == f"{est}, line 2, field 'duration': no value ('nan')"
-    path = tmp_path / "export.txt"
-    path.write_text(SACCT + "1|u|p|Unknown|||PENDING|\n")
-    with pytest.raises(InputError) as err:
-        read_trace(path, format="sacct")
-    assert str(err.value).startswith(f"{path}, line 2, field 'Submit': no value ('Unknown')")
-    jobs = tmp_path / "jobs.csv"
-    jobs.write_text("job_id,vc,gpu_num,submit_time,duration,status\na,v,1,0,60,\n")
-    with pytest.raises(InputError) as err:
-        read_trace(jobs, format="csv")
-    assert str(err.value) == f"{jobs}, line 2, field 'status': value is empty"
+    cases = ((read_estimates, "est.csv", "job_id,duration\na,nan\n", "field 'duration': no value ('nan')"),
+             (lambda p: read_trace(p, format="sacct"), "export.txt", SACCT + "1|u|p|Unknown|||PENDING|\n",
+              "field 'Submit': no value ('Unknown')"),
+             (lambda p: read_trace(p, format="csv"), "jobs.csv",
+              "job_id,vc,gpu_num,submit_time,duration,status\na,v,1,0,60,\n", "field 'status': value is empty"))
+    for read, name, text, message in cases:
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(InputError) as err:
+            read(path)
+        assert str(err.value).startswith(f"{path}, line 2, {message}")
 
 
 @pytest.mark.parametrize(
