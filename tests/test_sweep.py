@@ -194,6 +194,23 @@ def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_pat
     assert res.returncode == 0, res.stderr
 
 
+def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_path: Path) -> None:
+    # (each cell failed on them in turn: exit 3, and a results table of failed rows)
+    (tmp_path / "t.csv").write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,0,60\nb,v,1\n")
+    (tmp_path / "c.csv").write_text("vc,nodes,gpus_per_node\nv,1,8\n")
+    grid = '[simulate]\ncluster = "c.csv"\n[grid]\npolicy = ["fifo"]\n'
+    for trace, more, message in (
+            ('tz = "Mars/Base"\nformat = "csv"\n', "", "field 'trace[0]': unknown time zone 'Mars/Base'"),
+            ('format = "csv"\n', "", f"{tmp_path / 't.csv'}, line 3: has 3 fields, the header names 5"),
+            ('format = "csv"\nlenient = true\n', 'start = "yesterday"\n',
+             "--start 'yesterday': expected a time like 2017-10-01 00:00:00")):
+        exp = _write(tmp_path, f'[[trace]]\nfile = "t.csv"\n{trace}' + grid.replace("[grid]", more + "[grid]"))
+        res = cli("sweep", str(exp), "-o", str(tmp_path / "out"))
+        assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1, \
+            res.stderr
+        assert not (tmp_path / "out").exists()
+
+
 def test_an_output_that_is_a_file_is_refused_naming_the_option(tmp_path: Path) -> None:
     exp = _write(tmp_path, SMALL)
     res = cli("sweep", str(exp), "-o", str(exp))  # (it said "exp.toml: file exists")

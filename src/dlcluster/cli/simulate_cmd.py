@@ -15,7 +15,7 @@ from rich.table import Table
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import Console, app, echo
-from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window
+from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window, wall_instant
 from dlcluster.cli.options import PATH, ces_options, load, trace_options
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
@@ -173,6 +173,9 @@ def settings(options: dict[str, Any]) -> Settings:
                                    o["validation_gpus"], o["keep_progress"])
     make_power = _power_manager(o["power"], o["ces_rule"], o["ces_preset"], o["buffer"], o["risk"],
                                 o["boot_seconds"], o["power_model"], o["holidays"], o["events"])
+    for option in ("start", "end"):  # their syntax now (the trace's time zone places them once it is read)
+        if o[option] is not None:
+            wall_instant(o[option], f"--{option}", "UTC", True)
     placement = o["placement"]
     if o["relax_after"] is not None:
         if placement.startswith("relax:"):

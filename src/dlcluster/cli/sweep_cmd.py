@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 from rich.progress import TextColumn, TimeRemainingColumn
@@ -10,7 +11,10 @@ from rich.progress import TextColumn, TimeRemainingColumn
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import progress_bar
 from dlcluster.cli.options import PATH
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from dlcluster.sweep.experiment import Experiment
 
 
 @app.command()
@@ -35,6 +39,7 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
     runner.start()  # the workers start up while the experiment is read and its traces are made
     try:
         exp = read_experiment(experiment, checks(), check_cell)
+        _read_trace_files(exp)
         bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
         with bar:
             task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
@@ -58,3 +63,20 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
                           "tries them again[/]", soft_wrap=True)
         # the table is written, but a script must not take a sweep with holes for a whole one (status 1 is for bugs)
         raise click.exceptions.Exit(3)
+
+
+def _read_trace_files(exp: Experiment) -> None:
+    """Read every trace file of ``exp`` once with its options, so that a bad option or row is one error before any
+    cell runs (each cell would fail on it)."""
+    from dlcluster.cli.options import load
+
+    for i, source in enumerate(exp.traces):
+        if source.file is None:
+            continue
+        opts = dict(source.read_options)
+        try:
+            load(source.file, cast("str | None", opts.get("format")), lenient=bool(opts.get("lenient", False)),
+                 mapping=cast("str | None", opts.get("map")), time_unit=cast("str | None", opts.get("time_unit")),
+                 tz=cast("str | None", opts.get("tz")), format_option="format = NAME in its [[trace]] table")
+        except ConfigError as exc:  # (a bad option: the experiment file's, not the trace's)
+            raise InputError(str(exc), path=exp.path, field=f"trace[{i}]") from None
