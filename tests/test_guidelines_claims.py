@@ -39,3 +39,22 @@ def test_early_validation_table(tmp_path: Path) -> None:
     trace = pl.read_parquet(tmp_path / "helios-saturn-30d.parquet")
     failed = trace.filter(pl.col("status") == "failed")
     assert round(100 * (failed["duration"] <= 600).mean()) == 78  # "78% of failed jobs fail within 10 minutes"
+
+
+def test_the_philly_table_records_no_status_and_replaying_its_failures_says_so(tmp_path: Path) -> None:
+    """docs/guidelines.md: `--failures replay` on the Philly table (no status at all) gets the note it quotes."""
+    import pytest
+
+    from test_sim_helpers import cli
+
+    philly = ROOT.parent / "shared/data/philly"
+    if not (philly / "jobs_processed.csv").exists():
+        pytest.skip("../shared/data/philly absent")
+    res = cli("simulate", str(philly / "jobs_processed.csv"), "--cluster", str(philly / "vc_nodes.csv"), "--start",
+              "2017-10-01", "--end", "2017-10-02", "--skip-unknown-vcs", "--failures", "replay", "--retries", "1",
+              "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    note = f"note: {philly / 'jobs_processed.csv'} records no job outcome (status): --failures replay has no " \
+           "failure to replay\n"
+    assert note in res.stderr
+    assert "the\nPhilly table `jobs_processed.csv` records no status at all" in (ROOT / "docs/guidelines.md").read_text()

@@ -677,6 +677,10 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {ces_rules.MIN_RISK:g} to {1 - ces_rules.MIN_RISK:g} | `services.ces.rules.MIN_RISK` |" in text
     assert f"| {sim_speed.MIN_FACTOR:g} to 1 | `sim.speed.MIN_FACTOR` |" in text
     assert f"| {sim_speed.MAX_SERVERS:,} | `sim.speed.MAX_SERVERS` |" in text
+    from dlcluster.cli.ces_cmd import ces
+
+    step = next(p for p in ces.params if p.name == "step").type
+    assert (step.min, step.max) == (60, 86_400) and "| 60 to 86,400 s | `cli.ces_cmd` |" in text
     assert f"| `simulate --retries` | {sim_failures.MAX_RETRIES:,} | `sim.failures.MAX_RETRIES` |" in text
     assert f"| {demand.MAX_DAYS:,} days (ten years) | `predict.demand.MAX_DAYS` |" in text
     assert f"| {_common.MAX_SECONDS // 60:,} minutes (100 years), a finite number |" in text

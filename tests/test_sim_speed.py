@@ -137,6 +137,7 @@ COUNTS = "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000
         ("spread = {two = 0.9}\n", "spread.two", COUNTS),
         ("spread = {2 = 0}\n", "spread.2", "expected a number from 0.01 to 1, got 0"),
         ("spread = {2 = 1.5}\n", "spread.2", "expected a number from 0.01 to 1, got 1.5"),
+        ("spread = {4 = 1.5}\n", "spread.4", "expected a number from 0.01 to 1, got 1.5"),  # docs/simulator.md's
         ("spread = {2 = true}\n", "spread.2", "expected a number from 0.01 to 1, got True"),
         ("spread = {2 = 0.5, 4 = 0.8}\n", "spread.4", "a job on more servers cannot run faster: 0.8 exceeds 0.5"),
         ("colocated = 'half'\n", "colocated", "expected a number from 0.01 to 1, got 'half'"),

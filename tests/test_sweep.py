@@ -201,6 +201,8 @@ def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_pat
     grid = '[simulate]\ncluster = "c.csv"\n[grid]\npolicy = ["fifo"]\n'
     for trace, more, message in (
             ('tz = "Mars/Base"\nformat = "csv"\n', "", "field 'trace[0]': unknown time zone 'Mars/Base'"),
+            ('format = "csvx"\n', "", "field 'trace[0]': unknown trace format 'csvx'"),
+            ('format = "csv"\nmap = "gpu_num=nope"\n', "", "missing column 'nope' (mapped to gpu_num"),
             ('format = "csv"\n', "", f"{tmp_path / 't.csv'}, line 3: has 3 fields, the header names 5"),
             ('format = "csv"\nlenient = true\n', 'start = "yesterday"\n',
              "--start 'yesterday': expected a time like 2017-10-01 00:00:00")):

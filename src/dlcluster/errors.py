@@ -57,3 +57,8 @@ def os_reason(exc: BaseException) -> str:
         return exc.strerror[0].lower() + exc.strerror[1:]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text
+
+
+def first_names(names: list[str], n: int = 5) -> str:
+    """The first ``n`` of ``names``, comma-separated, and how many more (for a one-line message)."""
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")

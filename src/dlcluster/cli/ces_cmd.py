@@ -12,7 +12,7 @@ from rich.table import Table
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import PATH, ces_options, load, trace_options
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, InputError, first_names
 from dlcluster.services.ces.params import PRESETS
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ def _note_vcs_left_out(jobs: pl.DataFrame, spec: ClusterSpec, source: Path) -> N
     if out.height == 0:
         return
     vcs = sorted(out["vc"].cast(pl.String).fill_null("(none)").unique().to_list())
-    named = ", ".join(vcs[:5]) + (f" and {len(vcs) - 5} more" if len(vcs) > 5 else "")
+    named = first_names(vcs)
     if out.height == gpu.height:
         raise InputError(f"no GPU job's VC is in the cluster spec ({spec.source or 'the trace'}): VCs {named}",
                          path=source, field="vc")

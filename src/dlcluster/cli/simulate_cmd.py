@@ -71,16 +71,18 @@ def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
     write_atomic(outdir / "timeline.parquet",
                  lambda p: result.timeline.write_parquet(p, compression="zstd", statistics=False))
     write_atomic(outdir / "placements.parquet", lambda p: result.placements.write_parquet(p, compression="zstd"))
+    written = {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"}
     if result.node_states.height:
         write_atomic(outdir / "node_states.parquet", lambda p: result.node_states.write_parquet(p))
-    else:  # a power run's table left in this folder by an earlier run would pass for this run's
-        (outdir / "node_states.parquet").unlink(missing_ok=True)
-    for name, table in (("jobs.csv", result.jobs), ("timeline.csv", result.timeline)):
-        if csv:
-            write_atomic(outdir / name, table.write_csv)
-        else:  # (an earlier --csv run's copy would pass for this run's)
-            (outdir / name).unlink(missing_ok=True)
+        written.add("node_states.parquet")
+    if csv:
+        write_atomic(outdir / "jobs.csv", result.jobs.write_csv)
+        write_atomic(outdir / "timeline.csv", result.timeline.write_csv)
+        written |= {"jobs.csv", "timeline.csv"}
     write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    for name in OUTPUT_FILES:  # an earlier run's table (a power run's, a --csv copy) would pass for this run's
+        if name not in written:
+            (outdir / name).unlink(missing_ok=True)
 
 
 def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estimates: str | None) -> None:

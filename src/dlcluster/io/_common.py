@@ -141,20 +141,19 @@ def _short_records(path: Path, df: pl.DataFrame, separator: str, quote_char: str
     if suspects.height == 0:
         return {}
     if records is not None:
-        fields = dict(records)
-        counts = {int(i): fields.get(int(line), len(columns)) for i, line in suspects.iter_rows()}
+        counted = pl.DataFrame(records, schema={ROW: pl.Int64, "n": pl.Int64}, orient="row")
+        fields = suspects.join(counted, on=ROW, how="left", maintain_order="left")["n"]
     else:
         lines = pl.read_csv(path, has_header=False, separator="\x1f" if separator != "\x1f" else "\x1e",
                             quote_char=None, new_columns=["line"], infer_schema=False, glob=False)["line"]
         line = lines.gather(suspects[ROW] - 1).fill_null("")
-        fields = line.str.count_matches(separator, literal=True) + 1
+        fields = line.str.count_matches(separator, literal=True).cast(pl.Int64) + 1
         if quote_char is not None:  # a separator inside quotes is no field's end: those lines are parsed
             quoted = line.str.contains(quote_char, literal=True).arg_true()
             fields = fields.scatter(quoted, [len(next(csv.reader([line[int(k)]], delimiter=separator,
                                                                  quotechar=quote_char), [])) for k in quoted])
-        short = fields < len(columns)
-        return dict(zip(suspects["_i"].filter(short).to_list(), fields.filter(short).to_list(), strict=True))
-    return {i: n for i, n in counts.items() if n < len(columns)}
+    short = fields < len(columns)
+    return dict(zip(suspects["_i"].filter(short).to_list(), fields.filter(short).to_list(), strict=True))
 
 
 def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict: bool) -> list[tuple[int, int]]:
@@ -382,9 +381,14 @@ def required_value(col: str, source_col: str | None = None) -> Check:
     return Check(source_col or col, pl.col(col).is_null(), f"missing {source_col or col}", _empty)
 
 
+def _blank(value: object) -> bool:
+    """Whether a raw value is missing or only spaces."""
+    return value is None or not str(value).strip()
+
+
 def _empty(value: object) -> str:
     """What a required value that parsed to nothing was: empty, or text that means none (nan, Unknown)."""
-    return "value is empty" if value is None or not str(value).strip() else f"no value ({value!r})"
+    return "value is empty" if _blank(value) else f"no value ({value!r})"
 
 
 def negative(col: str, source_col: str | None = None) -> Check:
@@ -449,4 +453,4 @@ def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
 def unknown_status(col: str, mapped: str) -> Check:
     """A check failing on a status outside the reader's vocabulary."""
     return Check(col, pl.col(mapped).is_null(), f"unknown {col}",
-                 lambda v: "value is empty" if v is None or not str(v).strip() else f"unknown status {v!r}")
+                 lambda v: "value is empty" if _blank(v) else f"unknown status {v!r}")

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from dlcluster.analysis import checks
 from dlcluster.analysis.common import has_outcomes, has_values
 from dlcluster.cluster import ClusterSpec
+from dlcluster.errors import first_names
 from dlcluster.report.model import Item
 from dlcluster.trace import Trace
 
@@ -88,7 +89,7 @@ class Input:
             "status": lambda: not has_outcomes(j) and "the trace records no final status (completed/cancelled/failed)",
             "spec": lambda: self.spec is None and "no cluster spec is known (pass --cluster)",
             "spec_vcs": lambda: self.spec is not None and j.get_column("vc").is_in(list(self.spec.vcs)).not_().all()
-            and f"none of its VCs is in the cluster spec (spec VCs: {_first(sorted(self.spec.vcs))})",
+            and f"none of its VCs is in the cluster spec (spec VCs: {first_names(sorted(self.spec.vcs))})",
             "attempts": lambda: self.trace.attempts is None
             and "the trace has no attempts table (Philly raw folder only)",
             "utilization": lambda: self.trace.utilization is None
@@ -98,10 +99,6 @@ class Input:
             if why := reasons[need]():
                 return str(why)
         return None
-
-
-def _first(names: list[str], n: int = 5) -> str:
-    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
 def per_trace(inputs: list[Input], needs: tuple[str, ...],

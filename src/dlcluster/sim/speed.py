@@ -83,7 +83,7 @@ class PlacementSpeed:
                 "colocated": self.colocated, "colocated_spread": self.colocated_spread}
 
 
-MIN_FACTOR = 0.01  # a job at most 100 times slower: beyond that its end overflows any trace's time span
+MIN_FACTOR = 0.01  # a job at most 100 times slower (1e-15 put jobs' ends beyond the simulator's clock)
 MAX_SERVERS = 10_000  # the largest server count a spread curve may name (the curve is a list up to it)
 
 

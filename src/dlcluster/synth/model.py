@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import zoneinfo
 
 import numpy as np
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
+from dlcluster.io._common import check_timezone
 
 PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
@@ -219,10 +219,9 @@ class Model:
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"model {self.name!r}: {what} must be a positive number, got {value}")
         try:
-            zoneinfo.ZoneInfo(self.timezone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(f"model {self.name!r}: unknown time zone {self.timezone!r} (an IANA name such as "
-                              "America/Los_Angeles)") from None
+            check_timezone(self.timezone)
+        except ConfigError as exc:
+            raise ConfigError(f"model {self.name!r}: {exc}") from None
         for what, mix in (("gpu_mix", self.gpu_mix), ("vc_share", self.vc_share),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
             if mix and abs(sum(mix.values()) - 1.0) > 1e-3:
