@@ -36,7 +36,7 @@ PREEMPTIVE = ("srtf", "las:100", "tiresias:60")
 class _Ends:
     """A handler that records every end the engine hands over."""
 
-    single_events, unobserved = True, True
+    single_events = True
 
     def __init__(self) -> None:
         self.ended: list[tuple[int, int]] = []
@@ -48,6 +48,9 @@ class _Ends:
         self.ended += [(now, j) for j in ended]
 
     def one_arrival(self, now: int, arrival: int) -> None:
+        pass
+
+    def ticks(self, now: int, due: list[int]) -> None:
         pass
 
     def unfinished(self) -> bool:

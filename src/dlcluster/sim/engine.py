@@ -45,14 +45,13 @@ class Handler(Protocol):
         """Shortcut for a second whose only event is the ``arrival``-th arrival (when ``single_events`` is true)."""
         ...
 
-    @property
-    def single_events(self) -> bool:
-        """Whether a second with a single event may go to :meth:`one_end` / :meth:`one_arrival`."""
+    def ticks(self, now: int, due: list[int]) -> None:
+        """Shortcut for a second whose only events are the ``due`` ticks."""
         ...
 
     @property
-    def unobserved(self) -> bool:
-        """Whether nothing can add node changes or ticks during the run (the lean loop may serve it)."""
+    def single_events(self) -> bool:
+        """Whether a second with a single event may go to :meth:`one_end` / :meth:`one_arrival`."""
         ...
 
 
@@ -70,6 +69,7 @@ class Engine:
     _ticks: list[tuple[int, int]] = field(default_factory=list)  # (time, subscriber)
     _periods: list[int] = field(default_factory=list)
     _seq: int = 0
+    _soon: int = NEVER  # the soonest wake-up, node change or tick (NEVER: none)
     stall_limit: int = 10_000  # consecutive ticks with nothing else to do before the run gives up
 
     def __post_init__(self) -> None:
@@ -116,16 +116,21 @@ class Engine:
         if key not in self._wake_set:
             self._wake_set.add(key)
             heapq.heappush(self._wakes, key)
+            if time < self._soon:
+                self._soon = time
 
     def node_at(self, time: int, group: int, node: int, state: str) -> None:
         """Schedule ``node`` of ``group`` to enter ``state`` at ``time``."""
         self._seq += 1
         heapq.heappush(self._nodes, (time, self._seq, group, node, state))
+        if time < self._soon:
+            self._soon = time
 
     def every(self, period: int, start: int) -> int:
         """Subscribe to ticks every ``period`` seconds from ``start``; returns the subscriber number."""
         self._periods.append(period)
         heapq.heappush(self._ticks, (start, len(self._periods) - 1))
+        self._soon = min(self._soon, start)
         return len(self._periods) - 1
 
     def _wakes_due(self, now: int) -> list[int]:
@@ -141,12 +146,10 @@ class Engine:
     def run(self, times: Sequence[int], handler: Handler) -> None:
         """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left.
 
-        Without observers nothing can add node changes or ticks, and a single-event second concerns one group:
-        the lean loop below serves that case; this one handles every event type.
+        Most seconds have only arrivals and ends, even in a run with a controller that ticks every few minutes:
+        until the soonest wake-up, node change or tick (``_soon``, kept by the methods that schedule them), the
+        loop takes a lean path for them, with a shortcut for a second of one event when the handler allows it.
         """
-        if handler.unobserved and not self._nodes and not self._ticks:
-            self._run_plain(times, handler)
-            return
         if self._ticks and len(times) and (int(times[-1]) - int(times[0])) // min(self._periods) > MAX_TICKS:
             raise ConfigError(f"a periodic controller (such as --power ces) would step more than {MAX_TICKS:,} times "
                               f"over the {int(times[-1]) - int(times[0]):,} s of arrivals; shorten the trace or "
@@ -154,13 +157,37 @@ class Engine:
         ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events
-        second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
+        second, one_end, one_arrival, ticks_only = handler.second, handler.one_end, handler.one_arrival, handler.ticks
         i, n = 0, len(times)
         stalled = 0
+        self._soon = self._soonest()
         while True:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
                 now = ends[0][0]
+            if now < self._soon:  # only ends and arrivals are due
+                stalled = 0
+                ended = NONE
+                if ends and ends[0][0] == now:
+                    ended = []
+                    while ends and ends[0][0] == now:
+                        _, job = pop(ends)
+                        if live[job] == now:
+                            live[job] = -1
+                            ended.append(job)
+                first = i
+                while i < n and times[i] == now:
+                    i += 1
+                if single and first == i:
+                    if len(ended) == 1:
+                        one_end(now, ended[0])
+                    elif ended:
+                        second(now, ended, first, i, NONE, NONE, NONE)
+                elif single and not ended and i == first + 1:
+                    one_arrival(now, first)
+                elif ended or first < i:
+                    second(now, ended, first, i, NONE, NONE, NONE)
+                continue
             if wakes and wakes[0][0] < now:
                 now = wakes[0][0]
             if nodes and nodes[0][0] < now:
@@ -201,50 +228,13 @@ class Engine:
                     _, sub = pop(ticks)
                     due.append(sub)
                     heapq.heappush(ticks, (now + self._periods[sub], sub))
-            if single and not (woken or changed or due):
-                if first == i:
-                    if len(ended) == 1:
-                        one_end(now, ended[0])
-                    elif ended:
-                        second(now, ended, first, i, NONE, NONE, NONE)
-                    continue
-                if not ended and i == first + 1:
-                    one_arrival(now, first)
-                    continue
-            if ended or first < i or woken or changed or due:
+            if ended or first < i or woken or changed:
                 second(now, ended, first, i, woken, changed, due)
+            elif due:
+                ticks_only(now, due)
+            self._soon = self._soonest()
 
-    def _run_plain(self, times: Sequence[int], handler: Handler) -> None:
-        """:meth:`run` for a handler nobody can add node changes or ticks to (no observers): the lean hot loop."""
-        ends, live, wakes = self._ends, self._live, self._wakes
-        pop, inf = heapq.heappop, NEVER
-        second, one_end, one_arrival = handler.second, handler.one_end, handler.one_arrival
-        i, n = 0, len(times)
-        while True:
-            now = times[i] if i < n else inf
-            if ends and ends[0][0] < now:
-                now = ends[0][0]
-            if wakes and wakes[0][0] < now:
-                now = wakes[0][0]
-            if now == inf:
-                break
-            ended = []
-            while ends and ends[0][0] == now:  # (as in run)
-                _, job = pop(ends)
-                if live[job] == now:
-                    live[job] = -1
-                    ended.append(job)
-            first = i
-            while i < n and times[i] == now:
-                i += 1
-            if wakes and wakes[0][0] == now:
-                second(now, ended, first, i, self._wakes_due(now), NONE, NONE)
-            elif first == i:
-                if len(ended) == 1:
-                    one_end(now, ended[0])
-                elif ended:
-                    second(now, ended, first, i, NONE, NONE, NONE)
-            elif not ended and i == first + 1:
-                one_arrival(now, first)
-            else:
-                second(now, ended, first, i, NONE, NONE, NONE)
+    def _soonest(self) -> int:
+        """The second of the soonest wake-up, node change or tick (NEVER: none is scheduled)."""
+        return min(self._wakes[0][0] if self._wakes else NEVER, self._nodes[0][0] if self._nodes else NEVER,
+                   self._ticks[0][0] if self._ticks else NEVER)

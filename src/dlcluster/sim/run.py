@@ -209,11 +209,14 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         rec.attempts = [1] * df.height
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
+    # the observers a cycle tells of starts and preemptions (a power manager, say, listens to neither)
+    listeners = [o for o in observers if type(o).on_start is not Observer.on_start
+                 or type(o).on_preempt is not Observer.on_preempt]
     cycles = [
         Cycle(i, sim_jobs, policy_cls(sim_jobs),
               get_placement(placement, compat=is_compat, seed=seed, group=name),
               VCState(spec.vcs[name], cpus[name] if cpus is not None else None), engine, rec, waiting_since,
-              observers, order=order, quota_preemption=is_compat, speed=speed, estimates_required=from_observers)
+              listeners, order=order, quota_preemption=is_compat, speed=speed, estimates_required=from_observers)
         for i, name in enumerate(names)
     ]
     t_all = time.perf_counter()

@@ -105,6 +105,14 @@ class Simulation:
                 dirty.append(g)
         self._passes(now)
 
+    def ticks(self, now: int, due: list[int]) -> None:
+        """The ``due`` ticks are the only events of second ``now`` (most of a controller's steps)."""
+        self.now = now
+        for sub in due:
+            self.tickers[sub].on_tick(now)
+        if self._dirty:  # the controller changed node states: their groups need a pass now
+            self._passes(now)
+
     def _passes(self, now: int) -> None:
         """Run the pass of every group touched this second, in cluster-spec order, until none is left."""
         cycles, dirty = self.cycles, self._dirty
@@ -132,11 +140,6 @@ class Simulation:
         shortcuts below apply."""
         return not any(type(o).on_submit is not Observer.on_submit or type(o).on_finish is not Observer.on_finish
                        for o in self.observers)
-
-    @property
-    def unobserved(self) -> bool:
-        """No observer: nothing can change node states or ask for ticks."""
-        return not self.observers
 
     def one_end(self, now: int, job: int) -> None:
         """The end of ``job`` is the only event of second ``now``."""
