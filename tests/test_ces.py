@@ -406,6 +406,25 @@ def test_energy_adds_up_over_states_on_a_hand_made_case() -> None:
     assert out["node_hours_on"] == pytest.approx((3000 - 330) / 3600)
 
 
+def test_the_forecaster_is_retrained_as_its_history_doubles_then_every_retrain_every(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retrains at simulated days 2, 4, 8, 16 and 32, then every 28 days, each on the demand known then."""
+    fits: list[tuple[int, int]] = []
+
+    def fit(self: DemandForecaster, until: int | None = None) -> DemandForecaster:
+        fits.append((self.t0 + (len(self.y) - 1) * self.step, len(self.y)))  # (the tick's second, steps known)
+        return self
+
+    monkeypatch.setattr(DemandForecaster, "fit", fit)
+    day = 86_400
+    t = jobs(("A", "v", 8, 0, 100 * day))  # one job for 100 days: the controller ticks throughout
+    manager = PowerManager(Scripted([1]), step=3600, min_idle=0)  # type: ignore[arg-type]
+    simulate(t, spec(v=(8, 8)), "fifo", observers=[manager], power=PowerModel())
+    assert [when // day for when, _ in fits] == [2, 4, 8, 16, 32, 60, 88]
+    assert [known for _, known in fits] == [when // 3600 + 1 for when, _ in fits]
+    assert manager.describe()["retrains"] == 7
+
+
 def test_energy_in_a_run_matches_its_node_states(tmp_path: Path) -> None:
     t = jobs(("A", "v", 4, 0, 600), ("B", "v", 4, 900, 300))
     result = simulate(t, spec(v=(4, 4)), "fifo", observers=[_manager([1, 0], boot=60)], power=PowerModel())

@@ -1,8 +1,9 @@
 """Closed loop: a node controller powering nodes off and on inside the simulator, on the simulated clock.
 
 :class:`PowerManager` is a simulator observer. Every ``step`` seconds it records the busy
-nodes, extends its demand forecaster with that value (retraining it every
-``retrain_every`` seconds on the simulated past only) and asks its controller how many
+nodes, extends its demand forecaster with that value (retraining it on the simulated past
+only: from the second simulated day on, whenever that past has doubled since the last
+retrain, and at least every ``retrain_every`` seconds) and asks its controller how many
 nodes to keep powered; it then powers idle nodes off, or boots nodes, to match. Between
 steps it reacts to jobs: when a pass leaves jobs waiting in a VC that has nodes off, it
 boots enough of them for those jobs (a booting node hosts jobs only once it is on, after
@@ -33,7 +34,7 @@ class PowerManager(Observer):
     controller: Controller
     step: int = 600
     boot_seconds: int = 300
-    retrain_every: int = 14 * DAY
+    retrain_every: int = 28 * DAY  # the longest time between retrains (early ones come sooner)
     calendar: Calendar = field(default_factory=Calendar)
     min_idle: int = 1
     retrains: int = field(default=0, init=False)
@@ -65,6 +66,7 @@ class PowerManager(Observer):
         self._settled: list[tuple[int, ...] | None] = [None] * len(self.groups)  # see on_waiting
         self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
                                            quantile=self.controller.quantile)
+        self.first_step = control.now
         # until the first model, two simulated days in, the forecast is the current demand
         self.next_fit = control.now + MIN_TRAIN_DAYS * DAY
 
@@ -189,7 +191,8 @@ class PowerManager(Observer):
         if now >= self.next_fit:
             fc.fit()
             self.retrains += 1
-            self.next_fit = now + self.retrain_every
+            # a young model is retrained as soon as its history has doubled, an older one every retrain_every
+            self.next_fit = now + min(now - self.first_step, self.retrain_every)
         fitted = fc.models_ is not None
         i = len(fc.y) - 1
         target = self.controller.step(i, fc.y, powered, self.total,
