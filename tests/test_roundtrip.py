@@ -50,6 +50,19 @@ def test_generated_trace_round_trips(fmt: str, generated: Trace, tmp_path: Path)
     assert mine.equals(theirs), f"{fmt} lost information"
 
 
+@pytest.mark.parametrize("fmt", list(KEEPS))
+def test_an_empty_trace_round_trips(fmt: str, generated: Trace, tmp_path: Path) -> None:
+    """A window that drew no job (synth writes one) reads back as an empty trace, with its cluster where the format
+    holds one."""
+    source = generated.with_jobs(generated.jobs.clear())
+    target = tmp_path / TARGET[fmt]
+    importlib.import_module(f"dlcluster.io.{MODULE[fmt]}").write(source, target)
+    back = read_trace(target)
+    assert back.jobs.height == 0
+    if fmt in ("parquet", "helios"):
+        assert back.cluster is not None and back.cluster.vcs.keys() == generated.cluster.vcs.keys()
+
+
 def test_swf_keeps_its_three_statuses(generated: Trace, tmp_path: Path) -> None:
     from dlcluster.io import swf
 

@@ -14,6 +14,7 @@ is exact. The format holds no job name or GPU share, and its cluster name is the
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import polars as pl
@@ -149,7 +150,8 @@ def _gpu_number_table(trace: Trace) -> pl.DataFrame:
         local_datetime(pl.max_horizontal(pl.col("submit_time").max(), pl.col("end_time").max()), TIMEZONE)
         .dt.date().alias("hi"),
     ).row(0)
-    days = [] if lo is None else pl.date_range(lo, hi, interval="1d", eager=True).to_list()
+    # a trace without jobs has no days: one row keeps its cluster readable (dated 1970-01-01, as no time is known)
+    days = [datetime.date(1970, 1, 1)] if lo is None else pl.date_range(lo, hi, interval="1d", eager=True).to_list()
     gpus = {vc: trace.cluster.gpus(vc) for vc in trace.cluster.vcs}
     return pl.DataFrame({"date": [d.isoformat() for d in days]}, schema={"date": pl.String}).with_columns(
         *(pl.lit(g, dtype=pl.Int64).alias(vc) for vc, g in gpus.items()),
