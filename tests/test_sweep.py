@@ -232,6 +232,7 @@ def test_two_cells_that_run_the_same_simulation_are_refused_before_any_runs(tmp_
     assert res.stderr.strip() == (f"error: {exp}: cells {first} and {second} are the same simulation (the same trace, "
                                   "and options that mean the same); remove the repeat")
     assert not (tmp_path / "out" / "cells").exists() and not (tmp_path / "out" / "results.parquet").exists()
+    assert not (tmp_path / "out" / "experiment.toml").exists()
 
 
 def test_cells_whose_options_differ_in_value_both_run(tmp_path: Path) -> None:

@@ -124,8 +124,9 @@ def _done(outdir: Path, task: CellTask) -> dict[str, Any] | None:
 def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progress | None = None) -> SweepReport:
     """Run every cell of ``exp`` not yet done in ``outdir`` on ``executor``; write the results table at the end."""
     outdir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(outdir / "experiment.toml", exp.path.read_text(encoding="utf-8"))
     tasks = plan(exp, outdir)
+    # (after the plan: an experiment it refuses must not replace the one a resumed folder's results came from)
+    write_text_atomic(outdir / "experiment.toml", exp.path.read_text(encoding="utf-8"))
     outcomes: dict[int, dict[str, Any]] = {}
     todo = []
     for task in tasks:
