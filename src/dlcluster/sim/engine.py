@@ -165,44 +165,25 @@ class Engine:
             now = times[i] if i < n else inf
             if ends and ends[0][0] < now:
                 now = ends[0][0]
-            if now < self._soon:  # only ends and arrivals are due
+            lean = now < self._soon  # only ends and arrivals are due
+            if lean:
                 stalled = 0
-                ended = NONE
-                if ends and ends[0][0] == now:
-                    ended = []
-                    while ends and ends[0][0] == now:
-                        _, job = pop(ends)
-                        if live[job] == now:
-                            live[job] = -1
-                            ended.append(job)
-                first = i
-                while i < n and times[i] == now:
-                    i += 1
-                if single and first == i:
-                    if len(ended) == 1:
-                        one_end(now, ended[0])
-                    elif ended:
-                        second(now, ended, first, i, NONE, NONE, NONE)
-                elif single and not ended and i == first + 1:
-                    one_arrival(now, first)
-                elif ended or first < i:
-                    second(now, ended, first, i, NONE, NONE, NONE)
-                continue
-            if wakes and wakes[0][0] < now:
-                now = wakes[0][0]
-            if nodes and nodes[0][0] < now:
-                now = nodes[0][0]
-            if now == inf:
-                if not ticks or not handler.unfinished() or stalled >= self.stall_limit:
-                    break
-                stalled += 1
-                now = ticks[0][0]
-            elif ticks and ticks[0][0] < now:
-                now = ticks[0][0]
             else:
-                stalled = 0
-            # the ends due now whose end is still live, in pop order (most seconds of an observed run end no job:
-            # those share the empty NONE)
+                if wakes and wakes[0][0] < now:
+                    now = wakes[0][0]
+                if nodes and nodes[0][0] < now:
+                    now = nodes[0][0]
+                if now == inf:
+                    if not ticks or not handler.unfinished() or stalled >= self.stall_limit:
+                        break
+                    stalled += 1
+                    now = ticks[0][0]
+                elif ticks and ticks[0][0] < now:
+                    now = ticks[0][0]
+                else:
+                    stalled = 0
+            # the ends due now whose end is still live, in pop order (most seconds end no job: those share the
+            # empty NONE)
             ended = NONE
             if ends and ends[0][0] == now:
                 ended = []
@@ -214,6 +195,17 @@ class Engine:
             first = i
             while i < n and times[i] == now:
                 i += 1
+            if lean:
+                if single and first == i:
+                    if len(ended) == 1:
+                        one_end(now, ended[0])
+                    elif ended:
+                        second(now, ended, first, i, NONE, NONE, NONE)
+                elif single and not ended and i == first + 1:
+                    one_arrival(now, first)
+                elif ended or first < i:
+                    second(now, ended, first, i, NONE, NONE, NONE)
+                continue
             woken = self._wakes_due(now) if wakes and wakes[0][0] == now else NONE
             changed: list[NodeChange] = NONE
             if nodes and nodes[0][0] == now:
