@@ -190,6 +190,26 @@ def test_invariants_hold_with_the_speed_model(scenario, policy: str, placement: 
     assert done.filter((pl.col("preemptions") == 0) & (pl.col("end") - pl.col("start") < pl.col("duration"))).height == 0
 
 
+class _CountsNeighbours(PlacementSpeed):
+    """The built-in model, declared to count neighbours: the cycle then keeps every node's jobs and asks again for
+    every job on a node at each change."""
+
+    any_neighbour = False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(["fifo", "srtf", "las", "tiresias:60", "fifo-easy"]),
+       st.sampled_from(["consolidate", "relax:10", "spread", "dedicated"]))
+def test_counting_jobs_per_node_gives_the_same_run_as_keeping_them(scenario, policy: str, placement: str) -> None:
+    """With a model that sees only whether a job has neighbours, the cycle counts each node's jobs (and keeps their
+    xor) instead of keeping them: the same rates, ends and placements on fragmented multi-GPU clusters."""
+    table, cluster = scenario
+    runs = [simulate(table, cluster, policy, placement=placement, speed=model, seed=3)
+            for model in (PlacementSpeed(), _CountsNeighbours())]
+    assert runs[0].jobs.equals(runs[1].jobs)
+    assert runs[0].placements.equals(runs[1].placements)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.sampled_from(["fifo", "srtf", "las", "tiresias:60"]))
 def test_dedicated_never_shares_a_server_with_a_multi_gpu_job(scenario, policy: str) -> None:

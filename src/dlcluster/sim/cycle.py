@@ -245,9 +245,13 @@ class Cycle:
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
         self.speed = speed
-        # a model whose rates see only whether a job has neighbours (see SpeedModel) lets _respeed skip crowded nodes
+        # a model whose rates see only whether a job has neighbours (see SpeedModel) needs per node only how many
+        # jobs it holds and the xor of their numbers (with one job left, the xor is that job); another, the jobs
         self.any_neighbour: bool = getattr(speed, "any_neighbour", False)
-        self.node_jobs: list[set[int]] = [set() for _ in state.sizes] if speed is not None else []
+        counted = speed is not None and self.any_neighbour
+        self.node_count: list[int] = [0] * len(state.sizes) if counted else []
+        self.node_xor: list[int] = [0] * len(state.sizes) if counted else []
+        self.node_jobs: list[set[int]] = [set() for _ in state.sizes] if speed is not None and not counted else []
         self.running: dict[int, Allocation] = {}  # insertion order = start order
         policy.running = self.running
         self.arrivals: list[int] = []
@@ -319,25 +323,30 @@ class Cycle:
             self.engine.finish_at(j, now + jobs.remaining[j])
         else:
             jobs.progress_at[j] = now
-            node_jobs = self.node_jobs
-            alone = True
-            crowded = self.any_neighbour
-            for node, _ in alloc:
-                on = node_jobs[node]
-                on.add(j)
-                alone = alone and len(on) == 1
-                crowded = crowded and len(on) > 2
-            # nobody else to re-rate: alone, or (when only having neighbours matters) every node already held two
-            # jobs, which had neighbours before and still have them; only this job's own rate and end change
-            if alone or crowded:
-                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, 0 if alone else 1)
-                if not rate > 0:
-                    raise ValueError(f"speed model gave job {j} a rate of {rate}; rates must be positive")
-                jobs.rate[j] = rate
-                jobs.end_at[j] = end = now + max(0, math.ceil(jobs.remaining[j] / rate - 1e-9))
-                self.engine.finish_at(j, end)
+            if self.any_neighbour:
+                count, xor = self.node_count, self.node_xor
+                neighbours, were_alone = 0, []
+                for node, _ in alloc:
+                    count[node] = c = count[node] + 1
+                    xor[node] ^= j
+                    if c > 1:
+                        neighbours = 1
+                        if c == 2:  # the job that had this node to itself has a neighbour now
+                            were_alone.append(xor[node] ^ j)
+                self._rerate(j, self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours), now)
+                for k in were_alone:
+                    self._recount(k, now)
             else:
-                self._respeed(alloc, now, j)
+                node_jobs = self.node_jobs
+                alone = True
+                for node, _ in alloc:
+                    on = node_jobs[node]
+                    on.add(j)
+                    alone = alone and len(on) == 1
+                if alone:  # nobody else to re-rate
+                    self._rerate(j, self.speed.rate(jobs, j, alloc, self.state.sizes, 0), now)
+                else:
+                    self._respeed(alloc, now)
         if self.observers:
             for o in self.observers:
                 o.on_start(j, now)
@@ -387,59 +396,70 @@ class Cycle:
             o.on_preempt(j, now)
 
     def _leave(self, j: int, alloc: Allocation, now: int) -> None:
-        jobs, node_jobs = self.jobs, self.node_jobs
-        neighbours = False
-        any_neighbour = self.any_neighbour
-        for node, _ in alloc:
-            on = node_jobs[node]
-            on.discard(j)
-            # when only having neighbours matters, a job left with others on the node keeps its rate
-            neighbours = neighbours or (len(on) == 1 if any_neighbour else bool(on))
+        jobs = self.jobs
         jobs.rate[j] = 1
         jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
+        if self.any_neighbour:
+            count, xor = self.node_count, self.node_xor
+            left_alone = []
+            for node, _ in alloc:
+                count[node] = c = count[node] - 1
+                xor[node] ^= j
+                if c == 1:  # the job left on this node has no neighbour there now
+                    left_alone.append(xor[node])
+            for k in left_alone:
+                self._recount(k, now)
+            return
+        neighbours = False
+        for node, _ in alloc:
+            on = self.node_jobs[node]
+            on.discard(j)
+            neighbours = neighbours or bool(on)
         if neighbours:  # jobs left on these nodes may speed up
             self._respeed(alloc, now)
 
-    def _respeed(self, alloc: Allocation, now: int, joined: int = -1) -> None:
-        """Recompute the rate of every running job on ``alloc``'s nodes; move the ends of those that changed.
-
-        ``joined``: the job that just started on ``alloc`` (-1: a job just left it).
-        """
+    def _respeed(self, alloc: Allocation, now: int) -> None:
+        """Recompute the rate of every running job on ``alloc``'s nodes (a job just started on them, or left them);
+        move the ends of those that changed."""
         assert self.speed is not None
-        jobs, node_jobs, sizes, running = self.jobs, self.node_jobs, self.state.sizes, self.running
-        speed, end_at, rates = self.speed.rate, jobs.end_at, jobs.rate
-        remaining, progress_at, scheduled = jobs.remaining, jobs.progress_at, self.engine.scheduled
-        if self.any_neighbour:
-            # only whether a job has neighbours matters: a job on a node that holds, besides it (and the job that
-            # came), another job had neighbours before the change and still has them after
-            crowded = 3 if joined >= 0 else 2
-            near_jobs = {k for n, _ in alloc if len(node_jobs[n]) < crowded for k in node_jobs[n]}
-            if joined >= 0:
-                near_jobs.add(joined)
-            affected = sorted(near_jobs)
-        else:
-            # (this runs at every start and end: a job on one node, the common case, needs no union of sets)
-            affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
-                sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
+        node_jobs, running, speed, sizes = self.node_jobs, self.running, self.speed.rate, self.state.sizes
+        # (this runs at every start and end: a job on one node, the common case, needs no union of sets)
+        affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
+            sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
         for k in affected:
             # it ends this very second, with no work left at any rate: its end is already scheduled or being
             # handled (a second end pushed now would end it twice; end_at is reset when a segment stops, so it is
             # this segment's even for a job that started this second)
-            if end_at[k] == now:
+            if self.jobs.end_at[k] == now:
                 continue
             held = running[k]
             near = len(node_jobs[held[0][0]]) if len(held) == 1 else \
                 len(set().union(*(node_jobs[n] for n, _ in held)))
-            rate = speed(jobs, k, held, sizes, near - 1)
-            if not rate > 0:
-                raise ValueError(f"speed model gave job {k} a rate of {rate}; rates must be positive")
-            if rate != rates[k] or not scheduled(k):
-                # the work left now (Jobs.remaining_at of a running job, inline)
-                remaining[k] = left = remaining[k] - (now - progress_at[k]) * rates[k]
-                progress_at[k] = now
-                rates[k] = rate
-                end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
-                self.engine.finish_at(k, end)
+            self._rerate(k, speed(self.jobs, k, held, sizes, near - 1), now)
+
+    def _recount(self, k: int, now: int) -> None:
+        """:meth:`_respeed` of one running job ``k`` when only having neighbours matters (nodes counted)."""
+        if self.jobs.end_at[k] == now:  # (as in _respeed)
+            return
+        assert self.speed is not None
+        held, count = self.running[k], self.node_count
+        neighbours = 1 if count[held[0][0]] > 1 or any(count[n] > 1 for n, _ in held) else 0
+        self._rerate(k, self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
+
+    def _rerate(self, k: int, rate: float, now: int) -> None:
+        """Running job ``k`` runs at ``rate`` from ``now``: if that is new (or it has no end yet), its work left is
+        counted at the old rate and its end moved (end = now + ⌈work left / rate⌉)."""
+        if not rate > 0:
+            raise ValueError(f"speed model gave job {k} a rate of {rate}; rates must be positive")
+        jobs = self.jobs
+        rates = jobs.rate
+        if rate != rates[k] or not self.engine.scheduled(k):
+            # the work left now (Jobs.remaining_at of a running job, inline)
+            jobs.remaining[k] = left = jobs.remaining[k] - (now - jobs.progress_at[k]) * rates[k]
+            jobs.progress_at[k] = now
+            rates[k] = rate
+            jobs.end_at[k] = end = now + max(0, math.ceil(left / rate - 1e-9))
+            self.engine.finish_at(k, end)
 
     def set_node_state(self, node: int, state: str, now: int) -> None:
         """``node`` enters ``state`` at ``now`` (only an idle node may become unusable)."""
