@@ -11,7 +11,7 @@ from rich.table import Table
 
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
-from dlcluster.cli.options import PATH, ces_options, load, trace_options
+from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
 from dlcluster.errors import ConfigError, InputError, first_names
 from dlcluster.services.ces.params import PRESETS
 
@@ -97,8 +97,7 @@ def ces(
         raise ConfigError(f"--cluster-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
     if compat is not None and compat not in COMPAT:
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
-    if output is not None and output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+    output_folder(output)
     controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
     calendar = Calendar(holidays, parse_events(events))
     if not source.exists():

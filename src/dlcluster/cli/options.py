@@ -174,6 +174,12 @@ def zone_unknown(fmt: str) -> bool:
     return param is not None and param.default == "UTC"
 
 
+def output_folder(output: Path | None) -> None:
+    """Fail before any work when ``--output`` names something that is not a folder."""
+    if output is not None and output.exists() and not output.is_dir():
+        raise ConfigError(f"--output {output}: exists and is not a folder")
+
+
 def report_folder(output: Path, results: Path | None = None) -> None:
     """Fail before any work when the report folder ``output`` cannot be written (a file, not writable), or would be
     the folder ``results`` the report reads."""

@@ -14,7 +14,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import PATH, load, trace_options
+from dlcluster.cli.options import PATH, load, output_folder, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
@@ -91,8 +91,7 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
     from dlcluster.predict.evaluate import evaluate, write_outputs
 
     est = make_estimator(estimator)  # an unknown name fails before the trace is read
-    if output is not None and output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+    output_folder(output)
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     since = wall_instant(start, "--start", trace.timezone, wall=False) if start is not None else None
     with _progress(estimator) as progress:

@@ -16,7 +16,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window, wall_instant
-from dlcluster.cli.options import PATH, ces_options, load, trace_options
+from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
 from dlcluster.predict import estimates_quality, is_estimator_name, make_estimator, read_estimates
@@ -297,8 +297,7 @@ def simulate(
 
     # (locals() here are exactly the command's parameters: settings checks them as the sweep's cells are checked)
     names, classes, placement, speed, failure_model, make_power = settings(locals())
-    if output.exists() and not output.is_dir():  # checked before a possibly long run, not after it
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+    output_folder(output)
     extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
     trace = _simulable(load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra),
                        lenient, trace_path)

@@ -10,7 +10,7 @@ from rich.progress import TextColumn, TimeRemainingColumn
 
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import progress_bar
-from dlcluster.cli.options import PATH
+from dlcluster.cli.options import PATH, output_folder
 from dlcluster.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
     from dlcluster.sweep.run import run_sweep
     from dlcluster.sweep.simulate_options import check_cell, checks
 
-    if output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+    output_folder(output)
     runner = make_executor(executor, workers)
     runner.start()  # the workers start up while the experiment is read and its traces are made
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dlcluster.cli import Console, app, err_console
-from dlcluster.cli.options import PATH, reading_options
+from dlcluster.cli.options import PATH, output_folder, reading_options
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError, InputError
@@ -117,8 +117,7 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
         raise ConfigError(f"--loads {loads!r}: give numbers separated by commas") from exc
     if not levels or not all(0 < x < float("inf") for x in levels):
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
-    if output is not None and output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+    output_folder(output)
     real = load_trace(real_path, real_format, lenient=False, format_option="--real-format")
     generated = load_trace(generated_path, generated_format, lenient=False, format_option="--generated-format")
     for path, trace in ((real_path, real), (generated_path, generated)):

@@ -381,14 +381,14 @@ def required_value(col: str, source_col: str | None = None) -> Check:
     return Check(source_col or col, pl.col(col).is_null(), f"missing {source_col or col}", _empty)
 
 
-def _blank(value: object) -> bool:
+def is_blank(value: object) -> bool:
     """Whether a raw value is missing or only spaces."""
     return value is None or not str(value).strip()
 
 
 def _empty(value: object) -> str:
     """What a required value that parsed to nothing was: empty, or text that means none (nan, Unknown)."""
-    return "value is empty" if _blank(value) else f"no value ({value!r})"
+    return "value is empty" if is_blank(value) else f"no value ({value!r})"
 
 
 def negative(col: str, source_col: str | None = None) -> Check:
@@ -453,4 +453,4 @@ def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
 def unknown_status(col: str, mapped: str) -> Check:
     """A check failing on a status outside the reader's vocabulary."""
     return Check(col, pl.col(mapped).is_null(), f"unknown {col}",
-                 lambda v: "value is empty" if _blank(v) else f"unknown status {v!r}")
+                 lambda v: "value is empty" if is_blank(v) else f"unknown status {v!r}")

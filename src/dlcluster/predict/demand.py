@@ -14,6 +14,7 @@ import polars as pl
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
+from dlcluster.io._common import is_blank
 
 SAMPLE = 60  # seconds between the samples of a series built here
 MAX_DAYS = 3_652  # ten years: the longest series (held per minute, 5.3M samples, and per controller step)
@@ -49,7 +50,7 @@ def read_series(path: str | Path) -> pl.DataFrame:
         if bad.len():
             row = int(bad[0])
             value = raw[source][row]
-            raise InputError("empty" if value is None or not value.strip() else
+            raise InputError("empty" if is_blank(value) else
                              f"not a {'time' if column == 'time' else 'whole number'}: {value!r}",
                              path=path, row=row + 2, field=source)
     _check(table, path, used_name)

@@ -443,7 +443,7 @@ class Cycle:
             return
         assert self.speed is not None
         held, count = self.running[k], self.node_count
-        neighbours = 1 if count[held[0][0]] > 1 or any(count[n] > 1 for n, _ in held) else 0
+        neighbours = 1 if any(count[n] > 1 for n, _ in held) else 0
         self._rerate(k, self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
 
     def _rerate(self, k: int, rate: float, now: int) -> None:

@@ -66,7 +66,6 @@ class PowerManager(Observer):
         self._settled: list[tuple[int, ...] | None] = [None] * len(self.groups)  # see on_waiting
         self.forecaster = DemandForecaster(self.step, control.now, self.controller.targets, self.calendar,
                                            quantile=self.controller.quantile)
-        self.first_step = control.now
         # until the first model, two simulated days in, the forecast is the current demand
         self.next_fit = control.now + MIN_TRAIN_DAYS * DAY
 
@@ -192,7 +191,7 @@ class PowerManager(Observer):
             fc.fit()
             self.retrains += 1
             # a young model is retrained as soon as its history has doubled, an older one every retrain_every
-            self.next_fit = now + min(now - self.first_step, self.retrain_every)
+            self.next_fit = now + min(now - fc.t0, self.retrain_every)  # (t0: the first step)
         fitted = fc.models_ is not None
         i = len(fc.y) - 1
         target = self.controller.step(i, fc.y, powered, self.total,
