@@ -80,6 +80,15 @@ def test_validation_can_keep_progress() -> None:
     assert rows["ok"][:2] == (300, 1000)  # 300 s done on the pool, 700 s left
 
 
+def test_a_retry_after_validation_kept_progress_redoes_the_whole_attempt() -> None:
+    model = FailureModel(retries=2, validation_seconds=300, validation_gpus=4, keep_progress=True)
+    r = simulate(TRACE, CLUSTER, "fifo", failures=model)
+    # late validates 20-320, fails 2,700 s later on the main cluster (its first attempt went on from the pool's
+    # 300 s), then twice after a whole 3,000 s each; the summary counts the same three attempts
+    assert _rows(r)["late"][:2] == (320, 320 + 2_700 + 2 * 3_000)
+    assert r.summary["failures"]["failed_gpu_hours_late"] == pytest.approx(3 * 4 * 3_000 / 3600)
+
+
 def test_recorded_attempts_are_replayed_and_capped() -> None:
     t = jobs(("a", "v", 2, 0, 600), ("b", "v", 1, 0, 40)).with_columns(pl.Series("status", ["completed", "failed"]))
     attempts = pl.DataFrame({"job_id": ["a", "a", "a"], "attempt": [0, 1, 2], "start_time": [0, 100, 300],

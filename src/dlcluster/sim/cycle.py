@@ -363,9 +363,11 @@ class Cycle:
         jobs.started_at[j] = -1
         if self.speed is not None:
             self._leave(j, alloc, now)
-        more = jobs.retry.get(j) if jobs.retry is not None else None
-        if more:
-            jobs.remaining[j] = more.pop()
+        retries = jobs.retries
+        if retries is not None and retries[j]:
+            retries[j] -= 1
+            recorded = jobs.retry_work.get(j)
+            jobs.remaining[j] = recorded.pop() if recorded else jobs.duration[j]
             jobs.held[j] += now - started  # service attained, as after a preemption
             rec.attempts[j] += 1
             self.waiting_since[j] = now

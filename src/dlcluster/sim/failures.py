@@ -106,15 +106,19 @@ def first_attempt_fails() -> pl.Expr:
     return (pl.col("tries") > 1) | pl.col("outcome").is_in(FAILED)
 
 
-def retry_lists(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> dict[int, list[int]]:
-    """By row of ``plan``, the work of the attempts after the first, the next one last (for popping); only rows that
-    have any."""
+def retry_counts(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> tuple[list[int], dict[int, list[int]]]:
+    """By row of ``plan``, the attempts still to come after the first; and, for the rows whose retries do not redo the
+    first attempt's work (``first``), the work of each, the next one last (for popping): an attempts table's
+    records, or the whole attempt where validation did part of the first (``retry_work``)."""
     more = plan.with_row_index("i").filter(pl.col("tries") > 1)
-    rows, firsts, tries = (more[c].to_list() for c in ("i", "first", "tries"))  # (columns: no row tuples)
-    # without an attempts table every retry redoes the first attempt's work: the ids are not needed
-    ids = more["job_id"].to_list() if recorded else [None] * len(rows)
-    return {i: (recorded[job_id][:0:-1] if job_id in recorded else [first] * (n - 1))
-            for i, job_id, first, n in zip(rows, ids, firsts, tries, strict=True)}
+    work = {}
+    if "retry_work" in plan.columns:
+        differ = more.filter(pl.col("retry_work") != pl.col("first"))
+        work = {i: [w] * (n - 1) for i, w, n in differ.select("i", "retry_work", "tries").iter_rows()}
+    if recorded:
+        more = more.filter(pl.col("job_id").is_in(list(recorded)))
+        work.update({i: recorded[job_id][:0:-1] for i, job_id in more.select("i", "job_id").iter_rows()})
+    return (plan["tries"] - 1).to_list(), work
 
 
 def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:
@@ -174,5 +178,7 @@ def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, 
         pl.col("pool_end").alias("submit"))
     if model.keep_progress:  # the first attempt goes on from where validation left it
         done = pl.min_horizontal(pl.col("first"), pl.col("pool_run"))
-        main = main.with_columns(pl.col("first") - done, pl.col("work_total") - done)
+        # (a retry starts afresh: its work is the whole attempt's)
+        main = main.with_columns(pl.col("first") - done, pl.col("work_total") - done,
+                                 pl.col("first").alias("retry_work"))
     return main.sort("submit", maintain_order=True), joined.filter(pl.col("caught"))

@@ -25,7 +25,7 @@ class Jobs:
     """
 
     __slots__ = ("gpu", "submit", "duration", "estimate", "cpu", "group", "remaining", "rate", "progress_at",
-                 "started_at", "end_at", "held", "retry", "_labels", "_label_cache")
+                 "started_at", "end_at", "held", "retries", "retry_work", "_labels", "_label_cache")
 
     def __init__(
         self,
@@ -49,8 +49,10 @@ class Jobs:
         self.progress_at = self.started_at
         self.end_at: list[int] = []  # end of the current run segment (kept under a speed model only)
         self.held = [0] * n  # seconds on GPUs in finished run segments (checkpoints included)
-        # with failures replayed: by job, the work of the attempts still to come, the next one last
-        self.retry: dict[int, list[int]] | None = None
+        # with failures replayed: by job, the attempts still to come; a retry redoes the first attempt's work
+        # (``duration``) unless ``retry_work`` holds the work of the job's recorded attempts, the next one last
+        self.retries: list[int] | None = None
+        self.retry_work: dict[int, list[int]] = {}
         self._labels = labels  # column name -> values, read only when a policy or observer asks
         self._label_cache: dict[str, list[str | None]] = {}
 

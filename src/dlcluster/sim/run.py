@@ -24,7 +24,7 @@ from dlcluster.sim.failures import (
     after_validation,
     attempt_plan,
     failure_summary,
-    retry_lists,
+    retry_counts,
     validation_pool,
 )
 from dlcluster.sim.framework import Policy
@@ -205,7 +205,7 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
         sim_jobs.track_rates()
     engine, rec = Engine(df.height), Record.empty(df.height, len(names))
     if replayed:
-        sim_jobs.retry = retry_lists(df, recorded)
+        sim_jobs.retries, sim_jobs.retry_work = retry_counts(df, recorded)
         rec.attempts = [1] * df.height
     waiting_since = list(sim_jobs.submit)
     order = profile.order(policy_cls.name, sim_jobs) if profile is not None else None
