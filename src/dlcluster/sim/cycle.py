@@ -333,7 +333,13 @@ class Cycle:
                         neighbours = 1
                         if c == 2:  # the job that had this node to itself has a neighbour now
                             were_alone.append(xor[node] ^ j)
-                self._rerate(j, self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours), now)
+                # (_rerate inline: a job that starts has no end scheduled and has done no work since progress_at)
+                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours)
+                if not rate > 0:
+                    raise ValueError(f"speed model gave job {j} a rate of {rate}; rates must be positive")
+                jobs.rate[j] = rate
+                jobs.end_at[j] = end = now + max(0, math.ceil(jobs.remaining[j] / rate - 1e-9))
+                self.engine.finish_at(j, end)
                 for k in were_alone:
                     self._recount(k, now)
             else:
@@ -445,7 +451,8 @@ class Cycle:
             return
         assert self.speed is not None
         held, count = self.running[k], self.node_count
-        neighbours = 1 if any(count[n] > 1 for n, _ in held) else 0
+        neighbours = (1 if count[held[0][0]] > 1 else 0) if len(held) == 1 else \
+            1 if any(count[n] > 1 for n, _ in held) else 0
         self._rerate(k, self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
 
     def _rerate(self, k: int, rate: float, now: int) -> None:
