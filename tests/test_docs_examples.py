@@ -243,3 +243,10 @@ def test_make_test_type_checks_what_readme_says() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").replace("#", " ").split())
     assert ("type-checks the command line, the simulator, the estimators, the services and the sweeps with mypy"
             in readme)
+
+
+def test_every_document_the_sources_name_exists() -> None:
+    # (`simulate --help` sent users to docs/power.md, which never existed)
+    named = {m for path in (ROOT / "src").rglob("*.py")
+             for m in re.findall(r"docs/[\w-]+\.md", path.read_text(encoding="utf-8"))}
+    assert named and {m for m in named if not (ROOT / m).exists()} == set()

@@ -226,6 +226,18 @@ def test_start_with_an_offset_in_wall_clock_mode_is_the_trace_zones_wall_clock()
     assert wall_instant("2020-01-01T00:00:00Z", "--start", "Asia/Shanghai", wall=True) == 1577836800 + 8 * 3600
 
 
+@pytest.mark.parametrize(("text", "timezone", "wall"), [
+    ("9999-12-31 23:59:59", "America/Los_Angeles", False),  # its UTC instant is in year 10000
+    ("0001-01-01", "Asia/Shanghai", False),  # ... in year 0
+    ("0001-01-01T00:30:00+05:00", "UTC", True),
+])
+def test_a_time_at_the_ends_of_the_calendar_is_an_error(text: str, timezone: str, wall: bool) -> None:
+    with pytest.raises(ConfigError) as err:
+        wall_instant(text, "--end", timezone, wall=wall)
+    assert str(err.value) == (f"--end {text!r}: too near the ends of the calendar (years 1 and 9999) to convert; "
+                              "give a time within the trace's span")
+
+
 def test_start_in_a_dst_gap_names_the_gap() -> None:
     with pytest.raises(ConfigError) as err:
         wall_instant("2021-03-14 02:30:00", "--start", "America/Los_Angeles", wall=False)
@@ -664,7 +676,9 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"{_common.MAX_COUNT:,} (and not negative)" in text
     for value, name in ((cluster_spec.MAX_NODES, "MAX_NODES"), (cluster_spec.MAX_GPUS_PER_NODE, "MAX_GPUS_PER_NODE"),
                         (cluster_spec.MAX_CPUS_PER_NODE, "MAX_CPUS_PER_NODE")):
-        assert f"| {value:,} | `io.cluster_spec.{name}` |" in text
+        assert f"| {value:,} | `cluster.{name}` |" in text
+    assert sim_failures.MAX_POOL_GPUS == cluster_spec.MAX_NODES
+    assert f"| {sim_failures.MAX_POOL_GPUS:,} | `sim.failures.MAX_POOL_GPUS` |" in text
     assert f"| {philly.MAX_DEPTH} levels |" in text
     assert sim_prepare.LOAD_RANGE == synth_generate.LOAD_RANGE
     assert f"| {sim_prepare.LOAD_RANGE[0]:g} to {sim_prepare.LOAD_RANGE[1]:g} |" in text

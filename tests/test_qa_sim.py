@@ -85,6 +85,15 @@ def test_load_must_be_finite(load: float) -> None:
      "error: --relax-after: --placement relax:10 already gives the time to wait; give it once\n"),
     (["-p", "fifo,sjf", "--estimates", "oracle"],
      "error: --estimates: no policy given (fifo, sjf) reads duration estimates (`dlcluster policies` tells which do)\n"),
+    # a pool of 1e14 GPUs ran out of memory; one of 1e8 took 17 s and 3.3 GB for a few thousand jobs
+    (["--failures", "replay", "--validation-minutes", "5", "--validation-gpus", "100001"],
+     "error: --validation-gpus must be at most 100,000 (the pool is a VC of one-GPU nodes, and a cluster holds at "
+     "most that many nodes), got 100,001\n"),
+    # (nodes of 1e17 CPUs were simulated, and reported, without a word)
+    (["--cpus-per-gpu", "125001"],
+     "error: --cpus-per-gpu 125,001: a node of 8 GPUs would have 1,000,008 CPUs; at most 1,000,000 are supported\n"),
+    # (a negative seed was run and written to the summary; synth refused it)
+    (["--seed", "-1", "--placement", "random"], "error: --seed must be a non-negative integer, got -1\n"),
 ])
 def test_option_values_beyond_their_range_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))

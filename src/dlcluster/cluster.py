@@ -8,6 +8,11 @@ import polars as pl
 
 from dlcluster.errors import ConfigError
 
+# the largest cluster dlcluster builds (docs/errors.md, "Limits"): checked before any node is built
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 1_024
+MAX_CPUS_PER_NODE = 1_000_000
+
 
 @dataclass(frozen=True)
 class ClusterSpec:
@@ -47,6 +52,10 @@ class ClusterSpec:
         """The same nodes, each with ``cpus_per_gpu`` × its GPUs CPUs."""
         if cpus_per_gpu < 0:
             raise ConfigError(f"CPUs per GPU must not be negative, got {cpus_per_gpu}")
+        largest = max((g for nodes in self.vcs.values() for g in nodes), default=0)
+        if largest * cpus_per_gpu > MAX_CPUS_PER_NODE:
+            raise ConfigError(f"--cpus-per-gpu {cpus_per_gpu:,}: a node of {largest} GPUs would have "
+                              f"{largest * cpus_per_gpu:,} CPUs; at most {MAX_CPUS_PER_NODE:,} are supported")
         cpus = {vc: tuple(g * cpus_per_gpu for g in nodes) for vc, nodes in self.vcs.items()}
         return ClusterSpec(self.vcs, cpus, self.source)
 

@@ -24,7 +24,16 @@ def wall_instant(text: str, option: str, timezone: str, wall: bool) -> int:
     hour is an error.
     """
     given = _parse_time(text, option)
-    zone = ZoneInfo(timezone)
+    try:
+        return _instant(given, text, option, ZoneInfo(timezone), wall)
+    except OverflowError:  # (the conversion to or from the zone left years 1..9999)
+        raise ConfigError(f"{option} {text!r}: too near the ends of the calendar (years 1 and 9999) to convert; "
+                          "give a time within the trace's span") from None
+
+
+def _instant(given: datetime.datetime, text: str, option: str, zone: ZoneInfo, wall: bool) -> int:
+    """:func:`wall_instant` of the parsed time ``given``."""
+    timezone = zone.key
     if given.tzinfo is not None:
         if not wall:
             return math.floor(given.timestamp())

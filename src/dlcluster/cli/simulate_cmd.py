@@ -229,7 +229,7 @@ def settings(options: dict[str, Any]) -> Settings:
 @click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs "
               "(default: the power model's, 300).")
 @click.option("--power-model", type=PATH, help="TOML file of node watts by state and boot seconds (see "
-              "docs/power.md); default: an 8×V100 server.")
+              "docs/ces.md); default: an 8×V100 server.")
 @click.option("--failures", default="none", show_default=True, help="none, or replay: each job ends as the trace says "
               "(its status), failed jobs may be retried, and the summary counts GPU time lost.")
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True, help="replay: resubmit a failed "

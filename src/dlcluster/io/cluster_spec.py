@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from dlcluster.atomic import write_text_atomic
-from dlcluster.cluster import ClusterSpec
+from dlcluster.cluster import MAX_CPUS_PER_NODE, MAX_GPUS_PER_NODE, MAX_NODES, ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
     MAX_COUNT,
@@ -46,9 +46,6 @@ from dlcluster.io._common import (
 )
 
 GPUS_PER_NODE = 8
-MAX_NODES = 100_000
-MAX_GPUS_PER_NODE = 1_024
-MAX_CPUS_PER_NODE = 1_000_000
 PHILLY_POOL = "philly"
 _MACHINE_ID, _MACHINE_GPUS = "machineId", "number of GPUs"
 

@@ -21,11 +21,13 @@ from typing import Any, cast
 
 import polars as pl
 
+from dlcluster.cluster import MAX_NODES
 from dlcluster.errors import ConfigError
 
 FAILED = ("failed", "node_fail")  # outcomes a retry may fix (cancelled and timed-out jobs are not retried)
 EARLY_SECONDS = 600  # a failure within 10 minutes counts as early (Philly: user and programming errors)
 MAX_RETRIES = 1_000  # a failed job's reruns are simulated one by one: the cost grows with the limit
+MAX_POOL_GPUS = MAX_NODES  # the validation pool is a cluster of one-GPU nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,9 @@ class FailureModel:
             raise ConfigError("early validation needs both --validation-minutes and --validation-gpus")
         if self.validation_seconds is not None and (self.validation_seconds <= 0 or self.validation_gpus < 0):
             raise ConfigError("--validation-minutes and --validation-gpus must be positive")
+        if self.validation_gpus > MAX_POOL_GPUS:
+            raise ConfigError(f"--validation-gpus must be at most {MAX_POOL_GPUS:,} (the pool is a VC of one-GPU "
+                              f"nodes, and a cluster holds at most that many nodes), got {self.validation_gpus:,}")
 
     @property
     def validates(self) -> bool:

@@ -29,7 +29,8 @@ MAX_BOOT_SECONDS = 86_400
 
 @dataclass(frozen=True, slots=True)
 class PowerModel:
-    """Watts of one node by state (defaults: an 8×V100 server, see docs/power.md) and its boot time.
+    """Watts of one node by state (defaults: an 8×V100 server, see docs/ces.md, "Power model and energy") and its
+    boot time.
 
     An ``on`` node draws ``node_watts`` plus ``gpu_idle_watts`` per GPU, and ``gpu_busy_watts - gpu_idle_watts``
     more per GPU a job holds.

@@ -113,6 +113,8 @@ def simulate(
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
+    if seed < 0:  # (as synth refuses it: a seed is a non-negative integer for NumPy's generators)
+        raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
     profile = COMPAT_MODES[compat] if compat is not None else None
     is_compat = profile is not None
     if is_compat and speed is not None:
