@@ -176,6 +176,18 @@ def test_parquet_counts_beyond_int32_are_refused(tmp_path: Path) -> None:
                                           "(expected a count of at most 2,147,483,647)")
 
 
+def test_parquet_unknown_status_is_named_with_the_vocabulary(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    _canonical(status=["weird"]).write_parquet(path)
+    assert refused("info", str(path)) == (
+        f"error: {path}, row 1, field 'status': unknown status 'weird' (expected one of: completed, failed, "
+        "cancelled, timeout, node_fail, running, pending, other)")
+    assert read_trace(path, lenient=True).dropped == {"unknown status": 1}
+    # a missing status is still a missing required value, as in a column of the canonical type
+    _canonical(status=[None]).write_parquet(path)
+    assert refused("info", str(path)) == f"error: {path}, row 1, field 'status': required value is empty"
+
+
 @pytest.mark.parametrize(("fmt", "name", "text", "field"), [
     ("csv", "jobs.csv", "job_id,submit_time,start_time,gpu_num,duration\na,100,50,1,5\n", "start_time"),
     ("helios", "cluster_log.csv", HELIOS + "j,u,v,1,1,1,COMPLETED,2020-04-01 00:10:00,2020-04-01 00:00:00,"

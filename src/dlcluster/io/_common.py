@@ -478,7 +478,8 @@ def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
     return pl.col(col).str.strip_chars().str.to_lowercase().replace_strict(lowered, default=None)
 
 
-def unknown_status(col: str, mapped: str) -> Check:
-    """A check failing on a status outside the reader's vocabulary."""
+def unknown_status(col: str, mapped: str, allowed: Sequence[str] = ()) -> Check:
+    """A check failing on a status outside the reader's vocabulary (``allowed``: its words, named in the error)."""
+    expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
     return Check(col, pl.col(mapped).is_null(), f"unknown {col}",
-                 lambda v: "value is empty" if is_blank(v) else f"unknown status {v!r}")
+                 lambda v: "value is empty" if is_blank(v) else f"unknown status {v!r}{expected}")
