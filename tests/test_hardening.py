@@ -28,8 +28,9 @@ from dlcluster.cli.long_runs import submit_window, wall_instant
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.io import read_trace
-from dlcluster.io import _common, cluster_spec, philly
+from dlcluster.io import _common, cluster_spec, parquet, philly
 from dlcluster.sim import simulate
+from dlcluster.trace import Trace
 
 # the packages export functions of these names: the modules themselves
 sim_prepare = importlib.import_module("dlcluster.sim.prepare")
@@ -186,6 +187,12 @@ def test_parquet_unknown_status_is_named_with_the_vocabulary(tmp_path: Path) -> 
     # a missing status is still a missing required value, as in a column of the canonical type
     _canonical(status=[None]).write_parquet(path)
     assert refused("info", str(path)) == f"error: {path}, row 1, field 'status': required value is empty"
+
+
+def test_parquet_metadata_with_an_unknown_time_zone_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    parquet.write(Trace(_canonical(), format="synth", timezone="Mars/X"), path)
+    assert refused("info", str(path)) == f"error: {path}: its dlcluster metadata holds an unknown time zone 'Mars/X'"
 
 
 @pytest.mark.parametrize(("fmt", "name", "text", "field"), [

@@ -10,7 +10,7 @@ import polars as pl
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cluster import ClusterSpec
-from dlcluster.errors import InputError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.io._common import (
     ROW,
     Check,
@@ -56,6 +56,11 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         raise InputError(f"its dlcluster metadata is not valid JSON ({exc})", path=path) from exc
     if not isinstance(meta, dict):
         raise InputError("its dlcluster metadata is not a JSON object", path=path)
+    timezone = str(meta.get("timezone", "UTC"))
+    try:
+        check_timezone(timezone)
+    except ConfigError as exc:
+        raise InputError(f"its dlcluster metadata holds an unknown time zone {timezone!r}", path=path) from exc
     try:
         df = pl.from_arrow(table)
     except Exception as exc:  # an Arrow type Polars has no counterpart for
@@ -87,7 +92,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     return Trace(
         jobs,
         format=str(meta.get("format", "parquet")),
-        timezone=check_timezone(str(meta.get("timezone", "UTC"))),
+        timezone=timezone,
         cluster=spec,
         source=str(path),
         dropped=dropped,
