@@ -179,3 +179,18 @@ def test_a_csv_with_wall_clock_times_gets_the_notice_and_a_zoned_format_none(tmp
     res = cli("info", str(helios), "--json")
     assert res.returncode == 0, res.stderr
     assert "UTC assumed" not in res.stderr and json.loads(res.stdout)["timezone"] == "Asia/Shanghai"
+
+
+@pytest.mark.parametrize(("times", "notice"), [
+    ("2024-03-01T10:00:00+02:00,2024-03-01T11:00:00Z", False),  # every time names its zone
+    ("1709280000,1709283600", False),  # epoch seconds are instants
+    ("2024-03-01 10:00:00,2024-03-01 11:00:00", True),
+])
+def test_the_notice_is_given_only_for_times_without_a_zone(tmp_path: Path, times: str, notice: bool) -> None:
+    csv = tmp_path / "jobs.csv"
+    first, second = times.split(",")
+    csv.write_text(f"job_id,submit_time,gpu_num,duration\na,{first},1,60\nb,{second},1,60\n")
+    res = cli("info", str(csv), "--format", "csv", "--json")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == (
+        [f"note: {csv}: csv times carry no time zone; UTC assumed (pass --tz ZONE)"] if notice else [])

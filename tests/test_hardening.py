@@ -4,6 +4,7 @@ and the error catalogue of docs/errors.md run example by example."""
 from __future__ import annotations
 
 import errno
+import gzip
 import importlib
 import io
 import json
@@ -27,8 +28,9 @@ from dlcluster.cli.long_runs import submit_window, wall_instant
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.io import read_trace
-from dlcluster.io import _common, cluster_spec, philly
+from dlcluster.io import _common, cluster_spec, parquet, philly
 from dlcluster.sim import simulate
+from dlcluster.trace import Trace
 
 # the packages export functions of these names: the modules themselves
 sim_prepare = importlib.import_module("dlcluster.sim.prepare")
@@ -173,6 +175,24 @@ def test_parquet_counts_beyond_int32_are_refused(tmp_path: Path) -> None:
     _canonical(gpu_num=[10**12]).write_parquet(path)
     assert refused("info", str(path)) == (f"error: {path}, row 1, field 'gpu_num': 1000000000000 is out of range "
                                           "(expected a count of at most 2,147,483,647)")
+
+
+def test_parquet_unknown_status_is_named_with_the_vocabulary(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    _canonical(status=["weird"]).write_parquet(path)
+    assert refused("info", str(path)) == (
+        f"error: {path}, row 1, field 'status': unknown status 'weird' (expected one of: completed, failed, "
+        "cancelled, timeout, node_fail, running, pending, other)")
+    assert read_trace(path, lenient=True).dropped == {"unknown status": 1}
+    # a missing status is still a missing required value, as in a column of the canonical type
+    _canonical(status=[None]).write_parquet(path)
+    assert refused("info", str(path)) == f"error: {path}, row 1, field 'status': required value is empty"
+
+
+def test_parquet_metadata_with_an_unknown_time_zone_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    parquet.write(Trace(_canonical(), format="synth", timezone="Mars/X"), path)
+    assert refused("info", str(path)) == f"error: {path}: its dlcluster metadata holds an unknown time zone 'Mars/X'"
 
 
 @pytest.mark.parametrize(("fmt", "name", "text", "field"), [
@@ -360,6 +380,56 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
     path.write_bytes((CSV + "a,0,1,5\n").encode() + b"b,0,\xff,5\n")
     assert refused("info", str(path), "--format", "csv") == (
         f"error: {path}, line 3: not UTF-8 text (byte b'\\xff' cannot be decoded)")
+
+
+def _cut_gzip(path: Path, text: str, keep: int | None = None) -> Path:
+    """``text`` gzipped into ``path``, cut to ``keep`` bytes (default: half, which still decodes the first lines)."""
+    data = gzip.compress(text.encode(), mtime=0)
+    path.write_bytes(data[:len(data) // 2 if keep is None else keep])
+    return path
+
+
+def _many(header: str, row: Callable[[int], str], n: int = 3000) -> str:
+    return header + "".join(row(i) for i in range(n))
+
+
+@pytest.mark.parametrize("how", ["detected", "--format", "first line cut", "--estimates", "--cluster", "ces series",
+                                 "ces first line cut", "ces trace"])
+def test_a_truncated_gzip_names_the_file(tmp_path: Path, how: str) -> None:
+    jobs_text = _many("job_id,cluster,vc,gpu_num,submit_time,status,duration\n",
+                      lambda i: f"j{i},c,default,{1 + i % 7},{1600000000 + 37 * i},completed,{60 + i % 1000}\n")
+    jobs, spec = _write(tmp_path / "jobs.csv", jobs_text), _spec(tmp_path)
+    out = str(tmp_path / "out")
+    if how in ("detected", "--format"):
+        cut = _cut_gzip(tmp_path / "jobs.csv.gz", jobs_text)
+        args = ["info", str(cut)] + (["--format", "csv"] if how == "--format" else [])
+    elif how == "first line cut":  # too short to sniff: Python's gzip reads it, not Polars
+        cut = _cut_gzip(tmp_path / "jobs.csv.gz", jobs_text, keep=20)
+        args = ["info", str(cut)]
+    elif how == "--estimates":
+        cut = _cut_gzip(tmp_path / "est.csv.gz", _many("job_id,duration\n", lambda i: f"j{i},{60 + i}\n"))
+        args = ["simulate", str(jobs), "--cluster", str(spec), "--policy", "qssf", "--estimates", str(cut), "-o", out]
+    elif how == "--cluster":
+        cut = _cut_gzip(tmp_path / "spec.csv.gz", _many("vc,nodes\n", lambda i: f"v{i},{1 + i % 9}\n"))
+        args = ["simulate", str(jobs), "--cluster", str(cut), "-o", out]
+    elif how == "ces trace":  # neither a series nor a known trace by its name: the sniffers read it
+        cut = _cut_gzip(tmp_path / "jobs.gz", jobs_text, keep=20)
+        args = ["ces", str(cut), "-o", out]
+    else:
+        series = _many("time,active,total\n", lambda i: f"{1600000000 + 60 * i},{i % 17},20\n", 20000)
+        cut = _cut_gzip(tmp_path / "series.csv.gz", series, keep=20 if how == "ces first line cut" else None)
+        args = ["ces", str(cut), "-o", out]
+    assert refused(*args) == f"error: {cut}: truncated or corrupt gzip file (unexpected end of file)"
+
+
+def test_a_corrupt_gzip_names_the_file(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(_many(CSV, lambda i: f"j{i},{i},1,{i % 97}\n").encode(), mtime=0))
+    data[10:200] = bytes(range(190))  # the first deflate block is garbage: no line can be sniffed
+    path = tmp_path / "jobs.csv.gz"
+    path.write_bytes(bytes(data))
+    assert refused("info", str(path)).startswith(f"error: {path}: truncated or corrupt gzip file (")
+    assert refused("info", str(path), "--format", "csv") == (
+        f"error: {path}: truncated or corrupt gzip file (corrupt deflate stream)")
 
 
 def test_invalid_json_is_one_line(tmp_path: Path) -> None:

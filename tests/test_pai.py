@@ -122,3 +122,14 @@ def test_a_job_ending_before_its_first_task_starts_is_an_error(tmp_path: Path) -
                               "'300001' is before the start time (negative duration)")
     lenient = read_trace(folder, lenient=True)
     assert "j3" not in lenient.jobs["job_id"].to_list() and lenient.dropped["end before start"] == 1
+
+
+def test_a_task_starting_before_its_job_is_submitted_names_the_task(tmp_path: Path) -> None:
+    # j1 is submitted at 100050; its first task (line 2 of the task table) starts at 100030
+    folder = _folder(tmp_path, jobs=JOBS.replace("j1,i1,u1,Terminated,100000.0", "j1,i1,u1,Terminated,100050.0"))
+    with pytest.raises(InputError) as err:
+        read_trace(folder)
+    assert str(err.value) == (f"{folder / 'pai_task_table.csv'}, line 2, field 'start_time': "
+                              "'100030' is before the submit time (negative queueing delay)")
+    lenient = read_trace(folder, lenient=True)
+    assert lenient.jobs["job_id"].to_list() == ["j2", "j3", "j4"] and lenient.dropped == {"start before submit": 1}

@@ -39,6 +39,10 @@ class InputError(DlclusterError):
         return (", ".join(where) + ": " if where else "") + self.detail
 
 
+class UnknownFormatError(InputError):
+    """No reader recognises the input (the command's ``--format`` option names one)."""
+
+
 class UnknownVCError(InputError):
     """A job names a VC that the cluster spec lacks."""
 

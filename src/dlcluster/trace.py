@@ -22,7 +22,8 @@ class Trace:
 
     ``timezone`` is the IANA zone of the source's wall clock, used only for calendar
     features (hour of day, day of week); every time in ``jobs`` is UTC epoch seconds.
-    ``dropped`` counts rows a lenient read left out, by reason.
+    ``dropped`` counts rows a lenient read left out, by reason. ``zoneless``: some times were
+    wall-clock text that named no zone, read as ``timezone`` (UTC unless the user gave one).
     """
 
     jobs: pl.DataFrame
@@ -33,6 +34,7 @@ class Trace:
     source: str = ""
     dropped: Counter[str] = field(default_factory=Counter)
     utilization: object | None = None  # lazy handle on per-minute utilisation files, where the source has them
+    zoneless: bool = False
 
     @property
     def gpu_jobs(self) -> pl.DataFrame:

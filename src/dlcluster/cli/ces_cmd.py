@@ -12,7 +12,7 @@ from rich.table import Table
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
-from dlcluster.errors import ConfigError, InputError, first_names
+from dlcluster.errors import ConfigError, InputError, UnknownFormatError, first_names
 from dlcluster.services.ces.params import PRESETS
 
 if TYPE_CHECKING:
@@ -31,13 +31,13 @@ FIGURES = (("changes_per_day", "changes per day"), ("wakeups_per_day", "wake-ups
 
 
 def _is_series(path: Path) -> bool:
-    """Whether ``path`` is a CSV demand series (``time`` and busy-node and ``total`` columns)."""
+    """Whether ``path`` is a CSV demand series, gzipped or not (``time`` and busy-node and ``total`` columns)."""
+    from dlcluster.io._common import first_line
     from dlcluster.predict.demand import USED_NAMES
 
-    if path.suffix.lower() != ".csv" or not path.is_file():
+    if not path.name.lower().endswith((".csv", ".csv.gz")):
         return False
-    with path.open(encoding="utf-8-sig", errors="replace") as f:  # (-sig: a series saved by Excel starts with a BOM)
-        header = [c.strip() for c in f.readline().split(",")]
+    header = [c.strip() for c in first_line(path).split(",")]
     return "time" in header and "total" in header and any(c in header for c in USED_NAMES)
 
 
@@ -117,7 +117,7 @@ def ces(
 
             try:
                 fmt = detect_format(source)
-            except InputError:  # the message names what this command reads, not only traces
+            except UnknownFormatError:  # the message names what this command reads, not only traces
                 raise InputError("neither a demand series (columns time, used, active or busy, and total: nodes) "
                                  f"nor a trace of a known format; for a trace pass --format ({', '.join(FORMATS)})",
                                  path=source) from None

@@ -12,7 +12,7 @@ import inspect
 from pathlib import Path
 from types import ModuleType
 
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, InputError, UnknownFormatError
 from dlcluster.trace import Trace
 
 # name -> (module, one-line description); detection order matters: most specific first.
@@ -49,7 +49,7 @@ def detect_format(path: str | Path, option: str = "--format") -> str:
                 return fmt
         except OSError:
             continue
-    raise InputError(
+    raise UnknownFormatError(
         f"cannot tell the trace format; pass {option} (" + ", ".join(FORMATS) + ")", path=path
     )
 

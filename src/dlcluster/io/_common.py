@@ -14,8 +14,10 @@ import gzip
 import io
 import math
 import re
+import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,7 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, InputError, os_reason
 from dlcluster.trace import local_datetime
 
 ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
@@ -52,7 +54,8 @@ class Check:
 WIDE = "_wide"  # on a row with more or fewer fields than the header: what is wrong (null elsewhere)
 
 
-COMPRESSED = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip and zstd magic numbers
+_COMPRESSION = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}  # by magic number: Polars decodes both
+COMPRESSED = tuple(_COMPRESSION)
 
 
 def read_csv_text(
@@ -75,6 +78,13 @@ def read_csv_text(
     # a binary file (other than a compressed CSV, which Polars reads): its bytes must not reach the terminal in an error
     if b"\0" in head and not head.startswith(COMPRESSED):
         raise InputError("not a text file (it holds NUL bytes): a CSV or text export was expected", path=path)
+    with decompressing(path):
+        return _text_table(path, separator, has_header, new_columns, comment_prefix, quote_char)
+
+
+def _text_table(path: str | Path, separator: str, has_header: bool, new_columns: Sequence[str] | None,
+                comment_prefix: str | None, quote_char: str | None) -> pl.DataFrame:
+    """:func:`read_csv_text` once the file is known to be text (or compressed text)."""
     options: dict[str, Any] = {
         "glob": False,  # a file name with '*' or '[' is a name, not a pattern
         "separator": separator, "has_header": has_header,
@@ -177,11 +187,31 @@ def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict:
     return out
 
 
+@contextmanager
+def decompressing(path: str | Path) -> Iterator[None]:
+    """Refuse a compressed file that is cut short or corrupt, naming it: the decoders' errors name no file."""
+    try:
+        yield
+    except (OSError, EOFError, zlib.error) as exc:
+        kind = _compression(Path(path))
+        # an OSError with a file name is the machine's answer about a path, not a decoder's (the CLI reports it)
+        if kind is None or (isinstance(exc, OSError) and exc.filename is not None):
+            raise
+        # (Python's gzip words a cut-short stream its own way: the same file reads the same through either decoder)
+        reason = "unexpected end of file" if isinstance(exc, EOFError) else os_reason(exc)
+        raise InputError(f"truncated or corrupt {kind} file ({reason})", path=path) from exc
+
+
+def _compression(path: Path) -> str | None:
+    """The name of the file's compression (``gzip``, ``zstd``), None for a plain file."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    return next((name for magic, name in _COMPRESSION.items() if head.startswith(magic)), None)
+
+
 def _open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """The file's bytes, decompressed if it is gzip (Polars reads a gzipped CSV as it is, so the slow paths must)."""
-    with path.open("rb") as fh:
-        gzipped = fh.read(2) == COMPRESSED[0]
-    return gzip.open(path, "rb") if gzipped else path.open("rb")
+    return gzip.open(path, "rb") if _compression(path) == "gzip" else path.open("rb")
 
 
 def _open_text(path: Path, **options: Any) -> IO[str]:
@@ -225,14 +255,12 @@ def check_timezone(tz: str) -> str:
 
 
 def first_line(path: Path) -> str:
-    """The first line of a text file ('' for a folder or a missing file): for cheap format sniffing."""
+    """The first line of a text file ('' for a folder or a missing file): for cheap format sniffing (a compressed
+    file too damaged to give one is refused)."""
     if not path.is_file():
         return ""
-    with _open_text(path, errors="replace") as fh:
-        try:
-            return fh.readline()
-        except (OSError, EOFError):  # a gzip stream cut short
-            return ""
+    with decompressing(path), _open_text(path, errors="replace") as fh:
+        return fh.readline()
 
 
 def header_has(path: Path, columns: Iterable[str], separator: str = ",") -> bool:
@@ -450,7 +478,8 @@ def map_status(col: str, mapping: dict[str, str]) -> pl.Expr:
     return pl.col(col).str.strip_chars().str.to_lowercase().replace_strict(lowered, default=None)
 
 
-def unknown_status(col: str, mapped: str) -> Check:
-    """A check failing on a status outside the reader's vocabulary."""
+def unknown_status(col: str, mapped: str, allowed: Sequence[str] = ()) -> Check:
+    """A check failing on a status outside the reader's vocabulary (``allowed``: its words, named in the error)."""
+    expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
     return Check(col, pl.col(mapped).is_null(), f"unknown {col}",
-                 lambda v: "value is empty" if is_blank(v) else f"unknown status {v!r}")
+                 lambda v: "value is empty" if is_blank(v) else f"unknown status {v!r}{expected}")

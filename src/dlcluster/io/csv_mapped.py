@@ -109,10 +109,11 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
 
 
 def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: Path, name: str,
-          after: pl.Series | None = None) -> tuple[pl.Series, str, list[Check]]:
+          after: pl.Series | None = None) -> tuple[pl.Series, str, list[Check], bool]:
     """One time column as UTC epoch seconds (aligned with ``df``, to be named ``name``), what it was expected to be,
-    and its checks before parsing: its range (on the unrounded number for numeric epochs, so 1e20 is out of range,
-    not unparsable) and, for wall-clock text, the hour that daylight saving skips.
+    its checks before parsing: its range (on the unrounded number for numeric epochs, so 1e20 is out of range,
+    not unparsable) and, for wall-clock text, the hour that daylight saving skips; and whether it was wall-clock
+    text without a zone (read in ``timezone``).
     ``after``: for end times, their jobs' starts (see :func:`~dlcluster.io._common.localize`)."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
@@ -121,7 +122,7 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
         unit = unit or "s"
         seconds = raw_number(source) / UNITS[unit]
         values = df.select(to_int(seconds.floor())).to_series()
-        return values, f"epoch {unit}", [time_limit(source, seconds, partial(_unit_hint, unit=unit))]
+        return values, f"epoch {unit}", [time_limit(source, seconds, partial(_unit_hint, unit=unit))], False
     raw_s = _slash_dates(raw_s, source, path)
     try:
         # eager on purpose: only a Series infers a zone-aware type from text like '...+02:00'
@@ -131,9 +132,9 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
     assert isinstance(parsed.dtype, pl.Datetime)
     checks = [time_limit(source, pl.col(name))]
     if parsed.dtype.time_zone:
-        return parsed.dt.convert_time_zone("UTC").dt.epoch("s"), "a date-time like the first one", checks
+        return parsed.dt.convert_time_zone("UTC").dt.epoch("s"), "a date-time like the first one", checks, False
     checks.append(skipped_time(source, name, None, timezone))
-    return pl.select(localize(parsed, timezone, after)).to_series(), "a date-time like the first one", checks
+    return pl.select(localize(parsed, timezone, after)).to_series(), "a date-time like the first one", checks, True
 
 
 def _unit_hint(value: object, unit: str) -> str:
@@ -200,10 +201,12 @@ def read(
     parsed: list[pl.Expr] = []
     checks: list[Check] = []
     times: dict[str, pl.Series] = {}
+    zoneless = False
     for c in TIMES:
         if c in src:
-            series, what, time_checks = _time(df, src[c], time_unit, timezone, path, f"_{c}",
-                                              times.get("start_time") if c == "end_time" else None)
+            series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f"_{c}",
+                                                     times.get("start_time") if c == "end_time" else None)
+            zoneless |= naive
             times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))
             checks += [*time_checks, unparsable(src[c], f"_{c}", what)]
@@ -239,7 +242,7 @@ def read(
         pl.coalesce(have("queue_delay"), have("start_time") - have("submit_time")).alias("queue_delay"),
         (have("status") if "status" in src else pl.lit("other")).alias("status"),
     ))
-    return Trace(jobs, format="csv", timezone=timezone, source=str(path), dropped=dropped)
+    return Trace(jobs, format="csv", timezone=timezone, source=str(path), dropped=dropped, zoneless=zoneless)
 
 
 def write(trace: Trace, target: str | Path) -> Path:

@@ -108,8 +108,8 @@ def _too_many(job: object, what: str) -> str:
     return f"job {job!r}: its tasks ask for more than {MAX_COUNT:,} {what} in all"
 
 
-def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter[str]]:
-    """Per-job aggregates of the task table, the jobs that lost a task row, and the drop counts."""
+def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, Path, set[str], Counter[str]]:
+    """Per-job aggregates of the task table, its path, the jobs that lost a task row, and the drop counts."""
     raw, path = _table(folder, "pai_task_table", TASK_COLUMNS)
     df = raw.with_columns(
         parse_float("inst_num").alias("inst_num_"),
@@ -131,9 +131,22 @@ def _tasks(folder: Path, lenient: bool) -> tuple[pl.DataFrame, set[str], Counter
         (pl.col("inst_num_") * pl.col("plan_cpu_")).sum().round(6).alias("_cpu_pct"),
         pl.col("plan_cpu_").is_not_null().any().alias("_has_cpu"),
         pl.col("start_time_").min().alias("_task_start"),
+        # where the first task's start is written, for an error about it
+        pl.struct(pl.col(ROW).alias("_task_row"), pl.col("start_time").alias("_task_start_text"))
+        .sort_by("start_time_", nulls_last=True, maintain_order=True).first().alias("_first_task"),
         pl.col("gpu_type").filter(gpu_task & ~is_null_token("gpu_type")).first().str.strip_chars().alias("_gpu_type"),
-    )
-    return agg, lost, Counter({f"task {k}": v for k, v in dropped.items()})
+    ).unnest("_first_task")
+    return agg, path, lost, Counter({f"task {k}": v for k, v in dropped.items()})
+
+
+def _started_before_submit(df: pl.DataFrame, task_path: Path, lenient: bool) -> tuple[pl.DataFrame, Counter[str]]:
+    """Refuse (drop, if lenient) the jobs whose first task starts before their submission, naming that task's line."""
+    # the bad value is the task's, not the job's submit time: the check sees the task's line and text
+    probe = df.select("job_name", "_task_start", "start_time_",
+                      pl.col("_task_row").alias(ROW), pl.col("_task_start_text").alias("start_time"))
+    kept, dropped = apply_checks(probe, [starts_before("_task_start", "start_time_", "start_time")],
+                                 path=task_path, lenient=lenient)
+    return df.join(kept.select("job_name"), on="job_name", how="semi", maintain_order="left"), dropped
 
 
 def read(path: Path, *, lenient: bool = False) -> Trace:
@@ -153,7 +166,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         unknown_status("status", "status_"),
     ]
     df, dropped = apply_checks(df, checks, path=job_path, lenient=lenient)
-    tasks, lost, task_dropped = _tasks(folder, lenient)
+    tasks, task_path, lost, task_dropped = _tasks(folder, lenient)
     dropped.update(task_dropped)
     if lost:
         before = df.height
@@ -163,10 +176,11 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     # only now is the first task's start known: a job must not end before it, nor start before its submission
     too_many = [Check("job_name", pl.col(pct) / 100 > MAX_COUNT, f"out-of-range {what}", partial(_too_many, what=what))
                 for pct, what in (("_gpu_pct", "GPUs"), ("_cpu_pct", "CPUs"))]
-    df, late = apply_checks(df, [*too_many, ends_before("end_time_", "_task_start", "end_time"),
-                                 starts_before("_task_start", "start_time_", "start_time")],
+    df, late = apply_checks(df, [*too_many, ends_before("end_time_", "_task_start", "end_time")],
                             path=job_path, lenient=lenient)
     dropped.update(late)
+    df, early = _started_before_submit(df, task_path, lenient)
+    dropped.update(early)
     gpus = (pl.col("_gpu_pct").fill_null(0) / 100).ceil()
     jobs = conform(df.with_columns(
         pl.col("job_name").alias("job_id"),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cluster import ClusterSpec
-from dlcluster.errors import InputError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.io._common import (
     ROW,
     Check,
@@ -22,9 +23,10 @@ from dlcluster.io._common import (
     seconds_limit,
     starts_before,
     time_limit,
+    unknown_status,
 )
 from dlcluster.io.cluster_spec import check_spec_size
-from dlcluster.schema import JOB_SCHEMA, conform, validate
+from dlcluster.schema import JOB_SCHEMA, STATUSES, conform, validate
 from dlcluster.trace import Trace
 
 META_KEY = b"dlcluster"
@@ -54,6 +56,11 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         raise InputError(f"its dlcluster metadata is not valid JSON ({exc})", path=path) from exc
     if not isinstance(meta, dict):
         raise InputError("its dlcluster metadata is not a JSON object", path=path)
+    timezone = str(meta.get("timezone", "UTC"))
+    try:
+        check_timezone(timezone)
+    except ConfigError as exc:
+        raise InputError(f"its dlcluster metadata holds an unknown time zone {timezone!r}", path=path) from exc
     try:
         df = pl.from_arrow(table)
     except Exception as exc:  # an Arrow type Polars has no counterpart for
@@ -61,20 +68,22 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
                          path=path) from exc
     assert isinstance(df, pl.DataFrame)
     if "status" in df.columns and df.schema["status"] != JOB_SCHEMA["status"]:
-        df = df.with_columns(pl.col("status").cast(pl.String).cast(JOB_SCHEMA["status"], strict=False))
+        # text until checked: a status outside the vocabulary is named, not taken for a missing one
+        df = df.with_columns(pl.col("status").cast(pl.String))
     missing = [c for c in JOB_SCHEMA if c not in df.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}' (not a dlcluster canonical table; use --format csv)",
                          path=path)
     for name, dtype in JOB_SCHEMA.items():
         have = df.schema[name]
-        castable = have.is_integer() or have == pl.Null() or (
-            dtype == pl.String() and (have == pl.String() or isinstance(have, pl.Categorical | pl.Enum)))
+        castable = (have.is_integer() or have == pl.Null() or (dtype == JOB_SCHEMA["status"] and have == pl.String())
+                    or (dtype == pl.String() and (have == pl.String() or isinstance(have, pl.Categorical | pl.Enum))))
         if have != dtype and not castable:
             raise InputError(f"expected type {dtype}, found {have}", path=path, field=name)
-    df, dropped = apply_checks(df.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)),
-                               _checks(), path=path, lenient=lenient, row_label="row")
-    jobs = validate(conform(df), source=str(path))
+    df = df.with_row_index(ROW, offset=1).with_columns(
+        pl.col(ROW).cast(pl.Int64), pl.col("status").cast(JOB_SCHEMA["status"], strict=False).alias("_status"))
+    df, dropped = apply_checks(df, _checks(), path=path, lenient=lenient, row_label="row")
+    jobs = validate(conform(df.with_columns(pl.col("_status").alias("status"))), source=str(path))
     cluster = meta.get("cluster")
     try:
         spec = _spec(cluster, meta.get("cluster_cpus"), str(path)) if cluster else None
@@ -83,7 +92,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     return Trace(
         jobs,
         format=str(meta.get("format", "parquet")),
-        timezone=check_timezone(str(meta.get("timezone", "UTC"))),
+        timezone=timezone,
         cluster=spec,
         source=str(path),
         dropped=dropped,
@@ -98,7 +107,14 @@ def _checks() -> list[Check]:
     checks += [time_limit(c, as_float[c]) for c in ("submit_time", "start_time", "end_time")]
     checks += [check for c in ("duration", "queue_delay") for check in (seconds_limit(c, as_float[c]), negative(c))]
     return [*checks, ends_before("end_time", "start_time", "end_time"),
-            starts_before("start_time", "submit_time", "start_time")]
+            starts_before("start_time", "submit_time", "start_time"), _known_status()]
+
+
+def _known_status() -> Check:
+    """A ``status`` outside the canonical vocabulary, ``_status`` its cast (a missing one is left to
+    :func:`validate`)."""
+    check = unknown_status("status", "_status", STATUSES)
+    return replace(check, bad=pl.col("status").is_not_null() & check.bad)
 
 
 def _spec(gpus: dict[str, list[int]], cpus: dict[str, list[int]] | None, source: str) -> ClusterSpec:

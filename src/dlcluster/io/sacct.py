@@ -160,5 +160,5 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         .then(pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed"))).alias("duration"),
         (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
     ).sort(ROW))
-    return Trace(out, format="sacct", timezone=timezone, source=str(path), dropped=dropped)
+    return Trace(out, format="sacct", timezone=timezone, source=str(path), dropped=dropped, zoneless=True)
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
-from dlcluster.io._common import is_blank
+from dlcluster.io._common import decompressing, is_blank
 
 SAMPLE = 60  # seconds between the samples of a series built here
 MAX_DAYS = 3_652  # ten years: the longest series (held per minute, 5.3M samples, and per controller step)
@@ -28,7 +28,8 @@ def read_series(path: str | Path) -> pl.DataFrame:
     if not path.is_file():
         raise InputError("no such file", path=path)
     try:
-        raw = pl.read_csv(path, infer_schema=False)
+        with decompressing(path):
+            raw = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise InputError(f"not a readable CSV ({str(exc).splitlines()[0]})", path=path) from None
     used_name = next((c for c in USED_NAMES if c in raw.columns), None)
