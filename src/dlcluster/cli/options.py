@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -132,8 +133,10 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
         total = sum(trace.dropped.values())
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(trace.dropped.items()))
         err_console.print(f"[yellow]dropped {total} malformed row(s):[/] {reasons}")
-    if tz is None and trace.zoneless:
-        err_console.print(f"note: {path}: {fmt} times carry no time zone; UTC assumed (pass --tz ZONE)",
+    if tz is None and zone_unknown(fmt):
+        # times that name their instant (epoch numbers, ``+02:00``) still leave the local hour of day to a zone
+        what = "times carry no time zone" if trace.zoneless else "times give no zone for the local hour of day"
+        err_console.print(f"note: {path}: {fmt} {what}; UTC assumed (pass --tz ZONE)",
                           soft_wrap=True, highlight=False, markup=False)
     return trace
 
@@ -162,6 +165,15 @@ def _read_kept(path: Path, fmt: str, opts: dict[str, Any]) -> Trace:
             del KEPT[next(iter(KEPT))]
         KEPT[key] = read_trace(path, format=fmt, **opts)
     return KEPT[key]
+
+
+def zone_unknown(fmt: str) -> bool:
+    """Whether the format's times carry no zone of their own: its reader takes a ``timezone`` that defaults to UTC
+    (a format with a known zone defaults to that zone; one without wall-clock times takes none)."""
+    from dlcluster.io import FORMATS
+
+    param = inspect.signature(importlib.import_module(FORMATS[fmt][0]).read).parameters.get("timezone")
+    return param is not None and param.default == "UTC"
 
 
 def output_folder(output: Path | None) -> None:
