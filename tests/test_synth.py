@@ -113,6 +113,52 @@ def test_a_model_file_with_an_impossible_value_names_the_file_and_the_field(fiel
         Model.from_json(json.dumps(raw), source="m.json")
 
 
+SIGNED = {"1": -0.5, "2": 1.5}  # sums to 1: only the sign is wrong
+SHARES = "; shares must be finite and at least 0"
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("gpu_mix",), {}, "gpu_mix sums to 0.0000, not 1"),
+    (("gpu_mix",), SIGNED, "gpu_mix: the share of 1 is -0.5" + SHARES),
+    (("gpu_mix",), {"1": float("nan")}, "gpu_mix: the share of 1 is nan" + SHARES),
+    (("vc_share",), {"a": -0.5, "b": 1.5}, "vc_share: the share of 'a' is -0.5" + SHARES),
+    (("vc_share",), {"a": float("nan")}, "vc_share: the share of 'a' is nan" + SHARES),
+    (("buckets", "1", "status_mix"), {}, "bucket 1 status_mix sums to 0.0000, not 1"),
+    (("buckets", "1", "status_mix"), {"completed": -0.5, "failed": 1.5},
+     "bucket 1 status_mix: the share of 'completed' is -0.5" + SHARES),
+    (("batches", "sizes"), SIGNED, "batch sizes: the share of 1 is -0.5" + SHARES),
+    (("batches", "by_bucket", "1"), {"1": 0.5}, "batches by_bucket 1 sum to 0.5000, not 1"),
+    (("batches", "by_bucket", "1"), SIGNED, "batches by_bucket 1: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "0e4a51", "gpu_mix"), SIGNED, "vc_jobs 0e4a51 gpu_mix: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "0e4a51", "batch_sizes", "1"), SIGNED,
+     "vc_jobs 0e4a51 batch_sizes 1: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "103959", "session_sizes"), SIGNED, "vc_jobs 103959 session_sizes: the share of 1 is -0.5" + SHARES),
+])
+def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
+                                                                       message: str) -> None:
+    # (a negative share that kept the sum at 1 and a NaN share passed, and so did an empty mix: NumPy then stopped
+    # generation, or normalised the mix into one the file does not say)
+    raw = json.loads(load_preset("philly").to_json())
+    parent = raw
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    with pytest.raises(InputError) as refused:
+        Model.from_json(json.dumps(raw), source="m.json")
+    assert str(refused.value) == "m.json: model 'philly': " + message
+
+
+def test_cli_refuses_a_model_file_with_an_empty_gpu_mix_in_one_line(tmp_path: Path) -> None:
+    raw = json.loads(load_preset("helios-venus").to_json())
+    raw["gpu_mix"] = {}
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(raw))
+    done = _cli("synth", "--model", str(model), "--days", "1", "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: {model}: model 'helios-venus': gpu_mix sums to 0.0000, not 1"]
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_truncated_lognormal_keeps_mean_and_median() -> None:
     dist = Dist.lognormal(mean=300.0, median=60.0, max_seconds=3000.0)
     x = sample_seconds(dist, np.random.default_rng(3), 400_000)

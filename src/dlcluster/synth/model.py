@@ -11,6 +11,7 @@ import json
 import math
 
 import numpy as np
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,30 +223,41 @@ class Model:
             check_timezone(self.timezone)
         except ConfigError as exc:
             raise ConfigError(f"model {self.name!r}: {exc}") from None
-        for what, mix in (("gpu_mix", self.gpu_mix), ("vc_share", self.vc_share),
+        # an empty vc_share is a model without VCs; every other mix is drawn from, so it needs shares
+        for what, mix in (("gpu_mix", self.gpu_mix), *((("vc_share", self.vc_share),) if self.vc_share else ()),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
-            if mix and abs(sum(mix.values()) - 1.0) > 1e-3:
-                raise ConfigError(f"model {self.name!r}: {what} sums to {sum(mix.values()):.4f}, not 1")
+            self._check_shares(what, mix)
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
-        if self.batches is not None and abs(sum(self.batches.sizes.values()) - 1.0) > 1e-3:
-            raise ConfigError(f"model {self.name!r}: batch sizes sum to {sum(self.batches.sizes.values()):.4f}, not 1")
+        if self.batches is not None:
+            self._check_shares("batch sizes", self.batches.sizes, verb="sum")
+            for bucket, sizes in self.batches.by_bucket.items():
+                self._check_shares(f"batches by_bucket {bucket}", sizes, verb="sum")
         for vc, own in self.vc_jobs.items():
-            if abs(sum(own.gpu_mix.values()) - 1.0) > 1e-3:
-                raise ConfigError(f"model {self.name!r}: vc_jobs {vc} gpu_mix sums to {sum(own.gpu_mix.values()):.4f}, not 1")
+            self._check_shares(f"vc_jobs {vc} gpu_mix", own.gpu_mix)
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
             shares = {f"batch_sizes {bucket}": sizes for bucket, sizes in own.batch_sizes.items()}
             if own.session_sizes:
                 shares["session_sizes"] = own.session_sizes
             for what, sizes in shares.items():
-                if abs(sum(sizes.values()) - 1.0) > 1e-3:
-                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} {what} sum to {sum(sizes.values()):.4f}, not 1")
+                self._check_shares(f"vc_jobs {vc} {what}", sizes, verb="sum")
             for g, q in own.score_quantiles.items():
                 if len(q) < 2 or any(b < a for a, b in zip(q, q[1:], strict=False)):
                     raise ConfigError(f"model {self.name!r}: vc_jobs {vc} score_quantiles {g} must be at least two "
                                       "non-decreasing values")
+
+    def _check_shares(self, what: str, shares: Mapping[Any, float], verb: str = "sums") -> None:
+        """Refuse a probability mix unless its shares are finite, at least 0 and sum to 1 (to saved rounding)."""
+        # a negative share can balance the sum, and NaN passes any comparison; NumPy would refuse either, or
+        # normalise it into a mix the file does not say
+        bad = next(((key, p) for key, p in shares.items() if not (math.isfinite(p) and p >= 0)), None)
+        if bad is not None:
+            raise ConfigError(f"model {self.name!r}: {what}: the share of {bad[0]!r} is {bad[1]}; shares must be "
+                              "finite and at least 0")
+        if abs(sum(shares.values()) - 1.0) > 1e-3:
+            raise ConfigError(f"model {self.name!r}: {what} {verb} to {sum(shares.values()):.4f}, not 1")
 
     @property
     def cluster_spec(self) -> ClusterSpec | None:
