@@ -103,6 +103,14 @@ def test_bad_mixes_are_rejected() -> None:
     ("weekly_profile", [0.0] * 168, "weekly_profile weights must be finite, at least 0, and not all 0"),
     ("weekly_profile", [float("nan")] * 168, "weekly_profile weights must be finite"),
     ("timezone", "Mars/Base", "unknown time zone 'Mars/Base'"),
+    # the readers' range of times: a trace dlcluster writes must read back
+    ("start", 8e9, "start 8000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", -5e9, "start -5000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", 1e20, "start 100000000000000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 "
+                    "UTC)"),
+    ("start", float("inf"), "start inf is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", 7_258_118_400 - 100 * 86_400,
+     "109.417 days from start 7249478400 are out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
 ])
 def test_a_model_file_with_an_impossible_value_names_the_file_and_the_field(field: str, value: object,
                                                                            message: str) -> None:
@@ -156,6 +164,24 @@ def test_cli_refuses_a_model_file_with_an_empty_gpu_mix_in_one_line(tmp_path: Pa
     done = _cli("synth", "--model", str(model), "--days", "1", "-o", str(tmp_path / "x.parquet"))
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: {model}: model 'helios-venus': gpu_mix sums to 0.0000, not 1"]
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_window_past_the_readers_last_time_is_refused_before_generating(tmp_path: Path) -> None:
+    model = _flat_model(start=7_258_118_400 - 30 * 86_400)  # 2200-01-01 UTC is the last time a reader accepts
+    assert generate(model, days=29, seed=1).jobs.height > 0
+    with pytest.raises(ConfigError) as refused:
+        generate(model, days=31, seed=1)
+    assert str(refused.value) == ("31 days from start 7255526400 are out of range (expected a time between 1900-01-01 "
+                                  "and 2200-01-01 UTC)")
+    raw = json.loads(load_preset("helios-venus").to_json())
+    raw["start"] = 8_000_000_000  # once written, and then refused by `dlcluster info`
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(raw))
+    done = _cli("synth", "--model", str(path), "--days", "1", "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: {path}: model 'helios-venus': start 8000000000 is out of range "
+                                        "(expected a time between 1900-01-01 and 2200-01-01 UTC)"]
     assert not (tmp_path / "x.parquet").exists()
 
 

@@ -14,7 +14,7 @@ from dlcluster.errors import ConfigError
 from dlcluster.schema import conform
 from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
-from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of
+from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of, check_window
 from dlcluster.trace import Trace
 
 
@@ -118,8 +118,9 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     if expected > MAX_JOBS:
         raise ConfigError(f"{days:g} days at load {load:g} would make about {expected:,.0f} jobs; "
                           f"the limit is {MAX_JOBS:,} (use fewer --days or a lower --load)")
-    rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
+    check_window(t0, days)  # the model checked its own window; --days (or start) may reach past it
+    rng = np.random.default_rng(seed)
     if model.batches is not None:
         return _finish(model, _batched_columns(model, days, float(load), t0, rng, calendar == "source"))
 

@@ -20,7 +20,8 @@ from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io._common import check_timezone
+from dlcluster.io._common import MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
+from dlcluster.synth.calendar import DAY
 
 PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
@@ -31,6 +32,15 @@ SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make sessions (see Bat
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
 TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
+
+
+def check_window(start: float, days: float) -> None:
+    """Raise a one-line error unless ``start`` and ``days`` after it are times the trace readers accept."""
+    # a trace written beyond MIN_TIME..MAX_TIME would be refused by every reader, dlcluster's own included
+    if not MIN_TIME <= start <= MAX_TIME:
+        raise ConfigError(f"start {start} is out of range (expected {TIME_RANGE})")
+    if not start + days * DAY <= MAX_TIME:
+        raise ConfigError(f"{days:g} days from start {start} are out of range (expected {TIME_RANGE})")
 
 
 def bucket_of(gpus: int) -> str:
@@ -221,6 +231,7 @@ class Model:
                 raise ConfigError(f"model {self.name!r}: {what} must be a positive number, got {value}")
         try:
             check_timezone(self.timezone)
+            check_window(self.start, self.days)
         except ConfigError as exc:
             raise ConfigError(f"model {self.name!r}: {exc}") from None
         # an empty vc_share is a model without VCs; every other mix is drawn from, so it needs shares
@@ -316,7 +327,7 @@ def _model(raw: dict[str, Any]) -> Model:
     users = raw.get("users")
     batches = raw.get("batches")
     return Model(
-        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=int(raw["start"]),
+        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=_whole(raw["start"]),
         days=float(raw["days"]), jobs_per_day=float(raw["jobs_per_day"]),
         weekly_profile=tuple(raw["weekly_profile"]),
         gpu_mix={int(g): p for g, p in raw["gpu_mix"].items()},
@@ -339,6 +350,11 @@ def _model(raw: dict[str, Any]) -> Model:
                             {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
                  for vc, v in raw.get("vc_jobs", {}).items()},
     )
+
+
+def _whole(value: Any) -> Any:
+    """``int(value)``, but an infinite or NaN float as it is: the model's own check names it, int() cannot."""
+    return value if isinstance(value, float) and not math.isfinite(value) else int(value)
 
 
 def _required(raw: dict[str, Any]) -> Dist:
