@@ -141,6 +141,11 @@ SHARES = "; shares must be finite and at least 0"
     (("vc_jobs", "0e4a51", "batch_sizes", "1"), SIGNED,
      "vc_jobs 0e4a51 batch_sizes 1: the share of 1 is -0.5" + SHARES),
     (("vc_jobs", "103959", "session_sizes"), SIGNED, "vc_jobs 103959 session_sizes: the share of 1 is -0.5" + SHARES),
+    # a GPU count in no bucket stopped generation with a StopIteration
+    (("gpu_mix",), {"-1": 1.0}, "gpu_mix: GPU count -1 is out of range (expected 0 to 2,147,483,647)"),
+    (("gpu_mix",), {"2147483648": 1.0}, "gpu_mix: GPU count 2147483648 is out of range (expected 0 to 2,147,483,647)"),
+    (("vc_jobs", "0e4a51", "gpu_mix"), {"-1": 1.0},
+     "vc_jobs 0e4a51 gpu_mix: GPU count -1 is out of range (expected 0 to 2,147,483,647)"),
 ])
 def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
                                                                        message: str) -> None:

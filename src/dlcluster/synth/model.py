@@ -20,7 +20,7 @@ from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io._common import MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
+from dlcluster.io._common import MAX_COUNT, MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
 from dlcluster.synth.calendar import DAY
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -238,6 +238,7 @@ class Model:
         for what, mix in (("gpu_mix", self.gpu_mix), *((("vc_share", self.vc_share),) if self.vc_share else ()),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
             self._check_shares(what, mix)
+        self._check_gpu_counts("gpu_mix", self.gpu_mix)
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
@@ -247,6 +248,7 @@ class Model:
                 self._check_shares(f"batches by_bucket {bucket}", sizes, verb="sum")
         for vc, own in self.vc_jobs.items():
             self._check_shares(f"vc_jobs {vc} gpu_mix", own.gpu_mix)
+            self._check_gpu_counts(f"vc_jobs {vc} gpu_mix", own.gpu_mix)
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
             shares = {f"batch_sizes {bucket}": sizes for bucket, sizes in own.batch_sizes.items()}
@@ -269,6 +271,13 @@ class Model:
                               "finite and at least 0")
         if abs(sum(shares.values()) - 1.0) > 1e-3:
             raise ConfigError(f"model {self.name!r}: {what} {verb} to {sum(shares.values()):.4f}, not 1")
+
+    def _check_gpu_counts(self, what: str, mix: Mapping[int, float]) -> None:
+        """Refuse a GPU-count mix naming a count no bucket (and no trace reader) holds."""
+        bad = next((g for g in mix if not 0 <= g <= MAX_COUNT), None)
+        if bad is not None:
+            raise ConfigError(f"model {self.name!r}: {what}: GPU count {bad} is out of range (expected 0 to "
+                              f"{MAX_COUNT:,})")
 
     @property
     def cluster_spec(self) -> ClusterSpec | None:
