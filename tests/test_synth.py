@@ -146,6 +146,13 @@ SHARES = "; shares must be finite and at least 0"
     (("gpu_mix",), {"2147483648": 1.0}, "gpu_mix: GPU count 2147483648 is out of range (expected 0 to 2,147,483,647)"),
     (("vc_jobs", "0e4a51", "gpu_mix"), {"-1": 1.0},
      "vc_jobs 0e4a51 gpu_mix: GPU count -1 is out of range (expected 0 to 2,147,483,647)"),
+    # a single share outside 0..1 acted as 0 or 1 (every job waited, or none did)
+    (("buckets", "1", "queue", "zero_share"), 1.5, "bucket 1 queue zero_share must be a share between 0 and 1, got 1.5"),
+    (("buckets", "1", "queue", "zero_share"), -0.5,
+     "bucket 1 queue zero_share must be a share between 0 and 1, got -0.5"),
+    (("buckets", "1", "queue", "zero_share"), float("nan"),
+     "bucket 1 queue zero_share must be a share between 0 and 1, got nan"),
+    (("batches", "gaps", "zero_share"), 2.0, "batches gaps zero_share must be a share between 0 and 1, got 2.0"),
 ])
 def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
                                                                        message: str) -> None:

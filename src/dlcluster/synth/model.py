@@ -238,11 +238,14 @@ class Model:
         for what, mix in (("gpu_mix", self.gpu_mix), *((("vc_share", self.vc_share),) if self.vc_share else ()),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
             self._check_shares(what, mix)
+        for b, m in self.buckets.items():
+            self._check_share(f"bucket {b} queue zero_share", m.queue.zero_share)
         self._check_gpu_counts("gpu_mix", self.gpu_mix)
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
         if self.batches is not None:
+            self._check_share("batches gaps zero_share", self.batches.gaps.zero_share)
             self._check_shares("batch sizes", self.batches.sizes, verb="sum")
             for bucket, sizes in self.batches.by_bucket.items():
                 self._check_shares(f"batches by_bucket {bucket}", sizes, verb="sum")
@@ -271,6 +274,11 @@ class Model:
                               "finite and at least 0")
         if abs(sum(shares.values()) - 1.0) > 1e-3:
             raise ConfigError(f"model {self.name!r}: {what} {verb} to {sum(shares.values()):.4f}, not 1")
+
+    def _check_share(self, what: str, share: float) -> None:
+        """Refuse a single probability outside 0..1 (NaN included): drawn against, it would quietly act as 0 or 1."""
+        if not 0 <= share <= 1:
+            raise ConfigError(f"model {self.name!r}: {what} must be a share between 0 and 1, got {share}")
 
     def _check_gpu_counts(self, what: str, mix: Mapping[int, float]) -> None:
         """Refuse a GPU-count mix naming a count no bucket (and no trace reader) holds."""
