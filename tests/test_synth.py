@@ -186,6 +186,12 @@ def test_a_window_past_the_readers_last_time_is_refused_before_generating(tmp_pa
         generate(model, days=31, seed=1)
     assert str(refused.value) == ("31 days from start 7255526400 are out of range (expected a time between 1900-01-01 "
                                   "and 2200-01-01 UTC)")
+    # a window that ends at the last time: its last jobs would run past it
+    with pytest.raises(ConfigError) as refused:
+        generate(model, days=30, seed=1)
+    end = re.fullmatch(r"a generated job would end at (\d+), out of range \(expected a time between 1900-01-01 and "
+                       r"2200-01-01 UTC\): the window ends too close to 2200-01-01 UTC", str(refused.value))
+    assert end is not None and int(end.group(1)) > 7_258_118_400
     raw = json.loads(load_preset("helios-venus").to_json())
     raw["start"] = 8_000_000_000  # once written, and then refused by `dlcluster info`
     path = tmp_path / "m.json"

@@ -11,6 +11,7 @@ import polars as pl
 from scipy.special import ndtr, ndtri
 
 from dlcluster.errors import ConfigError
+from dlcluster.io._common import MAX_TIME, TIME_RANGE
 from dlcluster.schema import conform
 from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
@@ -198,8 +199,18 @@ def _finish(model: Model, cols: dict[str, object]) -> Trace:
     jobs = pl.DataFrame(cols).with_columns(
         (pl.col("submit_time") + pl.col("queue_delay")).alias("start_time"),
     ).with_columns((pl.col("start_time") + pl.col("duration")).alias("end_time"))
+    _check_ends(jobs)
     return Trace(conform(jobs), format="synth", timezone=model.timezone, cluster=model.cluster_spec,
                  source=f"synth:{model.name}")
+
+
+def _check_ends(jobs: pl.DataFrame) -> None:
+    """Refuse jobs that would end after the last time the trace readers accept."""
+    # the window itself was checked; its last jobs can still run past MAX_TIME when it ends close to it
+    last = jobs.select(pl.col("end_time").max()).item()
+    if last is not None and last > MAX_TIME:
+        raise ConfigError(f"a generated job would end at {last}, out of range (expected {TIME_RANGE}): the window "
+                          "ends too close to 2200-01-01 UTC")
 
 
 def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.random.Generator, replay: bool,
