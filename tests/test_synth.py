@@ -103,6 +103,14 @@ def test_bad_mixes_are_rejected() -> None:
     ("weekly_profile", [0.0] * 168, "weekly_profile weights must be finite, at least 0, and not all 0"),
     ("weekly_profile", [float("nan")] * 168, "weekly_profile weights must be finite"),
     ("timezone", "Mars/Base", "unknown time zone 'Mars/Base'"),
+    # the readers' range of times: a trace dlcluster writes must read back
+    ("start", 8e9, "start 8000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", -5e9, "start -5000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", 1e20, "start 100000000000000000000 is out of range (expected a time between 1900-01-01 and 2200-01-01 "
+                    "UTC)"),
+    ("start", float("inf"), "start inf is out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
+    ("start", 7_258_118_400 - 100 * 86_400,
+     "109.417 days from start 7249478400 are out of range (expected a time between 1900-01-01 and 2200-01-01 UTC)"),
 ])
 def test_a_model_file_with_an_impossible_value_names_the_file_and_the_field(field: str, value: object,
                                                                            message: str) -> None:
@@ -111,6 +119,88 @@ def test_a_model_file_with_an_impossible_value_names_the_file_and_the_field(fiel
     raw[field] = value
     with pytest.raises(InputError, match=r"^m\.json: model 'philly': " + re.escape(message)):
         Model.from_json(json.dumps(raw), source="m.json")
+
+
+SIGNED = {"1": -0.5, "2": 1.5}  # sums to 1: only the sign is wrong
+SHARES = "; shares must be finite and at least 0"
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("gpu_mix",), {}, "gpu_mix sums to 0.0000, not 1"),
+    (("gpu_mix",), SIGNED, "gpu_mix: the share of 1 is -0.5" + SHARES),
+    (("gpu_mix",), {"1": float("nan")}, "gpu_mix: the share of 1 is nan" + SHARES),
+    (("vc_share",), {"a": -0.5, "b": 1.5}, "vc_share: the share of 'a' is -0.5" + SHARES),
+    (("vc_share",), {"a": float("nan")}, "vc_share: the share of 'a' is nan" + SHARES),
+    (("buckets", "1", "status_mix"), {}, "bucket 1 status_mix sums to 0.0000, not 1"),
+    (("buckets", "1", "status_mix"), {"completed": -0.5, "failed": 1.5},
+     "bucket 1 status_mix: the share of 'completed' is -0.5" + SHARES),
+    (("batches", "sizes"), SIGNED, "batch sizes: the share of 1 is -0.5" + SHARES),
+    (("batches", "by_bucket", "1"), {"1": 0.5}, "batches by_bucket 1 sum to 0.5000, not 1"),
+    (("batches", "by_bucket", "1"), SIGNED, "batches by_bucket 1: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "0e4a51", "gpu_mix"), SIGNED, "vc_jobs 0e4a51 gpu_mix: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "0e4a51", "batch_sizes", "1"), SIGNED,
+     "vc_jobs 0e4a51 batch_sizes 1: the share of 1 is -0.5" + SHARES),
+    (("vc_jobs", "103959", "session_sizes"), SIGNED, "vc_jobs 103959 session_sizes: the share of 1 is -0.5" + SHARES),
+    # a GPU count in no bucket stopped generation with a StopIteration
+    (("gpu_mix",), {"-1": 1.0}, "gpu_mix: GPU count -1 is out of range (expected 0 to 2,147,483,647)"),
+    (("gpu_mix",), {"2147483648": 1.0}, "gpu_mix: GPU count 2147483648 is out of range (expected 0 to 2,147,483,647)"),
+    (("vc_jobs", "0e4a51", "gpu_mix"), {"-1": 1.0},
+     "vc_jobs 0e4a51 gpu_mix: GPU count -1 is out of range (expected 0 to 2,147,483,647)"),
+    # a single share outside 0..1 acted as 0 or 1 (every job waited, or none did)
+    (("buckets", "1", "queue", "zero_share"), 1.5, "bucket 1 queue zero_share must be a share between 0 and 1, got 1.5"),
+    (("buckets", "1", "queue", "zero_share"), -0.5,
+     "bucket 1 queue zero_share must be a share between 0 and 1, got -0.5"),
+    (("buckets", "1", "queue", "zero_share"), float("nan"),
+     "bucket 1 queue zero_share must be a share between 0 and 1, got nan"),
+    (("batches", "gaps", "zero_share"), 2.0, "batches gaps zero_share must be a share between 0 and 1, got 2.0"),
+])
+def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
+                                                                       message: str) -> None:
+    # (a negative share that kept the sum at 1 and a NaN share passed, and so did an empty mix: NumPy then stopped
+    # generation, or normalised the mix into one the file does not say)
+    raw = json.loads(load_preset("philly").to_json())
+    parent = raw
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    with pytest.raises(InputError) as refused:
+        Model.from_json(json.dumps(raw), source="m.json")
+    assert str(refused.value) == "m.json: model 'philly': " + message
+
+
+def test_cli_refuses_a_model_file_with_an_empty_gpu_mix_in_one_line(tmp_path: Path) -> None:
+    raw = json.loads(load_preset("helios-venus").to_json())
+    raw["gpu_mix"] = {}
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(raw))
+    done = _cli("synth", "--model", str(model), "--days", "1", "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: {model}: model 'helios-venus': gpu_mix sums to 0.0000, not 1"]
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_window_past_the_readers_last_time_is_refused_before_generating(tmp_path: Path) -> None:
+    model = _flat_model(start=7_258_118_400 - 30 * 86_400)  # 2200-01-01 UTC is the last time a reader accepts
+    assert generate(model, days=29, seed=1).jobs.height > 0
+    with pytest.raises(ConfigError) as refused:
+        generate(model, days=31, seed=1)
+    assert str(refused.value) == ("31 days from start 7255526400 are out of range (expected a time between 1900-01-01 "
+                                  "and 2200-01-01 UTC)")
+    # a window that ends at the last time: its last jobs would run past it
+    with pytest.raises(ConfigError) as refused:
+        generate(model, days=30, seed=1)
+    end = re.fullmatch(r"a generated job would end at (\d+), out of range \(expected a time between 1900-01-01 and "
+                       r"2200-01-01 UTC\): the window ends too close to 2200-01-01 UTC", str(refused.value))
+    assert end is not None and int(end.group(1)) > 7_258_118_400
+    raw = json.loads(load_preset("helios-venus").to_json())
+    raw["start"] = 8_000_000_000  # once written, and then refused by `dlcluster info`
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(raw))
+    done = _cli("synth", "--model", str(path), "--days", "1", "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: {path}: model 'helios-venus': start 8000000000 is out of range "
+                                        "(expected a time between 1900-01-01 and 2200-01-01 UTC)"]
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_truncated_lognormal_keeps_mean_and_median() -> None:

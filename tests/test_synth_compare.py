@@ -102,6 +102,23 @@ def test_cli_compare_without_a_cluster_still_exits_0(tmp_path: Path) -> None:
     assert "no downstream queueing" in done.stderr and "inter-arrival CV" in done.stdout
 
 
+@pytest.mark.parametrize(("loads", "message"), [
+    ("1e10", "error: --loads 1e+10 is outside the supported range 1e-09..1e+09"),
+    ("2,1e-10", "error: --loads 1e-10 is outside the supported range 1e-09..1e+09"),
+])
+def test_cli_compare_names_loads_beyond_the_limits_by_its_own_option(tmp_path: Path, loads: str, message: str) -> None:
+    # (the simulator's check said --load, an option synth compare does not have)
+    spec = tmp_path / "spec.csv"
+    spec.write_text("vc,nodes\na,1\n")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,vc,submit_time,gpu_num,duration\nj1,a,1600000000,1,60\n")
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(jobs), str(jobs), "--real-format",
+                           "csv", "--generated-format", "csv", "--cluster", str(spec), "--loads", loads],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert [line for line in done.stderr.splitlines() if not line.startswith("note: ")] == [message]
+
+
 def test_cli_compare_of_traces_without_gpu_jobs_says_why_there_is_no_queueing_figure(tmp_path: Path) -> None:
     """No GPU job, no queueing: the log-scale figure used to crash the command and leave a report without its page."""
     spec = tmp_path / "spec.csv"

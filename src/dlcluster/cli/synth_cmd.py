@@ -107,6 +107,7 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
     from rich.table import Table
 
     from dlcluster.io.cluster_spec import read_cluster_spec
+    from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
     from dlcluster.synth.compare import fidelity
     from dlcluster.synth.downstream import downstream, not_simulated
@@ -117,6 +118,8 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
         raise ConfigError(f"--loads {loads!r}: give numbers separated by commas") from exc
     if not levels or not all(0 < x < float("inf") for x in levels):
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
+    for level in levels:  # checked before the traces are read, as every option is
+        check_load(level, option="--loads")
     output_folder(output)
     real = load_trace(real_path, real_format, lenient=False, format_option="--real-format")
     generated = load_trace(generated_path, generated_format, lenient=False, format_option="--generated-format")

@@ -52,12 +52,12 @@ def _check(jobs: pl.DataFrame, source: str, cpus: bool) -> None:
             raise InputError(f"job {bad['job_id'][0]!r} {what}", path=source, field=field)
 
 
-def check_load(load: float) -> None:
-    """Refuse a load factor that is not a positive finite number within ``LOAD_RANGE``."""
+def check_load(load: float, option: str = "--load") -> None:
+    """Refuse a load factor that is not a positive finite number within ``LOAD_RANGE``, naming ``option``."""
     if not (0 < load < math.inf):  # also rejects NaN
-        raise ConfigError(f"--load must be a positive finite number, got {load}")
+        raise ConfigError(f"{option} must be a positive finite number, got {load}")
     if not LOAD_RANGE[0] <= load <= LOAD_RANGE[1]:
-        raise ConfigError(f"--load {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
+        raise ConfigError(f"{option} {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
 
 
 def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:

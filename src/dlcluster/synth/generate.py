@@ -11,10 +11,11 @@ import polars as pl
 from scipy.special import ndtr, ndtri
 
 from dlcluster.errors import ConfigError
+from dlcluster.io._common import MAX_TIME, TIME_RANGE
 from dlcluster.schema import conform
 from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
-from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of
+from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of, check_window
 from dlcluster.trace import Trace
 
 
@@ -118,8 +119,9 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
     if expected > MAX_JOBS:
         raise ConfigError(f"{days:g} days at load {load:g} would make about {expected:,.0f} jobs; "
                           f"the limit is {MAX_JOBS:,} (use fewer --days or a lower --load)")
-    rng = np.random.default_rng(seed)
     t0 = model.start if start is None else int(start)
+    check_window(t0, days)  # the model checked its own window; --days (or start) may reach past it
+    rng = np.random.default_rng(seed)
     if model.batches is not None:
         return _finish(model, _batched_columns(model, days, float(load), t0, rng, calendar == "source"))
 
@@ -197,8 +199,18 @@ def _finish(model: Model, cols: dict[str, object]) -> Trace:
     jobs = pl.DataFrame(cols).with_columns(
         (pl.col("submit_time") + pl.col("queue_delay")).alias("start_time"),
     ).with_columns((pl.col("start_time") + pl.col("duration")).alias("end_time"))
+    _check_ends(jobs)
     return Trace(conform(jobs), format="synth", timezone=model.timezone, cluster=model.cluster_spec,
                  source=f"synth:{model.name}")
+
+
+def _check_ends(jobs: pl.DataFrame) -> None:
+    """Refuse jobs that would end after the last time the trace readers accept."""
+    # the window itself was checked; its last jobs can still run past MAX_TIME when it ends close to it
+    last = jobs.select(pl.col("end_time").max()).item()
+    if last is not None and last > MAX_TIME:
+        raise ConfigError(f"a generated job would end at {last}, out of range (expected {TIME_RANGE}): the window "
+                          "ends too close to 2200-01-01 UTC")
 
 
 def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.random.Generator, replay: bool,

@@ -11,6 +11,7 @@ import json
 import math
 
 import numpy as np
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io._common import check_timezone
+from dlcluster.io._common import MAX_COUNT, MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
+from dlcluster.synth.calendar import DAY
 
 PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
@@ -30,6 +32,15 @@ SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make sessions (see Bat
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
 TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
+
+
+def check_window(start: float, days: float) -> None:
+    """Raise a one-line error unless ``start`` and ``days`` after it are times the trace readers accept."""
+    # a trace written beyond MIN_TIME..MAX_TIME would be refused by every reader, dlcluster's own included
+    if not MIN_TIME <= start <= MAX_TIME:
+        raise ConfigError(f"start {start} is out of range (expected {TIME_RANGE})")
+    if not start + days * DAY <= MAX_TIME:
+        raise ConfigError(f"{days:g} days from start {start} are out of range (expected {TIME_RANGE})")
 
 
 def bucket_of(gpus: int) -> str:
@@ -220,32 +231,61 @@ class Model:
                 raise ConfigError(f"model {self.name!r}: {what} must be a positive number, got {value}")
         try:
             check_timezone(self.timezone)
+            check_window(self.start, self.days)
         except ConfigError as exc:
             raise ConfigError(f"model {self.name!r}: {exc}") from None
-        for what, mix in (("gpu_mix", self.gpu_mix), ("vc_share", self.vc_share),
+        # an empty vc_share is a model without VCs; every other mix is drawn from, so it needs shares
+        for what, mix in (("gpu_mix", self.gpu_mix), *((("vc_share", self.vc_share),) if self.vc_share else ()),
                           *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
-            if mix and abs(sum(mix.values()) - 1.0) > 1e-3:
-                raise ConfigError(f"model {self.name!r}: {what} sums to {sum(mix.values()):.4f}, not 1")
+            self._check_shares(what, mix)
+        for b, m in self.buckets.items():
+            self._check_share(f"bucket {b} queue zero_share", m.queue.zero_share)
+        self._check_gpu_counts("gpu_mix", self.gpu_mix)
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
-        if self.batches is not None and abs(sum(self.batches.sizes.values()) - 1.0) > 1e-3:
-            raise ConfigError(f"model {self.name!r}: batch sizes sum to {sum(self.batches.sizes.values()):.4f}, not 1")
+        if self.batches is not None:
+            self._check_share("batches gaps zero_share", self.batches.gaps.zero_share)
+            self._check_shares("batch sizes", self.batches.sizes, verb="sum")
+            for bucket, sizes in self.batches.by_bucket.items():
+                self._check_shares(f"batches by_bucket {bucket}", sizes, verb="sum")
         for vc, own in self.vc_jobs.items():
-            if abs(sum(own.gpu_mix.values()) - 1.0) > 1e-3:
-                raise ConfigError(f"model {self.name!r}: vc_jobs {vc} gpu_mix sums to {sum(own.gpu_mix.values()):.4f}, not 1")
+            self._check_shares(f"vc_jobs {vc} gpu_mix", own.gpu_mix)
+            self._check_gpu_counts(f"vc_jobs {vc} gpu_mix", own.gpu_mix)
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
             shares = {f"batch_sizes {bucket}": sizes for bucket, sizes in own.batch_sizes.items()}
             if own.session_sizes:
                 shares["session_sizes"] = own.session_sizes
             for what, sizes in shares.items():
-                if abs(sum(sizes.values()) - 1.0) > 1e-3:
-                    raise ConfigError(f"model {self.name!r}: vc_jobs {vc} {what} sum to {sum(sizes.values()):.4f}, not 1")
+                self._check_shares(f"vc_jobs {vc} {what}", sizes, verb="sum")
             for g, q in own.score_quantiles.items():
                 if len(q) < 2 or any(b < a for a, b in zip(q, q[1:], strict=False)):
                     raise ConfigError(f"model {self.name!r}: vc_jobs {vc} score_quantiles {g} must be at least two "
                                       "non-decreasing values")
+
+    def _check_shares(self, what: str, shares: Mapping[Any, float], verb: str = "sums") -> None:
+        """Refuse a probability mix unless its shares are finite, at least 0 and sum to 1 (to saved rounding)."""
+        # a negative share can balance the sum, and NaN passes any comparison; NumPy would refuse either, or
+        # normalise it into a mix the file does not say
+        bad = next(((key, p) for key, p in shares.items() if not (math.isfinite(p) and p >= 0)), None)
+        if bad is not None:
+            raise ConfigError(f"model {self.name!r}: {what}: the share of {bad[0]!r} is {bad[1]}; shares must be "
+                              "finite and at least 0")
+        if abs(sum(shares.values()) - 1.0) > 1e-3:
+            raise ConfigError(f"model {self.name!r}: {what} {verb} to {sum(shares.values()):.4f}, not 1")
+
+    def _check_share(self, what: str, share: float) -> None:
+        """Refuse a single probability outside 0..1 (NaN included): drawn against, it would quietly act as 0 or 1."""
+        if not 0 <= share <= 1:
+            raise ConfigError(f"model {self.name!r}: {what} must be a share between 0 and 1, got {share}")
+
+    def _check_gpu_counts(self, what: str, mix: Mapping[int, float]) -> None:
+        """Refuse a GPU-count mix naming a count no bucket (and no trace reader) holds."""
+        bad = next((g for g in mix if not 0 <= g <= MAX_COUNT), None)
+        if bad is not None:
+            raise ConfigError(f"model {self.name!r}: {what}: GPU count {bad} is out of range (expected 0 to "
+                              f"{MAX_COUNT:,})")
 
     @property
     def cluster_spec(self) -> ClusterSpec | None:
@@ -304,7 +344,7 @@ def _model(raw: dict[str, Any]) -> Model:
     users = raw.get("users")
     batches = raw.get("batches")
     return Model(
-        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=int(raw["start"]),
+        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=_whole(raw["start"]),
         days=float(raw["days"]), jobs_per_day=float(raw["jobs_per_day"]),
         weekly_profile=tuple(raw["weekly_profile"]),
         gpu_mix={int(g): p for g, p in raw["gpu_mix"].items()},
@@ -327,6 +367,11 @@ def _model(raw: dict[str, Any]) -> Model:
                             {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
                  for vc, v in raw.get("vc_jobs", {}).items()},
     )
+
+
+def _whole(value: Any) -> Any:
+    """``int(value)``, but an infinite or NaN float as it is: the model's own check names it, int() cannot."""
+    return value if isinstance(value, float) and not math.isfinite(value) else int(value)
 
 
 def _required(raw: dict[str, Any]) -> Dist:
