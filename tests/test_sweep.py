@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -371,3 +372,60 @@ def test_local_workers_run_polars_on_one_thread_and_leave_the_drivers_environmen
     finally:
         executor.stop()
     assert "POLARS_MAX_THREADS" not in os.environ
+
+
+
+class InlinePool:
+    """A process pool that runs its cells in this process (a test starts no worker); records the workers asked."""
+
+    started: list[int] = []
+
+    def __init__(self, processes: int, initializer: object) -> None:
+        self.started.append(processes)
+        assert processes <= 64, f"a pool of {processes} workers"  # (stops a sweep that should have been refused)
+
+    def imap_unordered(self, fn: Any, tasks: Any) -> Any:
+        return map(fn, tasks)
+
+    def terminate(self) -> None:
+        pass
+
+    def join(self) -> None:
+        pass
+
+
+@pytest.fixture
+def inline_pool(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Sweeps of this test run their cells inline; the worker counts their pools were asked for."""
+    from types import SimpleNamespace
+
+    from dlcluster.sweep import executors
+
+    started: list[int] = []
+    monkeypatch.setattr(InlinePool, "started", started)
+    monkeypatch.setattr(executors.multiprocessing, "get_context", lambda method: SimpleNamespace(Pool=InlinePool))
+    return started
+
+
+def test_no_more_workers_start_than_the_experiment_has_cells(tmp_path: Path, inline_pool: list[int]) -> None:
+    # (`--workers 16` started 16 processes for 8 cells, and `--workers 100000` hundreds before the machine stalled)
+    from dlcluster.cli import main
+    from dlcluster.sweep.executors import worker_count
+
+    assert [worker_count(16, cells) for cells in (8, 16, 100, None)] == [8, 16, 16, 16]
+    assert worker_count(4, 0) == 1
+    exp = _write(tmp_path, SMALL.replace("days = 2", "days = 1").replace("seed = [1, 2]", "seed = [1]"))
+    main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "16"])
+    assert inline_pool == [2] and pl.read_parquet(tmp_path / "out/results.parquet")["status"].to_list() == ["ok", "ok"]
+
+
+@pytest.mark.parametrize("workers", ["0", "1025", "100000"])
+def test_a_worker_count_beyond_the_limits_is_refused_before_anything_starts(
+        tmp_path: Path, workers: str, inline_pool: list[int], capsys: pytest.CaptureFixture) -> None:
+    from dlcluster.cli import main
+
+    exp = _write(tmp_path, SMALL)
+    with pytest.raises(SystemExit) as err:
+        main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", workers])
+    assert (err.value.code, capsys.readouterr().err) == (2, f"error: --workers {workers}: expected 1 to 1,024\n")
+    assert inline_pool == [] and not (tmp_path / "out").exists()

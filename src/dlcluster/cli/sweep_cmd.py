@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 @click.option("--output", "-o", type=PATH, required=True, help="Results folder (created; re-running resumes).")
 @click.option("--executor", default="local", show_default=True, help="local (a process pool) or ray (RAY_ADDRESS, "
               "else a local Ray instance).")
-@click.option("--workers", type=int, help="Parallel cells (default: the machine's cores).")
+@click.option("--workers", type=int, help="Parallel cells (default: the machine's cores; never more than the cells, "
+              "at most 1,024).")
 def sweep(experiment: Path, output: Path, executor: str, workers: int | None) -> None:
     """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them.
 
@@ -35,9 +36,9 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
 
     output_folder(output)
     runner = make_executor(executor, workers)
-    runner.start()  # the workers start up while the experiment is read and its traces are made
     try:
         exp = read_experiment(experiment, checks(), check_cell)
+        runner.start(len(exp.cells))  # the workers start up while the traces are read and made
         _read_trace_files(exp)
         bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
         with bar:
