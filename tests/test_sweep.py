@@ -157,10 +157,17 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("days = 2", "days = -1"), "field 'trace[0].days': expected a positive number of days, got -1"),
     (SMALL.replace('preset = "helios-venus"', 'preset = "nope"'), "field 'trace[0].preset': unknown preset 'nope'"),
     (SMALL + "[simulate]\noutput = \"x\"\n", "field 'simulate.output': set by the sweep itself"),
-    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'cell 0 (power=sometimes, policy=fifo, seed=1)': "
-                                                    "--power 'sometimes': choose none, on or ces"),
-    (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'cell 0 (ces_preset=venus, policy=fifo, seed=1)': "
-                                                      "--ces-preset needs --power ces"),
+    # a cell's options checked together: the error is at the key of the option it names
+    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'simulate.power': --power 'sometimes': choose none, on "
+                                                    "or ces"),
+    (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'simulate.ces_preset': --ces-preset needs --power ces"),
+    (SMALL + "[[case]]\nces-rule = \"quantile\"\n", "field 'case[0].ces-rule': --ces-rule needs --power ces"),
+    (SMALL.replace("seed = [1, 2]", "seed = [-1, 2]"), "field 'grid.seed': --seed must be a non-negative integer, "
+                                                        "got -1"),  # (it named neither the file nor the key)
+    (SMALL.replace('"sjf"', '"qssf"'), "field 'cell 2 (policy=qssf, seed=1)': policy 'qssf' needs duration "
+                                      "estimates"),  # (no option of the cell is named: the cell is)
+    (SMALL.replace("days = 2", "days = 100000"), "field 'trace[0].days': --days 100000 is above the limit of 36,525 "
+                                                 "days (100 years)"),
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),
