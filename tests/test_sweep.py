@@ -169,6 +169,13 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("days = 2", "days = 100000"), "field 'trace[0].days': --days 100000 is above the limit of 36,525 "
                                                  "days (100 years)"),
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
+    # one option in two tables: one value won silently (e18.toml ran fifo and sjf, never its [simulate] srtf)
+    (SMALL + "[simulate]\npolicy = \"srtf\"\n", "field 'simulate.policy': also swept in [grid]: set it in one place"),
+    (SMALL + "[simulate]\nload = 2\n[[case]]\nload = 1\n", "field 'case[0].load': also set in [simulate]: set it in "
+                                                         "one place"),
+    (SMALL + "[[case]]\nseed = 3\n", "field 'case[0].seed': also swept in [grid]: set it in one place"),
+    (SMALL + "[simulate]\nces-rule = \"quantile\"\nces_rule = \"helios\"\n", "field 'simulate.ces_rule': the same "
+                                                                             "option as 'ces-rule': give it once"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),
     (SMALL + "load = [1, 1.0]\n", "field 'grid.load': lists one value twice (1 and 1.0): give each value once"),

@@ -135,6 +135,9 @@ def _options(table: Any, path: Path, where: str, options: dict[str, Any], grid: 
     for raw, value in table.items():
         key = raw.replace("-", "_")
         at = f"{where}.{raw}"
+        if key in out:  # (TOML keeps both spellings: one would win silently)
+            raise InputError(f"the same option as {next(r for r in table if r.replace('-', '_') == key)!r}: give it "
+                             "once", path=path, field=at)
         if key in NOT_SWEPT:
             raise InputError("set by the sweep itself or by a [[trace]] table, not here", path=path, field=at)
         if key not in options:
@@ -217,16 +220,22 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     if not isinstance(raw_cases, list) or not raw_cases:
         raise InputError("expected one or more [[case]] tables", path=path, field="case")
     cases = [_options(c, path, f"case[{i}]", options) for i, c in enumerate(raw_cases)]
+    fixed_at, grid_at = _keys([("simulate", data.get("simulate", {}))]), _keys([("grid", data.get("grid", {}))])
+    cases_at = [_keys([(f"case[{i}]", c)]) for i, c in enumerate(raw_cases)]
+    # an option set in two tables would take one of its values silently: the cells would not be what the file says
     for key, value in fixed.items():
-        options[key](value, path, f"simulate.{key}")
+        if key in grid:
+            raise InputError("also swept in [grid]: set it in one place", path=path, field=fixed_at[key])
+        options[key](value, path, fixed_at[key])
     for key, values in grid.items():
         for value in values:
-            options[key](value, path, f"grid.{key}")
-    for i, case in enumerate(cases):
+            options[key](value, path, grid_at[key])
+    for case, case_at in zip(cases, cases_at, strict=True):
         for key, value in case.items():
-            if key in grid:
-                raise InputError("also swept in [grid]: set it in one place", path=path, field=f"case[{i}].{key}")
-            options[key](value, path, f"case[{i}].{key}")
+            if key in grid or key in fixed:
+                raise InputError(f"also {'swept in [grid]' if key in grid else 'set in [simulate]'}: set it in one "
+                                 "place", path=path, field=case_at[key])
+            options[key](value, path, case_at[key])
     metrics = data.get("metrics")
     if metrics is not None and (not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics)):
         raise InputError("expected a list of metric names", path=path, field="metrics")
@@ -242,9 +251,8 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     exp = Experiment(path, name, traces, parameters, metrics=metrics)
     combos = list(itertools.product(*grid.values()))
     for trace in traces:
-        for i, case in enumerate(cases):
-            keys = _keys([("simulate", data.get("simulate", {})), (f"case[{i}]", raw_cases[i]),
-                          ("grid", data.get("grid", {}))])
+        for case, case_at in zip(cases, cases_at, strict=True):
+            keys = {**fixed_at, **case_at, **grid_at}
             for combo in combos:
                 params = {**fixed, **case, **dict(zip(grid, combo, strict=True))}
                 seed = params.get("seed")
