@@ -228,6 +228,24 @@ def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_pat
         assert not (tmp_path / "out").exists()
 
 
+
+@pytest.mark.parametrize(("window", "message"), [
+    # (the check read it in UTC, where no hour is skipped: every cell failed on it, exit 3)
+    ('start = ["2017-03-12 02:30:00"]', "field 'grid.start': --start '2017-03-12 02:30:00': no such time in "
+                                        "America/Los_Angeles"),
+    # (every cell failed with an internal OverflowError; the words after the key are simulate's own)
+    ('end = ["9999-12-31 23:59:59"]', "field 'grid.end': --end '9999-12-31 23:59:59': "),
+])
+def test_start_and_end_are_placed_in_each_trace_s_zone_before_any_cell(tmp_path: Path, window: str,
+                                                                     message: str) -> None:
+    (tmp_path / "t.csv").write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,2017-03-12 01:00:00,60\n")
+    (tmp_path / "c.csv").write_text("vc,nodes,gpus_per_node\nv,1,8\n")
+    exp = _write(tmp_path, '[[trace]]\nfile = "t.csv"\nformat = "csv"\ntz = "America/Los_Angeles"\n'
+                           f'[simulate]\ncluster = "c.csv"\n[grid]\n{window}\n')
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
+    assert res.returncode == 2 and res.stderr.startswith(f"error: {exp}, {message}"), res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
 def test_an_output_that_is_a_file_is_refused_naming_the_option(tmp_path: Path) -> None:
     exp = _write(tmp_path, SMALL)
     res = cli("sweep", str(exp), "-o", str(exp))  # (it said "exp.toml: file exists")
