@@ -184,6 +184,19 @@ def test_characterize_judges_a_run_by_the_rule_its_summary_names(tmp_path: Path,
     assert said in _checks(page, "queueing-decomposition")
 
 
+
+def test_characterize_refuses_a_summary_whose_placement_is_not_text(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    # (internal error: AttributeError: 'list' object has no attribute 'partition')
+    jobs = _sim_run(tmp_path / "run", ["consolidate"])  # type: ignore[arg-type]
+    trace = write_parquet(_trace(_waiting(), ClusterSpec({"a": (8, 8)})), tmp_path / "t.parquet")
+    with pytest.raises(SystemExit) as err:
+        main(["characterize", str(trace), "--cluster", str(_spec_csv(tmp_path)), "--sim-jobs", str(jobs),
+              "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == (f"error: {tmp_path / 'run' / 'summary.json'}, field 'placement': "
+                                               "expected text or null, got ['consolidate']")
+
 @pytest.mark.parametrize(("placement", "cause", "said"), [
     ("consolidate", "fragmentation", OWN_RULE.format("consolidate")),
     ("first-fit", "queue-order", OWN_RULE.format("first-fit")), ("spread", "queue-order", OWN_RULE.format("spread")),

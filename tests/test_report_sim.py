@@ -6,6 +6,7 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -250,6 +251,41 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
         "queue_delay, jct)")
     assert not (tmp_path / "rep").exists()
 
+
+
+@pytest.mark.parametrize(("change", "field", "message"), [
+    # (it stopped the report: internal error: TypeError: unsupported operand type(s) for /: 'str' and 'int')
+    (lambda s: s["overall"].update(mean_jct="abc"), "overall.mean_jct", "expected a number or null, got 'abc'"),
+    (lambda s: s["vcs"]["a"].update(utilization=True), "vcs.a.utilization", "expected a number or null, got True"),
+    (lambda s: s["vcs"]["a"].update(jobs=10**30), "vcs.a.jobs",
+     "1000000000000000000000000000000 is out of range (a whole number within 64 bits)"),
+    (lambda s: s["vcs"].update(a=5), "vcs.a", "expected an object, got 5"),
+    (lambda s: s.update(vcs=[1]), "vcs", "expected an object, got [1]"),
+    (lambda s: s.update(energy="x"), "energy", "expected an object, got 'x'"),
+    (lambda s: s.update(energy={"energy_kwh": "x"}), "energy.energy_kwh", "expected a number or null, got 'x'"),
+    (lambda s: s.update(load="x"), "load", "expected a number or null, got 'x'"),
+    (lambda s: s.update(policy=["fifo"]), "policy", "expected text or null, got ['fifo']"),
+])
+def test_a_summary_value_of_the_wrong_type_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                              change: Any, field: str, message: str) -> None:
+    run = _hand_run(tmp_path / "run", 5)
+    summary = json.loads((run / "summary.json").read_text())
+    change(summary)
+    (run / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(run), "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: {run / 'summary.json'}, field '{field}': {message}"
+    assert not (tmp_path / "rep").exists()
+
+
+def test_null_figures_are_figures_not_measured(tmp_path: Path) -> None:
+    run = _hand_run(tmp_path / "run", 5)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["overall"]["mean_jct"] = summary["vcs"]["a"]["utilization"] = summary["load"] = None
+    (run / "summary.json").write_text(json.dumps({**summary, "energy": None}))
+    main(["report", str(run), "-o", str(tmp_path / "rep")])
+    assert (tmp_path / "rep" / "index.html").is_file()
 
 def test_time_units_read_as_people_read_them() -> None:
     assert [time_unit(s) for s in (30, 600, 4 * 3600, 5 * 86400)] == [("s", 1), ("min", 60), ("h", 3600),

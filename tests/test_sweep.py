@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -156,11 +157,25 @@ def test_a_failed_cell_is_recorded_and_the_rest_go_on(tmp_path: Path) -> None:
     (SMALL.replace("days = 2", "days = -1"), "field 'trace[0].days': expected a positive number of days, got -1"),
     (SMALL.replace('preset = "helios-venus"', 'preset = "nope"'), "field 'trace[0].preset': unknown preset 'nope'"),
     (SMALL + "[simulate]\noutput = \"x\"\n", "field 'simulate.output': set by the sweep itself"),
-    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'cell 0 (power=sometimes, policy=fifo, seed=1)': "
-                                                    "--power 'sometimes': choose none, on or ces"),
-    (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'cell 0 (ces_preset=venus, policy=fifo, seed=1)': "
-                                                      "--ces-preset needs --power ces"),
+    # a cell's options checked together: the error is at the key of the option it names
+    (SMALL + "[simulate]\npower = \"sometimes\"\n", "field 'simulate.power': --power 'sometimes': choose none, on "
+                                                    "or ces"),
+    (SMALL + "[simulate]\nces_preset = \"venus\"\n", "field 'simulate.ces_preset': --ces-preset needs --power ces"),
+    (SMALL + "[[case]]\nces-rule = \"quantile\"\n", "field 'case[0].ces-rule': --ces-rule needs --power ces"),
+    (SMALL.replace("seed = [1, 2]", "seed = [-1, 2]"), "field 'grid.seed': --seed must be a non-negative integer, "
+                                                        "got -1"),  # (it named neither the file nor the key)
+    (SMALL.replace('"sjf"', '"qssf"'), "field 'cell 2 (policy=qssf, seed=1)': policy 'qssf' needs duration "
+                                      "estimates"),  # (no option of the cell is named: the cell is)
+    (SMALL.replace("days = 2", "days = 100000"), "field 'trace[0].days': --days 100000 is above the limit of 36,525 "
+                                                 "days (100 years)"),
     (SMALL.replace("seed = [1, 2]", "seed = []"), "field 'grid.seed': a grid entry is a non-empty list"),
+    # one option in two tables: one value won silently (e18.toml ran fifo and sjf, never its [simulate] srtf)
+    (SMALL + "[simulate]\npolicy = \"srtf\"\n", "field 'simulate.policy': also swept in [grid]: set it in one place"),
+    (SMALL + "[simulate]\nload = 2\n[[case]]\nload = 1\n", "field 'case[0].load': also set in [simulate]: set it in "
+                                                         "one place"),
+    (SMALL + "[[case]]\nseed = 3\n", "field 'case[0].seed': also swept in [grid]: set it in one place"),
+    (SMALL + "[simulate]\nces-rule = \"quantile\"\nces_rule = \"helios\"\n", "field 'simulate.ces_rule': the same "
+                                                                             "option as 'ces-rule': give it once"),
     ("[grid]\npolicy = [\"fifo\"]\n", "field 'trace': needs at least one [[trace]] table"),
     (SMALL + "retries = 2\n", "field 'grid.retries': a grid entry is a non-empty list"),
     (SMALL + "load = [1, 1.0]\n", "field 'grid.load': lists one value twice (1 and 1.0): give each value once"),
@@ -212,6 +227,24 @@ def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_pat
             res.stderr
         assert not (tmp_path / "out").exists()
 
+
+
+@pytest.mark.parametrize(("window", "message"), [
+    # (the check read it in UTC, where no hour is skipped: every cell failed on it, exit 3)
+    ('start = ["2017-03-12 02:30:00"]', "field 'grid.start': --start '2017-03-12 02:30:00': no such time in "
+                                        "America/Los_Angeles"),
+    # (every cell failed with an internal OverflowError; the words after the key are simulate's own)
+    ('end = ["9999-12-31 23:59:59"]', "field 'grid.end': --end '9999-12-31 23:59:59': "),
+])
+def test_start_and_end_are_placed_in_each_trace_s_zone_before_any_cell(tmp_path: Path, window: str,
+                                                                     message: str) -> None:
+    (tmp_path / "t.csv").write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,2017-03-12 01:00:00,60\n")
+    (tmp_path / "c.csv").write_text("vc,nodes,gpus_per_node\nv,1,8\n")
+    exp = _write(tmp_path, '[[trace]]\nfile = "t.csv"\nformat = "csv"\ntz = "America/Los_Angeles"\n'
+                           f'[simulate]\ncluster = "c.csv"\n[grid]\n{window}\n')
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
+    assert res.returncode == 2 and res.stderr.startswith(f"error: {exp}, {message}"), res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 def test_an_output_that_is_a_file_is_refused_naming_the_option(tmp_path: Path) -> None:
     exp = _write(tmp_path, SMALL)
@@ -371,3 +404,60 @@ def test_local_workers_run_polars_on_one_thread_and_leave_the_drivers_environmen
     finally:
         executor.stop()
     assert "POLARS_MAX_THREADS" not in os.environ
+
+
+
+class InlinePool:
+    """A process pool that runs its cells in this process (a test starts no worker); records the workers asked."""
+
+    started: list[int] = []
+
+    def __init__(self, processes: int, initializer: object) -> None:
+        self.started.append(processes)
+        assert processes <= 64, f"a pool of {processes} workers"  # (stops a sweep that should have been refused)
+
+    def imap_unordered(self, fn: Any, tasks: Any) -> Any:
+        return map(fn, tasks)
+
+    def terminate(self) -> None:
+        pass
+
+    def join(self) -> None:
+        pass
+
+
+@pytest.fixture
+def inline_pool(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Sweeps of this test run their cells inline; the worker counts their pools were asked for."""
+    from types import SimpleNamespace
+
+    from dlcluster.sweep import executors
+
+    started: list[int] = []
+    monkeypatch.setattr(InlinePool, "started", started)
+    monkeypatch.setattr(executors.multiprocessing, "get_context", lambda method: SimpleNamespace(Pool=InlinePool))
+    return started
+
+
+def test_no_more_workers_start_than_the_experiment_has_cells(tmp_path: Path, inline_pool: list[int]) -> None:
+    # (`--workers 16` started 16 processes for 8 cells, and `--workers 100000` hundreds before the machine stalled)
+    from dlcluster.cli import main
+    from dlcluster.sweep.executors import worker_count
+
+    assert [worker_count(16, cells) for cells in (8, 16, 100, None)] == [8, 16, 16, 16]
+    assert worker_count(4, 0) == 1
+    exp = _write(tmp_path, SMALL.replace("days = 2", "days = 1").replace("seed = [1, 2]", "seed = [1]"))
+    main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "16"])
+    assert inline_pool == [2] and pl.read_parquet(tmp_path / "out/results.parquet")["status"].to_list() == ["ok", "ok"]
+
+
+@pytest.mark.parametrize("workers", ["0", "1025", "100000"])
+def test_a_worker_count_beyond_the_limits_is_refused_before_anything_starts(
+        tmp_path: Path, workers: str, inline_pool: list[int], capsys: pytest.CaptureFixture) -> None:
+    from dlcluster.cli import main
+
+    exp = _write(tmp_path, SMALL)
+    with pytest.raises(SystemExit) as err:
+        main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", workers])
+    assert (err.value.code, capsys.readouterr().err) == (2, f"error: --workers {workers}: expected 1 to 1,024\n")
+    assert inline_pool == [] and not (tmp_path / "out").exists()

@@ -175,6 +175,8 @@ def settings(options: dict[str, Any]) -> Settings:
                                    o["validation_gpus"], o["keep_progress"])
     make_power = _power_manager(o["power"], o["ces_rule"], o["ces_preset"], o["buffer"], o["risk"],
                                 o["boot_seconds"], o["power_model"], o["holidays"], o["events"])
+    if o["seed"] < 0:  # (NumPy's generators take none: a sweep's generated traces, the random placement)
+        raise ConfigError(f"--seed must be a non-negative integer, got {o['seed']}")
     for option in ("start", "end"):  # their syntax now (the trace's time zone places them once it is read)
         if o[option] is not None:
             wall_instant(o[option], f"--{option}", "UTC", True)

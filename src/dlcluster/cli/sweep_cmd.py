@@ -11,7 +11,7 @@ from rich.progress import TextColumn, TimeRemainingColumn
 from dlcluster.cli import app, err_console
 from dlcluster.cli.long_runs import progress_bar
 from dlcluster.cli.options import PATH, output_folder
-from dlcluster.errors import ConfigError, InputError
+from dlcluster.errors import ConfigError, DlclusterError, InputError
 
 if TYPE_CHECKING:
     from dlcluster.sweep.experiment import Experiment
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 @click.option("--output", "-o", type=PATH, required=True, help="Results folder (created; re-running resumes).")
 @click.option("--executor", default="local", show_default=True, help="local (a process pool) or ray (RAY_ADDRESS, "
               "else a local Ray instance).")
-@click.option("--workers", type=int, help="Parallel cells (default: the machine's cores).")
+@click.option("--workers", type=int, help="Parallel cells (default: the machine's cores; never more than the cells, "
+              "at most 1,024).")
 def sweep(experiment: Path, output: Path, executor: str, workers: int | None) -> None:
     """Run a parameter sweep: every cell is one `simulate` run; results.parquet collects them.
 
@@ -35,10 +36,10 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
 
     output_folder(output)
     runner = make_executor(executor, workers)
-    runner.start()  # the workers start up while the experiment is read and its traces are made
     try:
         exp = read_experiment(experiment, checks(), check_cell)
-        _read_trace_files(exp)
+        runner.start(len(exp.cells))  # the workers start up while the traces are read and made
+        _check_windows(exp, _trace_zones(exp))
         bar = progress_bar(err_console, TextColumn("[red]{task.fields[failed]} failed"), TimeRemainingColumn())
         with bar:
             task = bar.add_task(f"sweep {exp.name}", total=len(exp.cells), failed=0)
@@ -64,18 +65,39 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
         raise click.exceptions.Exit(3)
 
 
-def _read_trace_files(exp: Experiment) -> None:
-    """Read every trace file of ``exp`` once with its options, so that a bad option or row is one error before any
-    cell runs (each cell would fail on it)."""
+def _trace_zones(exp: Experiment) -> dict[str, str]:
+    """The time zone of every trace of ``exp``, by name: a preset's, or the file's as read once with its options, so
+    that a bad option or row is one error before any cell runs (each cell would fail on it)."""
     from dlcluster.cli.options import load
+    from dlcluster.synth import load_preset
 
+    zones = {}
     for i, source in enumerate(exp.traces):
         if source.file is None:
+            zones[source.name] = load_preset(cast(str, source.preset)).timezone
             continue
         opts = dict(source.read_options)
         try:
-            load(source.file, cast("str | None", opts.get("format")), lenient=bool(opts.get("lenient", False)),
-                 mapping=cast("str | None", opts.get("map")), time_unit=cast("str | None", opts.get("time_unit")),
-                 tz=cast("str | None", opts.get("tz")), format_option="format = NAME in its [[trace]] table")
+            trace = load(source.file, cast("str | None", opts.get("format")),
+                         lenient=bool(opts.get("lenient", False)), mapping=cast("str | None", opts.get("map")),
+                         time_unit=cast("str | None", opts.get("time_unit")), tz=cast("str | None", opts.get("tz")),
+                         format_option="format = NAME in its [[trace]] table")
         except ConfigError as exc:  # (a bad option: the experiment file's, not the trace's)
             raise InputError(str(exc), path=exp.path, field=f"trace[{i}]") from None
+        zones[source.name] = trace.timezone
+    return zones
+
+
+def _check_windows(exp: Experiment, zones: dict[str, str]) -> None:
+    """Place each cell's ``start`` and ``end`` in its trace's time zone (``zones``, by trace name) as ``simulate``
+    does: a time that zone skips, or cannot convert, is then one error before any cell runs, not every cell's."""
+    from dlcluster.cli.long_runs import submit_window
+    from dlcluster.sweep.simulate_options import parsed
+
+    for cell in exp.cells:
+        if "start" in cell.params or "end" in cell.params:
+            o = parsed(cell.params, exp.path.parent)
+            try:
+                submit_window(o["start"], o["end"], zones[cell.trace.name], o["compat"] is not None)
+            except DlclusterError as exc:
+                raise cell.error(exc, exp.path) from None

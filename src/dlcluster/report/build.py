@@ -14,6 +14,7 @@ from dlcluster.errors import InputError
 from dlcluster.report import sections
 from dlcluster.report.html import write_report
 from dlcluster.report.inputs import Input
+from dlcluster.report.runs import check_summary
 from dlcluster.trace import Trace
 
 
@@ -57,6 +58,7 @@ def read_sim_summary(jobs_path: str | Path) -> dict | None:
         raise InputError(f"not a readable JSON file ({exc})", path=path) from exc
     if not isinstance(summary, dict):
         raise InputError("expected a JSON object (the simulator's summary)", path=path)
+    check_summary(summary, path)
     return summary
 
 

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import reprlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from dlcluster.analysis.simruns import ENERGY
 from dlcluster.errors import InputError
 
 JOB_COLUMNS = ("job_id", "vc", "gpu_num", "submit", "start", "end", "queue_delay", "jct")
 TIMELINE_COLUMNS = ("time", "vc", "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs")
+TEXT_FIELDS = ("policy", "placement", "compat")  # of a summary.json, read by the reports as names
+WHOLE = 2**63  # a whole number beyond 64 bits fits no table column
 
 
 @dataclass
@@ -57,6 +63,41 @@ def _parquet(path: Path, needed: tuple[str, ...]) -> pl.DataFrame:
     return df
 
 
+def _object(value: Any, key: str, path: Path) -> dict[str, Any]:
+    """``value`` when it is an object, {} when null (nothing to show), else an error at ``key``."""
+    if value is not None and not isinstance(value, dict):
+        raise InputError(f"expected an object, got {reprlib.repr(value)}", path=path, field=key)
+    return value or {}
+
+
+def _figures(summary: dict[str, Any], path: Path) -> Iterator[tuple[str, Any]]:
+    """Each value the reports read from ``summary`` as a number, with its key (``vcs.a.utilization``): the
+    run's ``load``, every figure of ``overall`` and of each VC, and the energy figures."""
+    yield "load", summary.get("load")
+    tables = [("overall", _object(summary.get("overall"), "overall", path))]
+    tables += [(f"vcs.{vc}", _object(figures, f"vcs.{vc}", path))
+               for vc, figures in _object(summary.get("vcs"), "vcs", path).items()]
+    for where, table in tables:
+        yield from ((f"{where}.{k}", v) for k, v in table.items())
+    energy = _object(summary.get("energy"), "energy", path)
+    yield from ((f"energy.{k}", energy.get(k)) for k, _ in ENERGY)
+
+
+def check_summary(summary: dict[str, Any], path: Path) -> None:
+    """Refuse a simulator's summary.json whose values the reports read have the wrong type: text (or null) for
+    :data:`TEXT_FIELDS`, numbers (or null: not measured) for the figures."""
+    for key in TEXT_FIELDS:
+        if not isinstance(summary.get(key), str | None):
+            raise InputError(f"expected text or null, got {reprlib.repr(summary[key])}", path=path, field=key)
+    for key, value in _figures(summary, path):
+        # (true and false are numbers to Python, not to the reader of a table)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(f"expected a number or null, got {reprlib.repr(value)}", path=path, field=key)
+        if isinstance(value, int) and not -WHOLE <= value < WHOLE:
+            raise InputError(f"{reprlib.repr(value)} is out of range (a whole number within 64 bits)", path=path,
+                             field=key)
+
+
 def read_run(folder: Path, name: str) -> SimRun:
     """The run in ``folder`` (checked), shown as ``name``."""
     path = folder / "summary.json"
@@ -66,6 +107,7 @@ def read_run(folder: Path, name: str) -> SimRun:
         raise InputError(f"not a readable JSON file ({exc})", path=path) from exc
     if not isinstance(summary, dict) or not isinstance(summary.get("overall"), dict):
         raise InputError("expected the simulator's summary (a JSON object with 'overall')", path=path)
+    check_summary(summary, path)
     jobs = _parquet(folder / "jobs.parquet", JOB_COLUMNS)
     timeline_path = folder / "timeline.parquet"
     timeline = _parquet(timeline_path, TIMELINE_COLUMNS) if timeline_path.is_file() else None

@@ -18,13 +18,14 @@ from dlcluster.sweep.cells import CellOutcome, CellTask, run_cell
 
 EXECUTORS = ("local", "ray")
 WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
+MAX_WORKERS = 1_024  # each local worker is a process holding its own trace: more is a slip of the keyboard
 
 
 class Executor(Protocol):
     """Runs cell tasks; yields each outcome when it is ready."""
 
-    def start(self) -> None:
-        """Get ready to run cells (may be a no-op); :meth:`stop` undoes it."""
+    def start(self, cells: int | None = None) -> None:
+        """Get ready to run ``cells`` cells (may be a no-op); :meth:`stop` undoes it."""
         ...
 
     def stop(self) -> None:
@@ -52,8 +53,8 @@ class LocalExecutor:
         self.pool: Any = None
         self._saved_env: dict[str, str | None] = {}
 
-    def start(self) -> None:
-        """Start the workers (they import what cells need, then wait for cells)."""
+    def start(self, cells: int | None = None) -> None:
+        """Start the workers, no more than ``cells`` (they import what cells need, then wait for cells)."""
         if self.pool is None:
             # in the environment the workers start with (a worker the pool replaces too, so until stop()):
             # unpickling the initializer imports dlcluster, and with it Polars, whose thread pool is sized once,
@@ -61,7 +62,7 @@ class LocalExecutor:
             self._saved_env = {k: os.environ.get(k) for k in WORKER_ENV}
             os.environ.update(WORKER_ENV)
             try:
-                self.pool = multiprocessing.get_context("spawn").Pool(processes=self.workers,
+                self.pool = multiprocessing.get_context("spawn").Pool(processes=worker_count(self.workers, cells),
                                                                       initializer=_init_worker)
             except BaseException:
                 self._restore_env()
@@ -87,7 +88,7 @@ class LocalExecutor:
         (Ctrl-C, an error while storing a cell), with the cells they were running."""
         try:
             if tasks:
-                self.start()
+                self.start(len(tasks))
                 yield from self.pool.imap_unordered(run_cell, tasks)
         finally:
             self.stop()
@@ -101,7 +102,7 @@ class RayExecutor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
 
-    def start(self) -> None:
+    def start(self, cells: int | None = None) -> None:
         """Nothing: Ray starts (or attaches) when cells run."""
 
     def stop(self) -> None:
@@ -123,7 +124,7 @@ class RayExecutor:
             if address:
                 ray.init(address=address, **options)
             else:
-                ray.init(num_cpus=self.workers, _node_ip_address="127.0.0.1", **options)
+                ray.init(num_cpus=worker_count(self.workers, len(tasks)), _node_ip_address="127.0.0.1", **options)
         try:
             remote = ray.remote(num_cpus=1, max_retries=0)(run_cell)
             pending = [remote.remote(t) for t in tasks]
@@ -140,10 +141,16 @@ class RayExecutor:
                 ray.shutdown()
 
 
+def worker_count(workers: int, cells: int | None) -> int:
+    """How many of ``workers`` to start for ``cells`` cells (None: not known yet): a worker without a cell would
+    only take memory."""
+    return workers if cells is None else max(1, min(workers, cells))
+
+
 def make_executor(name: str, workers: int | None) -> Executor:
-    """The executor called ``name`` with ``workers`` workers (default: the machine's cores)."""
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: expected at least 1")
+    """The executor called ``name`` with up to ``workers`` workers (default: the machine's cores)."""
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers {workers}: expected 1 to {MAX_WORKERS:,}")
     count = workers or os.cpu_count() or 1
     if name == "local":
         return LocalExecutor(count)

@@ -24,13 +24,15 @@ Cells run in the order traces × cases × grid (the grid's last key varies faste
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlcluster.config_file import read_toml
-from dlcluster.errors import InputError
+from dlcluster.errors import DlclusterError, InputError
+from dlcluster.sweep.simulate_options import flag_of
 
 Scalar = str | int | float | bool
 TOP_KEYS = ("name", "metrics", "trace", "simulate", "grid", "case")
@@ -67,11 +69,33 @@ class TraceSource:
 
 @dataclass(frozen=True)
 class Cell:
-    """One simulation of a sweep: a trace and ``simulate`` options (``params``: name → value, in column order)."""
+    """One simulation of a sweep: a trace and ``simulate`` options (``params``: name → value, in column order;
+    ``keys``: name → the key of the experiment file that sets it, ``grid.load``)."""
 
     index: int
     trace: TraceSource
     params: dict[str, Scalar]
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def error(self, exc: DlclusterError, path: Path) -> InputError:
+        """``exc``, found checking this cell, as an error of the experiment file ``path`` at the key of the option
+        its message names first (``--seed`` → ``grid.seed``), else at the cell."""
+        setting = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return at_key(exc, path, self.keys, f"cell {self.index} ({setting})")
+
+
+def at_key(exc: DlclusterError, path: Path, keys: dict[str, str], fallback: str) -> InputError:
+    """``exc`` as an error of the experiment file ``path`` at the key (``keys``: option name → key) of the option
+    whose flag its message names first, else at ``fallback``: the checks it comes from speak of flags."""
+    message = str(exc)
+    named = {m.start(): key for key in keys
+             if (m := re.search(re.escape(flag_of(key)) + r"(?![\w-])", message))}
+    return InputError(message, path=path, field=keys[named[min(named)]] if named else fallback)
+
+
+def _keys(tables: Iterable[tuple[str, Any]]) -> dict[str, str]:
+    """Option name → the key that sets it, as the file spells it (``grid.ces-rule``), from ``(place, table)``."""
+    return {raw.replace("-", "_"): f"{where}.{raw}" for where, table in tables for raw in table}
 
 
 @dataclass
@@ -111,6 +135,9 @@ def _options(table: Any, path: Path, where: str, options: dict[str, Any], grid: 
     for raw, value in table.items():
         key = raw.replace("-", "_")
         at = f"{where}.{raw}"
+        if key in out:  # (TOML keeps both spellings: one would win silently)
+            raise InputError(f"the same option as {next(r for r in table if r.replace('-', '_') == key)!r}: give it "
+                             "once", path=path, field=at)
         if key in NOT_SWEPT:
             raise InputError("set by the sweep itself or by a [[trace]] table, not here", path=path, field=at)
         if key not in options:
@@ -152,6 +179,12 @@ def _trace(raw: Any, path: Path, i: int) -> TraceSource:
             raise InputError(f"expected a whole number ≥ 0, got {seed!r}", path=path, field=f"{where}.seed")
         if isinstance(load, bool) or not isinstance(load, int | float) or not load > 0:
             raise InputError(f"expected a positive number, got {load!r}", path=path, field=f"{where}.load")
+        from dlcluster.synth.generate import check_scale
+
+        try:  # the generator's limits (100 years, a load of 1e9), before the trace is made
+            check_scale(days, float(load), seed)
+        except DlclusterError as exc:
+            raise at_key(exc, path, {k: f"{where}.{k}" for k in ("days", "load", "seed")}, where) from None
         default = f"{preset}-{days:g}d" if days is not None else preset
         return TraceSource(str(name or default), preset=preset, days=days, seed=seed, load=float(load))
     file = Path(raw["file"])
@@ -164,11 +197,12 @@ def _trace(raw: Any, path: Path, i: int) -> TraceSource:
 
 
 def read_experiment(path: str | Path, options: dict[str, Any],
-                    check_cell: Callable[[dict[str, Scalar], Path, str], None] | None = None) -> Experiment:
+                    check_cell: Callable[[dict[str, Scalar], Path], None] | None = None) -> Experiment:
     """Read and validate the experiment file ``path``; ``options``: ``simulate``'s option names → value checker.
 
     A checker is called as ``check(value, path, where)`` and raises an :class:`InputError` for a bad value;
-    ``check_cell(params, path, where)``, if given, checks each distinct setting's options together.
+    ``check_cell(params, path)``, if given, checks each distinct setting's options together and raises the
+    :class:`DlclusterError` ``simulate`` would (reported at the key of the option it names).
     """
     path = Path(path)
     data = read_toml(path, TOP_KEYS)
@@ -186,16 +220,22 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     if not isinstance(raw_cases, list) or not raw_cases:
         raise InputError("expected one or more [[case]] tables", path=path, field="case")
     cases = [_options(c, path, f"case[{i}]", options) for i, c in enumerate(raw_cases)]
+    fixed_at, grid_at = _keys([("simulate", data.get("simulate", {}))]), _keys([("grid", data.get("grid", {}))])
+    cases_at = [_keys([(f"case[{i}]", c)]) for i, c in enumerate(raw_cases)]
+    # an option set in two tables would take one of its values silently: the cells would not be what the file says
     for key, value in fixed.items():
-        options[key](value, path, f"simulate.{key}")
+        if key in grid:
+            raise InputError("also swept in [grid]: set it in one place", path=path, field=fixed_at[key])
+        options[key](value, path, fixed_at[key])
     for key, values in grid.items():
         for value in values:
-            options[key](value, path, f"grid.{key}")
-    for i, case in enumerate(cases):
+            options[key](value, path, grid_at[key])
+    for case, case_at in zip(cases, cases_at, strict=True):
         for key, value in case.items():
-            if key in grid:
-                raise InputError("also swept in [grid]: set it in one place", path=path, field=f"case[{i}].{key}")
-            options[key](value, path, f"case[{i}].{key}")
+            if key in grid or key in fixed:
+                raise InputError(f"also {'swept in [grid]' if key in grid else 'set in [simulate]'}: set it in one "
+                                 "place", path=path, field=case_at[key])
+            options[key](value, path, case_at[key])
     metrics = data.get("metrics")
     if metrics is not None and (not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics)):
         raise InputError("expected a list of metric names", path=path, field="metrics")
@@ -211,17 +251,22 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     exp = Experiment(path, name, traces, parameters, metrics=metrics)
     combos = list(itertools.product(*grid.values()))
     for trace in traces:
-        for case in cases:
+        for case, case_at in zip(cases, cases_at, strict=True):
+            keys = {**fixed_at, **case_at, **grid_at}
             for combo in combos:
                 params = {**fixed, **case, **dict(zip(grid, combo, strict=True))}
                 seed = params.get("seed")
                 cell_trace = trace.seeded(seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
-                exp.cells.append(Cell(len(exp.cells), cell_trace, {k: params[k] for k in parameters if k in params}))
+                exp.cells.append(Cell(len(exp.cells), cell_trace, {k: params[k] for k in parameters if k in params},
+                                      keys))
     if check_cell is not None:
         seen = set()
         for cell in exp.cells:
             setting = tuple(cell.params.items())
             if setting not in seen:  # traces aside, settings repeat
                 seen.add(setting)
-                check_cell(cell.params, path, f"cell {cell.index} ({', '.join(f'{k}={v}' for k, v in setting)})")
+                try:
+                    check_cell(cell.params, path)
+                except DlclusterError as exc:
+                    raise cell.error(exc, path) from None
     return exp

@@ -127,15 +127,13 @@ def parsed(params: dict[str, Any], base: Path) -> dict[str, Any]:
     return values
 
 
-def check_cell(params: dict[str, Any], path: Path, where: str) -> None:
+def check_cell(params: dict[str, Any], path: Path) -> None:
     """Check one cell's options together, as ``simulate`` does before it reads a trace (so combinations such as
-    ``ces_rule`` without ``power = "ces"`` are refused before any cell runs)."""
+    ``ces_rule`` without ``power = "ces"`` are refused before any cell runs); file names are relative to the
+    experiment file ``path``."""
     from dlcluster.cli.simulate_cmd import settings
 
-    try:
-        settings(parsed(params, path.parent))
-    except DlclusterError as exc:
-        raise InputError(str(exc), path=path, field=where) from None
+    settings(parsed(params, path.parent))
 
 
 def checks() -> dict[str, Check]:
