@@ -16,9 +16,8 @@ import sys
 # setting wins. Set before anything imports NumPy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # NumPy asks the kernel for transparent huge pages for every array of 4 MiB or more. The result tables
-# allocate and free many short-lived arrays of that size (a timeline column per VC), and faulting in huge pages
-# cost up to 0.2 s of system CPU per VC on the development machine: the result tables of the Saturn look-alike
-# with the speed model and retries took 2.45 s instead of 1.53 s (docs/simulator.md, "Performance").
+# allocate and free many short-lived arrays of that size (timeline columns), and faulting huge pages in cost
+# up to 0.2 s of system CPU per VC on the development machine (docs/simulator.md, "Performance").
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 import click
