@@ -113,23 +113,22 @@ def test_lenient_drops_jobs_with_bad_tasks(tmp_path: Path) -> None:
     assert trace.dropped == {"unknown status": 1, "task unparsable inst_num": 1, "job with a dropped task row": 1}
 
 
-def test_a_job_ending_before_its_first_task_starts_is_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("old", "new", "message", "dropped"), [
     # j3 ends at 300001 but its first task starts at 300002: header-less table, job row 3 = line 3
-    folder = _folder(tmp_path, jobs=JOBS.replace("j3,i3,,Failed,300000,300010", "j3,i3,,Failed,300000,300001"))
+    ("j3,i3,,Failed,300000,300010", "j3,i3,,Failed,300000,300001",
+     "pai_job_table.csv, line 3, field 'end_time': '300001' is before the start time (negative duration)",
+     ("j3", "end before start")),
+    # j1 is submitted at 100050; its first task (line 2 of the task table) starts at 100030: the task is named
+    ("j1,i1,u1,Terminated,100000.0", "j1,i1,u1,Terminated,100050.0",
+     "pai_task_table.csv, line 2, field 'start_time': '100030' is before the submit time (negative queueing delay)",
+     ("j1", "start before submit")),
+])
+def test_a_job_and_its_tasks_out_of_order_name_the_row_at_fault(tmp_path: Path, old: str, new: str, message: str,
+                                                                  dropped: tuple[str, str]) -> None:
+    folder = _folder(tmp_path, jobs=JOBS.replace(old, new))
     with pytest.raises(InputError) as err:
         read_trace(folder)
-    assert str(err.value) == (f"{folder / 'pai_job_table.csv'}, line 3, field 'end_time': "
-                              "'300001' is before the start time (negative duration)")
+    assert str(err.value) == f"{folder}/{message}"
     lenient = read_trace(folder, lenient=True)
-    assert "j3" not in lenient.jobs["job_id"].to_list() and lenient.dropped["end before start"] == 1
-
-
-def test_a_task_starting_before_its_job_is_submitted_names_the_task(tmp_path: Path) -> None:
-    # j1 is submitted at 100050; its first task (line 2 of the task table) starts at 100030
-    folder = _folder(tmp_path, jobs=JOBS.replace("j1,i1,u1,Terminated,100000.0", "j1,i1,u1,Terminated,100050.0"))
-    with pytest.raises(InputError) as err:
-        read_trace(folder)
-    assert str(err.value) == (f"{folder / 'pai_task_table.csv'}, line 2, field 'start_time': "
-                              "'100030' is before the submit time (negative queueing delay)")
-    lenient = read_trace(folder, lenient=True)
-    assert lenient.jobs["job_id"].to_list() == ["j2", "j3", "j4"] and lenient.dropped == {"start before submit": 1}
+    job, reason = dropped
+    assert job not in lenient.jobs["job_id"].to_list() and lenient.dropped == {reason: 1}
