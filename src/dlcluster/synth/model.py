@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-
-import numpy as np
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
