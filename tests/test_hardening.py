@@ -754,6 +754,9 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {sim_prepare.LOAD_RANGE[0]:g} to {sim_prepare.LOAD_RANGE[1]:g} |" in text
     assert f"| {synth_generate.MAX_DAYS:,} days (100 years) |" in text and synth_generate.MAX_DAYS == 36_525
     assert f"| {synth_generate.MAX_JOBS:,} |" in text
+    from dlcluster.synth.model import MAX_USERS
+
+    assert MAX_USERS == synth_generate.MAX_JOBS and f"| {MAX_USERS:,} | `synth.model.MAX_USERS` |" in text
     assert f"| {sim_results.MAX_SAMPLES:,}; a longer run samples every k·60 s |" in text
     assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
     assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text

@@ -153,6 +153,11 @@ SHARES = "; shares must be finite and at least 0"
     (("buckets", "1", "queue", "zero_share"), float("nan"),
      "bucket 1 queue zero_share must be a share between 0 and 1, got nan"),
     (("batches", "gaps", "zero_share"), 2.0, "batches gaps zero_share must be a share between 0 and 1, got 2.0"),
+    # users NumPy could not draw from (an internal ValueError), or too many to hold a weight each
+    (("users", "count"), 0, "users count must be a whole number from 1 to 50,000,000, got 0"),
+    (("users", "count"), 10**12, "users count must be a whole number from 1 to 50,000,000, got 1000000000000"),
+    (("users", "zipf"), float("nan"), "users zipf must be a finite number at least 0, got nan"),
+    (("users", "zipf"), None, "users top_share must be at least two non-decreasing shares from 0 to 1 (or give zipf)"),
 ])
 def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
                                                                        message: str) -> None:

@@ -30,6 +30,7 @@ SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make sessions (see Bat
 # statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
+MAX_USERS = 50_000_000  # users of a model (no more than the jobs a trace may hold: synth.generate.MAX_JOBS)
 TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
 
 
@@ -240,6 +241,8 @@ class Model:
         for b, m in self.buckets.items():
             self._check_share(f"bucket {b} queue zero_share", m.queue.zero_share)
         self._check_gpu_counts("gpu_mix", self.gpu_mix)
+        if self.users is not None:
+            self._check_users(self.users)
         needed = {bucket_of(g) for g, p in self.gpu_mix.items() if p > 0}
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
@@ -278,6 +281,21 @@ class Model:
         """Refuse a single probability outside 0..1 (NaN included): drawn against, it would quietly act as 0 or 1."""
         if not 0 <= share <= 1:
             raise ConfigError(f"model {self.name!r}: {what} must be a share between 0 and 1, got {share}")
+
+    def _check_users(self, users: Users) -> None:
+        """Refuse a user count or popularity that generation could not draw from (NumPy stopped it, or ran out of
+        memory building one weight per user)."""
+        count = users.count
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_USERS:
+            raise ConfigError(f"model {self.name!r}: users count must be a whole number from 1 to {MAX_USERS:,}, "
+                              f"got {count}")
+        if users.zipf is not None and not (math.isfinite(users.zipf) and users.zipf >= 0):
+            raise ConfigError(f"model {self.name!r}: users zipf must be a finite number at least 0, got {users.zipf}")
+        curve = users.top_share
+        if users.zipf is None and (len(curve) < 2 or not all(0 <= a <= b <= 1 for a, b in zip(curve, curve[1:],
+                                                                                            strict=False))):
+            raise ConfigError(f"model {self.name!r}: users top_share must be at least two non-decreasing shares "
+                              "from 0 to 1 (or give zipf)")
 
     def _check_gpu_counts(self, what: str, mix: Mapping[int, float]) -> None:
         """Refuse a GPU-count mix naming a count no bucket (and no trace reader) holds."""
