@@ -702,3 +702,10 @@ def test_a_csv_that_is_neither_series_nor_trace_is_named_as_such(tmp_path: Path)
         f"error: {path}: neither a demand series (columns time, used, active or busy, and total: nodes) nor a trace "
         "of a known format; for a trace pass --format (parquet, helios, philly, philly-jobs, pai, openb, swf, sacct, "
         "csv)"))
+
+
+def test_a_series_whose_name_holds_a_star_is_that_file(tmp_path: Path) -> None:
+    # (Polars took the name for a pattern: it read every CSV the star matched)
+    (tmp_path / "a*.csv").write_text("time,used,total\n0,1,5\n60,2,5\n")
+    (tmp_path / "ab.csv").write_text("time,used,total\n0,4,5\n60,4,5\n120,4,5\n")
+    assert read_series(tmp_path / "a*.csv").rows() == [(0, 1, 5), (60, 2, 5)]

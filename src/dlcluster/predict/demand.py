@@ -29,7 +29,7 @@ def read_series(path: str | Path) -> pl.DataFrame:
         raise InputError("no such file", path=path)
     try:
         with decompressing(path):
-            raw = pl.read_csv(path, infer_schema=False)
+            raw = pl.read_csv(path, infer_schema=False, glob=False)  # a name with "*" is a name, not a pattern
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise InputError(f"not a readable CSV ({str(exc).splitlines()[0]})", path=path) from None
     used_name = next((c for c in USED_NAMES if c in raw.columns), None)
