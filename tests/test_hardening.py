@@ -187,6 +187,9 @@ def test_parquet_unknown_status_is_named_with_the_vocabulary(tmp_path: Path) -> 
     # a missing status is still a missing required value, as in a column of the canonical type
     _canonical(status=[None]).write_parquet(path)
     assert refused("info", str(path)) == f"error: {path}, row 1, field 'status': required value is empty"
+    # (a column of lists stopped the reader with an internal error)
+    _canonical().with_columns(pl.Series("status", [["completed"]])).write_parquet(path)
+    assert refused("info", str(path)).startswith(f"error: {path}, field 'status': expected type Enum(")
 
 
 def test_parquet_metadata_with_an_unknown_time_zone_names_the_file(tmp_path: Path) -> None:

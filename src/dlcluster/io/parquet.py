@@ -67,8 +67,11 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         raise InputError(f"not readable as a table ({type(exc).__name__}: {str(exc).splitlines()[0]})",
                          path=path) from exc
     assert isinstance(df, pl.DataFrame)
-    if "status" in df.columns and df.schema["status"] != JOB_SCHEMA["status"]:
-        # text until checked: a status outside the vocabulary is named, not taken for a missing one
+    status = df.schema.get("status")
+    if status is not None and status != JOB_SCHEMA["status"] and (
+            status in (pl.String(), pl.Null()) or isinstance(status, pl.Categorical | pl.Enum)):
+        # text until checked: a status outside the vocabulary is named, not taken for a missing one (a column of
+        # another type, a list say, is refused below by its type)
         df = df.with_columns(pl.col("status").cast(pl.String))
     missing = [c for c in JOB_SCHEMA if c not in df.columns]
     if missing:
