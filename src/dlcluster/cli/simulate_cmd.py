@@ -153,6 +153,7 @@ def settings(options: dict[str, Any]) -> Settings:
     """Check every option of ``simulate`` that does not need the trace, and make what they name: ``options`` are
     the command's parameters by name (``dlcluster sweep`` checks each of its cells with this before running any)."""
     from dlcluster.sim.policies import get_policy
+    from dlcluster.sim.prepare import check_seed
     from dlcluster.sim.speed import speed_model as make_speed_model
 
     o = options
@@ -175,8 +176,7 @@ def settings(options: dict[str, Any]) -> Settings:
                                    o["validation_gpus"], o["keep_progress"])
     make_power = _power_manager(o["power"], o["ces_rule"], o["ces_preset"], o["buffer"], o["risk"],
                                 o["boot_seconds"], o["power_model"], o["holidays"], o["events"])
-    if o["seed"] < 0:  # (NumPy's generators take none: a sweep's generated traces, the random placement)
-        raise ConfigError(f"--seed must be a non-negative integer, got {o['seed']}")
+    check_seed(o["seed"])  # (here too: a sweep checks its cells' options before any cell runs)
     for option in ("start", "end"):  # their syntax now (the trace's time zone places them once it is read)
         if o[option] is not None:
             wall_instant(o[option], f"--{option}", "UTC", True)

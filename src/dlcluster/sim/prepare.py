@@ -52,6 +52,13 @@ def _check(jobs: pl.DataFrame, source: str, cpus: bool) -> None:
             raise InputError(f"job {bad['job_id'][0]!r} {what}", path=source, field=field)
 
 
+def check_seed(seed: int) -> None:
+    """Refuse a negative seed (NumPy's generators, which the random placement and generated traces draw from, take
+    none), as ``synth`` does."""
+    if seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
+
+
 def check_load(load: float, option: str = "--load") -> None:
     """Refuse a load factor that is not a positive finite number within ``LOAD_RANGE``, naming ``option``."""
     if not (0 < load < math.inf):  # also rejects NaN

@@ -33,7 +33,7 @@ from dlcluster.sim.observers import Observer
 from dlcluster.sim.placement import get_placement
 from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
-from dlcluster.sim.prepare import Prepared, prepare
+from dlcluster.sim.prepare import Prepared, check_seed, prepare
 from dlcluster.sim.power import NODE_STATES_SCHEMA
 from dlcluster.sim.results import build_results
 from dlcluster.sim.simulation import Progress, Simulation
@@ -113,8 +113,7 @@ def simulate(
     """
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown compatibility mode {compat!r}; choose one of: {', '.join(COMPAT_MODES)}")
-    if seed < 0:  # (as synth refuses it: a seed is a non-negative integer for NumPy's generators)
-        raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
+    check_seed(seed)
     profile = COMPAT_MODES[compat] if compat is not None else None
     is_compat = profile is not None
     if is_compat and speed is not None:
