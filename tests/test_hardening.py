@@ -760,6 +760,10 @@ def test_the_documented_limits_are_the_codes() -> None:
     from dlcluster.synth.model import MAX_USERS
 
     assert MAX_USERS == synth_generate.MAX_JOBS and f"| {MAX_USERS:,} | `synth.model.MAX_USERS` |" in text
+    from dlcluster.sweep.executors import MAX_WORKERS
+
+    assert f"| `sweep --workers` | 1 to {MAX_WORKERS:,}, and no more workers start than the experiment has " \
+        "cells | `sweep.executors.MAX_WORKERS` |" in text
     assert f"| {sim_results.MAX_SAMPLES:,}; a longer run samples every k·60 s |" in text
     assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
     assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text

@@ -17,7 +17,7 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # NumPy asks the kernel for transparent huge pages for every array of 4 MiB or more. The result tables
 # allocate and free many short-lived arrays of that size (timeline columns), and faulting huge pages in cost
-# up to 0.2 s of system CPU per VC on the development machine (docs/simulator.md, "Performance").
+# system CPU time: a second of a 15-second run on the development machine (docs/simulator.md, "Performance").
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 import click
