@@ -543,6 +543,20 @@ def test_ces_json_and_outputs(tmp_path: Path) -> None:
         {k: v for k, v in got.items() if k != "source"}
 
 
+def test_a_zstd_series_is_a_series_with_the_plain_file_s_figures(tmp_path: Path) -> None:
+    # (a .csv.gz series was one, a .csv.zst was taken for a trace: "cannot tell the trace format")
+    import pyarrow as pa  # (Python 3.11 has no zstd module; pyarrow is a dependency)
+
+    plain, packed = tmp_path / "series.csv", tmp_path / "series.csv.zst"
+    _daily(9).write_csv(plain)
+    with pa.CompressedOutputStream(str(packed), "zstd") as out:
+        out.write(plain.read_bytes())
+    runs = [cli("ces", str(f), "--json", "--test-days", "3") for f in (plain, packed)]
+    assert all(r.returncode == 0 for r in runs), runs[1].stderr
+    got, want = ({k: v for k, v in json.loads(r.stdout).items() if k != "source"} for r in reversed(runs))
+    assert got == want and got["days"] == 3
+
+
 def test_ces_compat_on_philly_reproduces_the_artifact(shared_data: Path) -> None:
     run = cli("ces", str(shared_data / "philly/node_sequence_minutely.csv"), "--cluster-preset", "philly",
               "--compat", "helios-artifact", "--json")

@@ -425,6 +425,26 @@ def test_a_truncated_gzip_names_the_file(tmp_path: Path, how: str) -> None:
     assert refused(*args) == f"error: {cut}: truncated or corrupt gzip file (unexpected end of file)"
 
 
+@pytest.mark.parametrize("how", ["detected", "--format", "first line cut", "ces series"])
+def test_a_truncated_zstd_names_the_file(tmp_path: Path, how: str) -> None:
+    # (cut short in its first line, a .csv.zst was "cannot tell the trace format": the sniffers saw its raw bytes)
+    import pyarrow as pa  # (Python 3.11 has no zstd module; pyarrow is a dependency)
+
+    if how == "ces series":
+        text, name = _many("time,active,total\n", lambda i: f"{1600000000 + 60 * i},{i % 17},20\n", 20000), "s.csv.zst"
+    else:
+        text, name = _many(CSV, lambda i: f"j{i},{1600000000 + 37 * i},{1 + i % 7},{60 + i % 1000}\n"), "jobs.csv.zst"
+    whole = tmp_path / "whole.zst"
+    with pa.CompressedOutputStream(str(whole), "zstd") as out:
+        out.write(text.encode())
+    data = whole.read_bytes()
+    cut = tmp_path / name
+    cut.write_bytes(data[:20 if how == "first line cut" else len(data) // 2])
+    args = {"detected": ["info", str(cut)], "--format": ["info", str(cut), "--format", "csv"],
+            "first line cut": ["info", str(cut)], "ces series": ["ces", str(cut), "-o", str(tmp_path / "out")]}[how]
+    assert refused(*args) == f"error: {cut}: truncated or corrupt zstd file (incomplete frame)"
+
+
 def test_a_corrupt_gzip_names_the_file(tmp_path: Path) -> None:
     data = bytearray(gzip.compress(_many(CSV, lambda i: f"j{i},{i},1,{i % 97}\n").encode(), mtime=0))
     data[10:200] = bytes(range(190))  # the first deflate block is garbage: no line can be sniffed

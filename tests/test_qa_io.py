@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -197,6 +198,42 @@ def test_a_gzipped_csv_is_detected_and_read_with_its_line_numbers(tmp_path: Path
     with pytest.raises(InputError) as err:
         read_trace(wide)
     assert str(err.value) == f"{wide}, line 3: has 6 fields, the header names 5"
+
+
+def _zstd(path: Path, text: str) -> Path:
+    """``text`` zstd-compressed into ``path`` (by pyarrow, a dependency: Python 3.11 has no zstd module)."""
+    import pyarrow as pa
+
+    with pa.CompressedOutputStream(str(path), "zstd") as out:
+        out.write(text.encode())
+    return path
+
+
+def test_a_zstd_csv_is_detected_and_read_like_the_plain_file(tmp_path: Path) -> None:
+    # (a .csv.gz was detected, a .csv.zst was not: "cannot tell the trace format"; nor did its header reach a sniffer)
+    text = "job_id,cluster,vc,gpu_num,submit_time,status,duration\n" + "".join(
+        f"j{i},c,v{i % 3},{1 + i % 8},{1600000000 + 37 * i},{('completed', 'failed')[i % 2]},{60 + i}\n"
+        for i in range(500))
+    plain = tmp_path / "jobs.csv"
+    plain.write_text(text)
+    packed = _zstd(tmp_path / "jobs.csv.zst", text)
+    assert packed.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    assert detect_format(packed) == detect_format(plain) == "csv"
+    assert read_trace(packed).jobs.equals(read_trace(plain).jobs)
+    # a format told by its header alone, and a bad row's line number (the slow path decodes the file too)
+    good = _zstd(tmp_path / "jobs_processed.csv.zst", PHILLY_JOBS + ROW)
+    assert detect_format(good) == "philly-jobs" and read_trace(good).jobs["gpu_num"].to_list() == [1]
+    export = _zstd(tmp_path / "export.txt.zst", SACCT + "1|u|p|2024-01-01T00:00:00|||PENDING|\n")
+    assert detect_format(export) == "sacct" and read_trace(export).jobs["job_id"].to_list() == ["1"]
+    wide = _zstd(tmp_path / "wide.csv.zst", PHILLY_JOBS + ROW + "2017-10-09 07:01:56,60.0,1,60.0,a,extra\n")
+    with pytest.raises(InputError) as err:
+        read_trace(wide)
+    assert str(err.value) == f"{wide}, line 3: has 6 fields, the header names 5"
+    # the command line: the same summary as the plain file's
+    info, plain_info = _cli("info", str(packed), "--json"), _cli("info", str(plain), "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout) == json.loads(plain_info.stdout)
+    assert json.loads(info.stdout)["jobs"] == 500
 
 
 def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration(tmp_path: Path) -> None:

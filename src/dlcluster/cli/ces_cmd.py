@@ -31,11 +31,11 @@ FIGURES = (("changes_per_day", "changes per day"), ("wakeups_per_day", "wake-ups
 
 
 def _is_series(path: Path) -> bool:
-    """Whether ``path`` is a CSV demand series, gzipped or not (``time`` and busy-node and ``total`` columns)."""
-    from dlcluster.io._common import first_line
+    """Whether ``path`` is a CSV demand series, plain or compressed (``time`` and busy-node and ``total`` columns)."""
+    from dlcluster.io._common import CSV_NAMES, first_line
     from dlcluster.predict.demand import USED_NAMES
 
-    if not path.name.lower().endswith((".csv", ".csv.gz")):
+    if not path.name.lower().endswith(CSV_NAMES):
         return False
     header = [c.strip() for c in first_line(path).split(",")]
     return "time" in header and "total" in header and any(c in header for c in USED_NAMES)

@@ -56,6 +56,8 @@ WIDE = "_wide"  # on a row with more or fewer fields than the header: what is wr
 
 _COMPRESSION = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}  # by magic number: Polars decodes both
 COMPRESSED = tuple(_COMPRESSION)
+_ZSTD_WORDS = {"Truncated compressed stream": "incomplete frame"}  # pyarrow's words for a damaged zstd file → Polars'
+CSV_NAMES = (".csv", ".csv.gz", ".csv.zst")  # the file names a CSV detected by its name may have: plain or compressed
 
 
 def read_csv_text(
@@ -197,8 +199,10 @@ def decompressing(path: str | Path) -> Iterator[None]:
         # an OSError with a file name is the machine's answer about a path, not a decoder's (the CLI reports it)
         if kind is None or (isinstance(exc, OSError) and exc.filename is not None):
             raise
-        # (Python's gzip words a cut-short stream its own way: the same file reads the same through either decoder)
+        # (Python's gzip and pyarrow's zstd word a damaged stream their own way: the same file reads the same
+        # through their decoder and Polars')
         reason = "unexpected end of file" if isinstance(exc, EOFError) else os_reason(exc)
+        reason = _ZSTD_WORDS.get(reason, reason.removeprefix("ZSTD decompress failed: "))
         raise InputError(f"truncated or corrupt {kind} file ({reason})", path=path) from exc
 
 
@@ -210,8 +214,16 @@ def _compression(path: Path) -> str | None:
 
 
 def _open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
-    """The file's bytes, decompressed if it is gzip (Polars reads a gzipped CSV as it is, so the slow paths must)."""
-    return gzip.open(path, "rb") if _compression(path) == "gzip" else path.open("rb")
+    """The file's bytes, decompressed if it is gzip or zstd (Polars reads a compressed CSV as it is, so the sniffers
+    and the slow paths must)."""
+    kind = _compression(path)
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "zstd":  # (Python 3.11 has no zstd module: pyarrow's decoder, imported only for a zstd file)
+        import pyarrow as pa
+
+        return io.BufferedReader(pa.input_stream(str(path), compression="zstd"))
+    return path.open("rb")
 
 
 def _open_text(path: Path, **options: Any) -> IO[str]:

@@ -21,6 +21,7 @@ import polars as pl
 from dlcluster.atomic import write_atomic
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.io._common import (
+    CSV_NAMES,
     MAX_TIME,
     MIN_TIME,
     ROW,
@@ -68,7 +69,7 @@ STATUS_WORDS = {
 
 def sniff(path: Path) -> bool:
     """A CSV whose header already names the canonical required columns (any other needs ``--format csv``)."""
-    return path.name.lower().endswith((".csv", ".csv.gz")) and header_has(path, REQUIRED)
+    return path.name.lower().endswith(CSV_NAMES) and header_has(path, REQUIRED)
 
 
 def _load(path: Path) -> tuple[pl.DataFrame, str]:
