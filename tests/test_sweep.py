@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -196,6 +197,23 @@ def test_a_malformed_experiment_fails_before_any_simulation(tmp_path: Path, text
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {exp}, ") and message in lines[0], res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("trace", "key"), [("days = 36000\nload = 2", "days"),
+                                            ("load = 1e6", "load")])  # (no days: the preset's own span)
+def test_a_generated_trace_of_too_many_jobs_is_refused_at_its_key_before_any_cell(tmp_path: Path, trace: str,
+                                                                                 key: str) -> None:
+    # (the generator refused it once the sweep ran, naming neither the file nor the key, and left the folder behind)
+    from dlcluster.synth.generate import MAX_JOBS
+
+    exp = _write(tmp_path, SMALL.replace("days = 2", trace))
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        rf"error: {re.escape(str(exp))}, field 'trace\[0\]\.{key}': [\d.]+ days at load [\d.e+]+ would make about "
+        rf"[\d,]+ jobs; the limit is {MAX_JOBS:,} \(use fewer --days or a lower --load\)", lines[0]), res.stderr
     assert not (tmp_path / "out").exists()
 
 

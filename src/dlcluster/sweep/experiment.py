@@ -179,12 +179,15 @@ def _trace(raw: Any, path: Path, i: int) -> TraceSource:
             raise InputError(f"expected a whole number ≥ 0, got {seed!r}", path=path, field=f"{where}.seed")
         if isinstance(load, bool) or not isinstance(load, int | float) or not load > 0:
             raise InputError(f"expected a positive number, got {load!r}", path=path, field=f"{where}.load")
-        from dlcluster.synth.generate import check_scale
+        from dlcluster.synth import load_preset
+        from dlcluster.synth.generate import check_jobs, check_scale
 
-        try:  # the generator's limits (100 years, a load of 1e9), before the trace is made
+        try:  # the generator's limits (100 years, a load of 1e9, 50,000,000 jobs), before the trace is made
             check_scale(days, float(load), seed)
-        except DlclusterError as exc:
-            raise at_key(exc, path, {k: f"{where}.{k}" for k in ("days", "load", "seed")}, where) from None
+            check_jobs(load_preset(preset), days, float(load))
+        except DlclusterError as exc:  # (at the key of the first option named that the table sets)
+            keys = {k: f"{where}.{k}" for k in ("days", "load", "seed") if k in raw}
+            raise at_key(exc, path, keys, where) from None
         default = f"{preset}-{days:g}d" if days is not None else preset
         return TraceSource(str(name or default), preset=preset, days=days, seed=seed, load=float(load))
     file = Path(raw["file"])

@@ -100,6 +100,16 @@ def check_scale(days: float | None, load: float, seed: int = 0) -> None:
         raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
 
 
+def check_jobs(model: Model, days: float | None, load: float) -> None:
+    """Raise a one-line error when ``days`` (default: the source's span) at ``load`` would make more than
+    :data:`MAX_JOBS` jobs (expected) of ``model``."""
+    days = model.days if days is None else float(days)
+    expected = model.jobs_per_day * days * load
+    if expected > MAX_JOBS:
+        raise ConfigError(f"{days:g} days at load {load:g} would make about {expected:,.0f} jobs; "
+                          f"the limit is {MAX_JOBS:,} (use fewer --days or a lower --load)")
+
+
 CALENDARS = ("source", "drawn")
 
 
@@ -115,10 +125,7 @@ def generate(model: Model, *, days: float | None = None, load: float = 1.0, seed
         raise ConfigError(f"calendar must be one of {', '.join(CALENDARS)}, got {calendar!r}")
     days = model.days if days is None else float(days)
     check_scale(days, float(load), seed)
-    expected = model.jobs_per_day * days * load
-    if expected > MAX_JOBS:
-        raise ConfigError(f"{days:g} days at load {load:g} would make about {expected:,.0f} jobs; "
-                          f"the limit is {MAX_JOBS:,} (use fewer --days or a lower --load)")
+    check_jobs(model, days, load)
     t0 = model.start if start is None else int(start)
     check_window(t0, days)  # the model checked its own window; --days (or start) may reach past it
     rng = np.random.default_rng(seed)
