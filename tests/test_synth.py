@@ -153,6 +153,7 @@ SHARES = "; shares must be finite and at least 0"
     (("buckets", "1", "queue", "zero_share"), float("nan"),
      "bucket 1 queue zero_share must be a share between 0 and 1, got nan"),
     (("batches", "gaps", "zero_share"), 2.0, "batches gaps zero_share must be a share between 0 and 1, got 2.0"),
+    (("batches", "session_same"), 1.5, "batches session_same must be a share between 0 and 1, got 1.5"),
     # users NumPy could not draw from (an internal ValueError), or too many to hold a weight each
     (("users", "count"), 0, "users count must be a whole number from 1 to 50,000,000, got 0"),
     (("users", "count"), 10**12, "users count must be a whole number from 1 to 50,000,000, got 1000000000000"),

@@ -196,6 +196,32 @@ def test_sessions_round_trip_and_a_model_without_them_generates_as_before() -> N
         model, vc_jobs=old.vc_jobs), days=10, seed=1).jobs)
 
 
+def _session_pairs(jobs: pl.DataFrame) -> tuple[float, dict[int, int]]:
+    """VC a's share of consecutive jobs of one session (pause ≤ 900 s) with the same GPU count; its jobs per count."""
+    a = jobs.filter(pl.col("vc") == "a").sort("submit_time")
+    pairs = a.with_columns(pl.col("submit_time").diff().alias("pause"), pl.col("gpu_num").shift().alias("before")) \
+        .filter(pl.col("pause") <= 900)
+    return float((pairs["gpu_num"] == pairs["before"]).mean()), dict(a.group_by("gpu_num").len().iter_rows())
+
+
+def test_a_session_s_batches_keep_their_gpu_count_as_often_as_fitted_and_the_vc_keeps_its_mix() -> None:
+    # VC a: single jobs of 2 or 4 GPUs, half each, in sessions of six; with session_same 0.6 a session's job has the
+    # previous one's count 0.6 + 0.4 × 0.5 = 80% of the time (50% by chance), and a keeps its jobs of each count
+    # (the same seed deals the same counts: only who gets which moves)
+    model = dataclasses.replace(_sessions_of_a(session_same=0.6), gpu_mix={1: 0.5, 2: 0.25, 4: 0.25})
+    model = dataclasses.replace(model, vc_jobs={**model.vc_jobs, "a": dataclasses.replace(
+        model.vc_jobs["a"], gpu_mix={2: 0.5, 4: 0.5})})
+    chance = dataclasses.replace(model, batches=dataclasses.replace(model.batches, session_same=0.0))
+    trace = generate(model, days=240, seed=2)
+    same, counts = _session_pairs(trace.jobs)
+    same_by_chance, counts_by_chance = _session_pairs(generate(chance, days=240, seed=2).jobs)
+    assert same == pytest.approx(0.8, abs=0.03) and same_by_chance == pytest.approx(0.5, abs=0.03)
+    assert counts == counts_by_chance and min(counts.values()) > 500
+    assert Model.from_json(model.to_json()) == model and "session_same" not in chance.to_json()
+    refit = fit(trace, cluster=ClusterSpec(dict(model.vcs)))
+    assert refit.batches is not None and refit.batches.session_same == pytest.approx(0.6, abs=0.05)
+
+
 @pytest.mark.parametrize(("days", "seed"), [(2, 16), (3, 3), (3, 4)])
 def test_a_session_running_past_a_short_window_s_end_is_cut_there(days: int, seed: int) -> None:
     # these windows of the philly preset end inside a session: its later batches fall after the end (their day once
@@ -321,7 +347,8 @@ def test_fit_philly_vcs_keep_their_own_sizes(philly) -> None:
 
 def _fidelity_rows(real, synthetic) -> list[str]:
     """The rows of docs/synth.md's Philly fidelity table, from the real table and the generated seeds."""
-    from dlcluster.synth.compare import daily_counts, interarrival_cv, same_second_share, size_medians, size_seasons
+    from dlcluster.synth.compare import (daily_counts, interarrival_cv, same_second_share, session_sizes_kept,
+                                         size_medians, size_seasons)
 
     def span(values: list[float], fmt: str) -> str:
         return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
@@ -337,12 +364,31 @@ def _fidelity_rows(real, synthetic) -> list[str]:
             f"{span([same_second_share(t) for t in synthetic], '{:.2%}')} |",
             f"| daily count CV | {dispersion(real):.2f} | {span([dispersion(t) for t in synthetic], '{:.2f}')} |",
             f"| size seasons (weekly dispersion) | {size_seasons(real):.2f} | "
-            f"{span([size_seasons(t) for t in synthetic], '{:.2f}')} |"]
+            f"{span([size_seasons(t) for t in synthetic], '{:.2f}')} |",
+            f"| sessions keeping GPU count | {session_sizes_kept(real):.1%} | "
+            f"{span([session_sizes_kept(t) for t in synthetic], '{:.1%}')} |"]
     counts = real.jobs["gpu_num"].value_counts().filter(pl.col("count") >= 200)
     for g in sorted(counts["gpu_num"].to_list()):
         got = [size_medians(t)[g] for t in synthetic]
         rows.append(f"| median run time, {g} GPU | {size_medians(real)[g]:,.0f} s | {span(got, '{:,.0f}')} s |")
     return rows
+
+
+def test_docs_size_seasons_and_sessions_without_session_same(philly) -> None:
+    from dlcluster.synth.compare import session_sizes_kept, size_seasons
+    from dlcluster.synth.fit_batches import batch_column, batch_rows, session_kinds, sessions
+
+    real, model, _ = philly
+    assert model.batches is not None and model.batches.session_same == 0.4212  # (docs/synth.md's value)
+    chance = dataclasses.replace(model, batches=dataclasses.replace(model.batches, session_same=0.0))
+    generated = [generate(chance, seed=s) for s in SEEDS]
+    seasons, kept = [size_seasons(t) for t in generated], [session_sizes_kept(t) for t in generated]
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8").split())
+    assert f"without `session_same`, the same seeds: {min(seasons):.2f}–{max(seasons):.2f})" in doc
+    assert f"without `session_same`: {min(kept):.1%}–{max(kept):.1%})" in doc
+    share, chance = session_kinds(sessions(batch_rows(batch_column(real.jobs))))
+    assert share == pytest.approx(session_sizes_kept(real))  # (sessions of one batch have no pairs)
+    assert f"On Philly {share:.1%} of them do against {chance:.1%} by chance" in doc
 
 
 def test_docs_numbers_of_the_per_vc_fit(philly) -> None:

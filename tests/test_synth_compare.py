@@ -88,6 +88,7 @@ def test_cli_compare_exits_0_and_prints_both_tables(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "inter-arrival CV" in done.stdout and "same-second share" in done.stdout and "size seasons" in done.stdout
+    assert "sessions keeping GPU count" in done.stdout
     assert re.search(r"│\s+2 │ fifo\s+│ mean", done.stdout) and re.search(r"│\s+2 │ sjf\s+│ p99", done.stdout)
     # the generated trace has half again the jobs: its row says so
     assert re.search(r"jobs per day\s+│[^│]+│[^│]+│\s+\+(4[0-9]|5[0-9])\.\d%", done.stdout)
@@ -249,7 +250,7 @@ def test_docs_why_each_vc_needs_its_own_structure() -> None:
 
     assert sum(spec.vcs["ed69ec"]) == 64 and biggest(real) == 67
     assert max(biggest(generate(model, seed=s)) for s in range(1, 6)) == 67
-    assert max(biggest(generate(without("batch_sizes"), seed=s)) for s in range(1, 6)) == 532
+    assert max(biggest(generate(without("batch_sizes"), seed=s)) for s in range(1, 6)) == 463
 
     def gpu_time(trace: Trace) -> float:
         jobs = trace.jobs.filter((pl.col("vc") == "7f04ca") & pl.col("duration").is_not_null())
@@ -258,7 +259,7 @@ def test_docs_why_each_vc_needs_its_own_structure() -> None:
     def short(m: object) -> float:
         return round(1.0 - float(np.mean([gpu_time(generate(m, seed=s)) for s in range(1, 41)])) / gpu_time(real), 2)
 
-    assert (short(without("score_quantiles")), short(model)) == (0.2, 0.07)
+    assert (short(without("score_quantiles")), short(model)) == (0.28, 0.15)
 
 
 def test_docs_the_real_table_is_one_draw() -> None:
@@ -321,4 +322,4 @@ def test_generated_philly_queueing_against_the_real_table_at_load_3() -> None:
     real = read_trace(PHILLY / "jobs_processed.csv")
     generated = (generate(load_preset("philly"), seed=s) for s in range(1, 241))
     table = over_seeds(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(3.0,))
-    assert [round(e, 2) for e in table["relative_error"]] == [-0.16, -0.18, -0.26, -0.27]
+    assert [round(e, 2) for e in table["relative_error"]] == [-0.05, -0.09, -0.23, -0.23]

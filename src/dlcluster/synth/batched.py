@@ -225,6 +225,44 @@ def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarra
     return first, session
 
 
+def same_sizes(model: Model, kind: np.ndarray, kind_vc: np.ndarray, session: np.ndarray, first: np.ndarray,
+               rng: np.random.Generator) -> np.ndarray:
+    """``kind`` with each VC's session batches' kinds redealt so that a session's batch keeps the GPU count of the one
+    before with ``Batches.session_same`` more chance than the VC's mix gives, each VC keeping its count of each kind.
+
+    A VC's session batches, session by session, take their kinds from the VC's own: the first batch of a session
+    draws one (in proportion to those left), a later one keeps the previous batch's kind with probability
+    ``session_same`` if any is left, else draws.
+    """
+    batches = model.batches
+    assert batches is not None
+    followers = session != np.arange(len(session))
+    if not batches.session_same or not followers.any():
+        return kind
+    kind = kind.copy()
+    in_session = np.isin(session, session[followers])  # the batches of sessions of more than one batch
+    vcs = kind_vc[kind]
+    u = rng.random((len(kind), 2))
+    for v in np.unique(vcs[in_session]):
+        idx = np.flatnonzero(in_session & (vcs == v))
+        idx = idx[np.lexsort((idx, first[idx], session[idx]))]
+        kinds, left = np.unique(kind[idx], return_counts=True)
+        left = left.tolist()
+        total, prev = len(idx), -1
+        for b in idx:
+            if session[b] != b and prev >= 0 and left[prev] and u[b, 0] < batches.session_same:
+                k = prev
+            else:  # (drawn in proportion to the kinds left)
+                k, rest = 0, int(u[b, 1] * total)
+                while rest >= left[k]:
+                    rest -= left[k]
+                    k += 1
+            left[k] -= 1
+            total -= 1
+            kind[b], prev = kinds[k], k
+    return kind
+
+
 class Arrivals(NamedTuple):
     """What :func:`arrivals` draws: per job its submit time (in order) and batch; per batch its job count (inside the
     window), VC index (-1: not chosen yet), GPU count, day (from the window's start) and session (see
@@ -274,6 +312,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
         by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
         kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
     first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng)
+    kind = same_sizes(model, kind, kind_vc, session, first, rng)
     # a session's later batches may fall past the window's end (their jobs are cut below): they count on its last day
     day_b = np.minimum((first - t0) // DAY, len(mult) - 1)
     size = np.ones(nb, dtype=np.int64)

@@ -11,7 +11,7 @@ from scipy.stats import ks_2samp
 
 from dlcluster.synth.calendar import DAY, weekly_rates
 from dlcluster.synth.fit import bucket_expr, window
-from dlcluster.synth.fit_batches import batch_column, batch_rows
+from dlcluster.synth.fit_batches import batch_column, batch_rows, sessions
 from dlcluster.synth.model import BUCKETS
 from dlcluster.trace import Trace
 
@@ -141,6 +141,15 @@ def size_seasons(trace: Trace) -> float:
     return float(np.median(found)) if found else float("nan")
 
 
+def session_sizes_kept(trace: Trace) -> float:
+    """Share of a session's multi-GPU batches (a submitter's in one VC, hours apart at most: see
+    :func:`~dlcluster.synth.fit_batches.sessions`) that have the GPU count of the batch before; NaN without any."""
+    found = sessions(batch_rows(batch_column(trace.jobs.drop_nulls("submit_time")))).sort("session", "first", "batch")
+    kept = (pl.col("gpu_num") == pl.col("gpu_num").shift()).over("session")
+    pairs = found.with_columns(kept.alias("kept")).filter(pl.col("pause").is_not_null())["kept"]
+    return float(pairs.mean()) if pairs.len() else float("nan")  # type: ignore[arg-type]
+
+
 def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
     # kind: "relative" (generated / real - 1), "distance" (the generated value is a distance from the real)
     error = None
@@ -169,6 +178,7 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
         _row("daily count max", float(days_r.max()), float(days_g.max()), "relative"),
         _row("jobs-per-user Gini", user_gini(real), user_gini(generated), "relative"),
         _row("size seasons (weekly dispersion)", size_seasons(real), size_seasons(generated), "relative"),
+        _row("sessions keeping GPU count", session_sizes_kept(real), session_sizes_kept(generated), "relative"),
     ]
     counts = real.jobs["gpu_num"].value_counts()
     medians_g = size_medians(generated)

@@ -97,6 +97,28 @@ def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP) -> pl.DataFrame:
     return multi.with_columns(new.cum_sum().alias("session"), pl.when(new).then(None).otherwise(pause).alias("pause"))
 
 
+def session_kinds(session: pl.DataFrame) -> tuple[float, float]:
+    """Of the consecutive batches of sessions (from :func:`sessions`), the share with one GPU count, and the share
+    chance gives: per VC, the probability that two of its batches in sessions of several share their GPU count,
+    weighted by its pairs (NaN, NaN: no session of several)."""
+    several = session.filter(pl.len().over("session") > 1).sort("session", "first", "batch")
+    pairs = several.with_columns((pl.col("gpu_num") == pl.col("gpu_num").shift()).over("session").alias("same")) \
+        .filter(pl.col("pause").is_not_null())
+    if not pairs.height:
+        return math.nan, math.nan
+    mix = several.group_by("vc", "gpu_num").len().with_columns((pl.col("len") / pl.col("len").sum().over("vc")) ** 2)
+    per_vc = pairs.group_by("vc").len().join(mix.group_by("vc").agg(pl.col("len").sum().alias("chance")), on="vc")
+    share = float(pairs["same"].mean())  # type: ignore[arg-type]
+    return share, float((per_vc["len"] * per_vc["chance"]).sum()) / pairs.height
+
+
+def session_same(session: pl.DataFrame) -> float:
+    """How much more often than chance a session's batch has the GPU count of the one before (0: as chance, 1:
+    always): (share − chance) / (1 − chance) of :func:`session_kinds`."""
+    share, chance = session_kinds(session)
+    return round(max(0.0, (share - chance) / (1.0 - chance)), DIGITS) if chance < 1 else 0.0
+
+
 def day_rates(submits: np.ndarray, start: int, days: float, timezone: str, jobs_per_day: float,
               profile: tuple[float, ...]) -> tuple[tuple[float, ...], float, tuple[float, ...]]:
     """Quantiles of each day's count of ``submits`` over what the weekly profile expects (mean 1), their lag-1
@@ -250,7 +272,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
                       round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence,
-                      SESSION_GAP if pauses.len() else 0, _quantiles(pauses.to_numpy()) if pauses.len() else None)
+                      SESSION_GAP if pauses.len() else 0, _quantiles(pauses.to_numpy()) if pauses.len() else None,
+                      session_same(session))
 
     # batches per session of the VCs with enough sessions; their busy days count what arrives independently: a
     # session once, like a batch

@@ -156,6 +156,8 @@ class Batches:
     # one (0: none fitted), come together (their count per session: ``VcJobs.session_sizes``) this many seconds apart
     session_gap: int = 0
     session_gaps: Dist | None = None
+    # beyond the chance its VC's mix gives, the probability that a session's batch has the GPU count of the one before
+    session_same: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,7 @@ class Model:
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
         if self.batches is not None:
             self._check_share("batches gaps zero_share", self.batches.gaps.zero_share)
+            self._check_share("batches session_same", self.batches.session_same)
             self._check_shares("batch sizes", self.batches.sizes, verb="sum")
             for bucket, sizes in self.batches.by_bucket.items():
                 self._check_shares(f"batches by_bucket {bucket}", sizes, verb="sum")
@@ -329,7 +332,7 @@ class Model:
 _OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr", "score_quantiles",
                        "day_shift_sd", "day_shift_corr", "batch_sizes",
                        "rate_sd", "rate_corr", "rate_score_corr", "day_sequence",
-                       "session_gap", "session_gaps", "session_sizes"})
+                       "session_gap", "session_gaps", "session_sizes", "session_same"})
 _NULLABLE = frozenset({"day_shift_sd"})  # None is their default: a 0 is written
 
 
@@ -405,7 +408,8 @@ def _batches(raw: dict[str, Any]) -> Batches:
                    float(raw["user_sd"]), int(raw["max_gap"]),
                    {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()},
                    float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)),
-                   tuple(raw.get("day_sequence", ())), int(raw.get("session_gap", 0)), _dist(raw.get("session_gaps")))
+                   tuple(raw.get("day_sequence", ())), int(raw.get("session_gap", 0)), _dist(raw.get("session_gaps")),
+                   float(raw.get("session_same", 0.0)))
 
 
 def preset_names() -> list[str]:
