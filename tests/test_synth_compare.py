@@ -66,6 +66,28 @@ def test_size_seasons_by_hand() -> None:
     assert np.isnan(size_seasons(_seasons_trace([1] * 9 + [0])))
 
 
+def test_sessions_keeping_gpu_count_by_hand() -> None:
+    from dlcluster.synth.compare import session_sizes_kept
+    from dlcluster.synth.fit_batches import batch_column, batch_rows, session_kinds, session_same, sessions
+
+    # user u in VC a: a session of 2, 2, 4 GPUs an hour apart, a day later one of 4, 4, then a lone 8-GPU batch
+    # (a session of one: no pair, and not in the chance); pairs (2, 2), (2, 4), (4, 4): two of three keep the count
+    hour, day = 3600, 86_400
+    submits = [0, hour, 2 * hour, day, day + hour, 3 * day]
+    jobs = pl.DataFrame({"job_id": [str(i) for i in range(6)], "cluster": "t", "vc": "a", "user": "u",
+                         "gpu_num": [2, 2, 4, 4, 4, 8], "submit_time": submits, "duration": 100,
+                         "status": "completed"})
+    trace = Trace(conform(jobs), format="hand", timezone="UTC")
+    found = sessions(batch_rows(batch_column(trace.jobs)))
+    share, chance = session_kinds(found)
+    # chance: two of the five batches in sessions have 2 GPUs, three 4: (2/5)² + (3/5)²
+    assert (share, chance) == (pytest.approx(2 / 3), pytest.approx(0.52))
+    assert session_sizes_kept(trace) == pytest.approx(2 / 3)
+    assert session_same(found) == pytest.approx(round((2 / 3 - 0.52) / 0.48, 4))
+    lone = Trace(conform(jobs.head(1)), format="hand", timezone="UTC")
+    assert np.isnan(session_sizes_kept(lone)) and session_same(sessions(batch_rows(batch_column(lone.jobs)))) == 0.0
+
+
 def test_fidelity_table_rows_and_errors() -> None:
     real = _trace([i * 120 for i in range(300)], users=["a"] * 200 + ["b"] * 100)  # a 10-hour window
     gen = _trace([i * 60 for i in range(300)], users=["a"] * 150 + ["b"] * 150)  # 5 hours

@@ -11,7 +11,7 @@ from scipy.stats import ks_2samp
 
 from dlcluster.synth.calendar import DAY, weekly_rates
 from dlcluster.synth.fit import bucket_expr, window
-from dlcluster.synth.fit_batches import batch_column, batch_rows, sessions
+from dlcluster.synth.fit_batches import batch_column, batch_rows, session_kinds, sessions
 from dlcluster.synth.model import BUCKETS
 from dlcluster.trace import Trace
 
@@ -144,10 +144,7 @@ def size_seasons(trace: Trace) -> float:
 def session_sizes_kept(trace: Trace) -> float:
     """Share of a session's multi-GPU batches (a submitter's in one VC, hours apart at most: see
     :func:`~dlcluster.synth.fit_batches.sessions`) that have the GPU count of the batch before; NaN without any."""
-    found = sessions(batch_rows(batch_column(trace.jobs.drop_nulls("submit_time")))).sort("session", "first", "batch")
-    kept = (pl.col("gpu_num") == pl.col("gpu_num").shift()).over("session")
-    pairs = found.with_columns(kept.alias("kept")).filter(pl.col("pause").is_not_null())["kept"]
-    return float(pairs.mean()) if pairs.len() else float("nan")  # type: ignore[arg-type]
+    return session_kinds(sessions(batch_rows(batch_column(trace.jobs.drop_nulls("submit_time")))))[0]
 
 
 def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
