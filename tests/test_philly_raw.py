@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections import Counter
@@ -10,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from test_sim_helpers import cli
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
@@ -133,6 +135,63 @@ def test_sniff(tmp_path: Path) -> None:
     notarray = tmp_path / "cluster_job_log"
     notarray.write_text('{"jobs": []}')
     assert not philly.sniff(notarray)
+
+
+def _compressed(path: Path, jobs: Any, kind: str) -> Path:
+    """``jobs`` as a job log written to ``path``, gzip- or zstd-compressed (zstd by pyarrow, a dependency: Python 3.11
+    has no zstd module)."""
+    data = json.dumps(jobs, indent=1).encode()
+    if kind == "gzip":
+        path.write_bytes(gzip.compress(data, mtime=0))
+    else:
+        import pyarrow as pa
+
+        with pa.CompressedOutputStream(str(path), "zstd") as out:
+            out.write(data)
+    return path
+
+
+@pytest.mark.parametrize(("kind", "suffix"), [("gzip", ".gz"), ("zstd", ".zst")])
+def test_a_compressed_job_log_reads_like_the_plain_one(tmp_path: Path, kind: str, suffix: str) -> None:
+    # (a cluster_job_log.gz or .zst was "cannot tell the trace format", and with --format philly its compressed bytes
+    # were "expected a JSON array of jobs")
+    plain = read_trace(_folder(tmp_path, JOBS))
+    log = _compressed(tmp_path / f"cluster_job_log{suffix}", JOBS, kind)
+    assert log.read_bytes()[:2] in (b"\x1f\x8b", b"\x28\xb5")
+    folder = tmp_path / "packed"
+    folder.mkdir()
+    shutil.copy(log, folder)
+    for path in (log, folder):
+        trace = read_trace(path)
+        assert trace.format == "philly"
+        assert trace.jobs.equals(plain.jobs)
+        assert trace.attempts.equals(plain.attempts)
+
+
+def test_a_folder_holding_only_a_compressed_job_log_is_detected(tmp_path: Path) -> None:
+    folder = tmp_path / "philly"
+    folder.mkdir()
+    _compressed(folder / "cluster_job_log.gz", JOBS, "gzip")
+    assert philly.sniff(folder) and detect_format(folder) == "philly"
+    assert philly.sniff(_compressed(tmp_path / "cluster_job_log_sample.zst", JOBS[:1], "zstd"))
+    assert not philly.sniff(_compressed(tmp_path / "cluster_job_log_other.gz", {"jobs": []}, "gzip"))
+    # beside a plain cluster_job_log, the plain one is read
+    (folder / "cluster_job_log").write_text(json.dumps(JOBS[:2]))
+    assert read_trace(folder).jobs["job_id"].to_list() == ["app_0", "app_1"]
+
+
+def test_a_truncated_gzip_job_log_is_one_line_naming_it(tmp_path: Path) -> None:
+    # 300 jobs, cut in half: the first bytes decode (the log is detected), the end of the stream is missing
+    many = [_job(f"app_{i}", "Killed", "2017-10-04 10:00:00", []) for i in range(300)]
+    folder = tmp_path / "philly"
+    folder.mkdir()
+    whole = _compressed(folder / "cluster_job_log.gz", many, "gzip").read_bytes()
+    (folder / "cluster_job_log.gz").write_bytes(whole[:len(whole) // 2])
+    for path in (folder, folder / "cluster_job_log.gz"):
+        res = cli("info", str(path))
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.strip().splitlines() == [
+            f"error: {folder / 'cluster_job_log.gz'}: truncated or corrupt gzip file (unexpected end of file)"]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from dlcluster.trace import Trace
 FORMATS: dict[str, tuple[str, str]] = {
     "parquet": ("dlcluster.io.parquet", "dlcluster's canonical Parquet job table"),
     "helios": ("dlcluster.io.helios", "Helios (SenseTime) folder or cluster_log.csv"),
-    "philly": ("dlcluster.io.philly", "Philly raw folder or cluster_job_log (JSON)"),
+    "philly": ("dlcluster.io.philly", "Philly raw folder or cluster_job_log (JSON; plain, .gz or .zst)"),
     "philly-jobs": ("dlcluster.io.philly_jobs", "derived Philly job table (jobs_processed.csv)"),
     "pai": ("dlcluster.io.pai", "Alibaba PAI 2020 folder (pai_job_table + pai_task_table)"),
     "openb": ("dlcluster.io.openb", "Alibaba GPU-sharing 2023 pod list (openb_pod_list_*.csv)"),

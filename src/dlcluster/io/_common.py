@@ -213,7 +213,7 @@ def _compression(path: Path) -> str | None:
     return next((name for magic, name in _COMPRESSION.items() if head.startswith(magic)), None)
 
 
-def _open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
+def open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """The file's bytes, decompressed if it is gzip or zstd (Polars reads a compressed CSV as it is, so the sniffers
     and the slow paths must)."""
     kind = _compression(path)
@@ -227,15 +227,15 @@ def _open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
 
 
 def _open_text(path: Path, **options: Any) -> IO[str]:
-    """:func:`_open_bytes` as UTF-8 text; a byte-order mark is not text."""
-    return io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", **options)
+    """:func:`open_bytes` as UTF-8 text; a byte-order mark is not text."""
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8-sig", **options)
 
 
 def _require_utf8(path: Path) -> None:
     """Raise naming the line of the first byte that is not UTF-8."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines = 0
-    with _open_bytes(path) as fh:
+    with open_bytes(path) as fh:
         while chunk := fh.read(1 << 20):
             try:
                 decoder.decode(chunk)

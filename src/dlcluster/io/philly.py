@@ -2,9 +2,12 @@
 
 ``cluster_job_log`` is one JSON array of jobs (``status, vc, jobid, attempts,
 submitted_time, user``; each attempt ``start_time, end_time, detail: [{ip, gpus}]``),
-streamed with ijson. Times are naive America/Los_Angeles wall clock; in the repeated hour
-of the autumn change the earlier (PDT) instant is taken, as the log cannot tell them apart.
-Missing times are the string ``"None"``. Errors name ``record N``, the 0-based array index.
+streamed with ijson. The log may be gzip- or zstd-compressed (told by its first bytes, whatever
+its name); a folder's log is ``cluster_job_log``, else ``cluster_job_log.gz``, else
+``cluster_job_log.zst``, and one cut short or corrupt is refused in one line naming it.
+Times are naive America/Los_Angeles wall clock; in the repeated hour of the autumn change
+the earlier (PDT) instant is taken, as the log cannot tell them apart. Missing times are
+the string ``"None"``. Errors name ``record N``, the 0-based array index.
 
 Conventions (the public analysis notebook's): job GPUs and nodes = the first attempt's
 GPUs and servers; start = first attempt's start; end = last attempt's end; duration =
@@ -42,9 +45,11 @@ from dlcluster.io._common import (
     TIME_RANGE,
     Check,
     apply_checks,
+    decompressing,
     duplicate,
     is_null_token,
     map_status,
+    open_bytes,
     parse_datetime,
     require_file,
     required_value,
@@ -60,6 +65,7 @@ from dlcluster.trace import Trace
 
 TIMEZONE = "America/Los_Angeles"
 JOB_LOG = "cluster_job_log"
+JOB_LOGS = (JOB_LOG, f"{JOB_LOG}.gz", f"{JOB_LOG}.zst")  # a folder's job log: the first of these that is a file
 MACHINE_LISTS = ("revised_machine_list.csv", "cluster_machine_list")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 TIME_TEXT = "a time (YYYY-MM-DD HH:MM:SS)"
@@ -72,16 +78,26 @@ MAX_DEPTH = 64  # JSON nesting accepted in the job log (a record needs 6): deepe
 
 
 def _log_path(path: Path) -> Path:
-    return path / JOB_LOG if path.is_dir() else path
+    """The job log: ``path`` itself, or a folder's first of :data:`JOB_LOGS` (``cluster_job_log`` if none is there)."""
+    if not path.is_dir():
+        return path
+    return next((path / name for name in JOB_LOGS if (path / name).is_file()), path / JOB_LOG)
+
+
+def _starts_array(log: Path) -> bool:
+    """Whether the (decompressed) log starts a JSON array."""
+    with open_bytes(log) as fh:
+        return fh.read(64).lstrip()[:1] == b"["
 
 
 def sniff(path: Path) -> bool:
-    """A folder holding ``cluster_job_log``, or a ``cluster_job_log*`` file that starts a JSON array."""
+    """A folder holding a job log (see :data:`JOB_LOGS`), or a ``cluster_job_log*`` file, plain or gzip- or
+    zstd-compressed, that starts a JSON array (a compressed one too damaged to show its first bytes is refused)."""
     log = _log_path(path)
     if not log.is_file() or not log.name.startswith(JOB_LOG):
         return False
-    with log.open("rb") as fh:
-        return fh.read(64).lstrip()[:1] == b"["
+    with decompressing(log):
+        return _starts_array(log)
 
 
 class _Bad(Exception):
@@ -143,28 +159,31 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
     errors: list[InputError] = []
     dropped: Counter[str] = Counter()
     require_file(log)
-    with log.open("rb") as fh:
-        if fh.read(64).lstrip()[:1] != b"[":
+    # each pass opens the log afresh, decompressed: a zstd stream cannot seek back (a truncated or corrupt compressed
+    # log fails in the depth check, before any record is parsed)
+    with decompressing(log):
+        if not _starts_array(log):
             raise InputError("expected a JSON array of jobs", path=log)
-        fh.seek(0)
-        _check_depth(fh, log)
-        fh.seek(0)
-        i = -1
-        try:
-            for i, rec in enumerate(ijson.items(fh, "item")):
-                try:
-                    job, atts = _record(rec)
-                except _Bad as bad:
-                    if not lenient:
-                        errors.append(InputError(bad.message, path=log, row=i, field=bad.field, row_label="record"))
-                        break
-                    dropped[f"malformed {_generic(bad.field)}"] += 1
-                    continue
-                jobs.append((i, *job, len(atts)))
-                attempts.extend((i, *a) for a in atts)
-        except ijson.JSONError as exc:
-            first = (str(exc).strip().splitlines() or ["parse error"])[0].strip()
-            raise InputError(f"not valid JSON ({first})", path=log, row=i + 1, row_label="record") from exc
+        with open_bytes(log) as fh:
+            _check_depth(fh, log)
+        with open_bytes(log) as fh:
+            i = -1
+            try:
+                for i, rec in enumerate(ijson.items(fh, "item")):
+                    try:
+                        job, atts = _record(rec)
+                    except _Bad as bad:
+                        if not lenient:
+                            errors.append(InputError(bad.message, path=log, row=i, field=bad.field,
+                                                     row_label="record"))
+                            break
+                        dropped[f"malformed {_generic(bad.field)}"] += 1
+                        continue
+                    jobs.append((i, *job, len(atts)))
+                    attempts.extend((i, *a) for a in atts)
+            except ijson.JSONError as exc:
+                first = (str(exc).strip().splitlines() or ["parse error"])[0].strip()
+                raise InputError(f"not valid JSON ({first})", path=log, row=i + 1, row_label="record") from exc
     job_df = pl.DataFrame(jobs, schema={ROW: pl.Int64, "jobid": pl.String, "user": pl.String, "vc": pl.String,
                                         "status": pl.String, "submitted_time": pl.String, "n_attempts": pl.Int64},
                           orient="row")
