@@ -215,6 +215,10 @@ def test_a_generated_trace_of_too_many_jobs_is_refused_at_its_key_before_any_cel
         rf"error: {re.escape(str(exp))}, field 'trace\[0\]\.{key}': [\d.]+ days at load [\d.e+]+ would make about "
         rf"[\d,]+ jobs; the limit is {MAX_JOBS:,} \(use fewer --days or a lower --load\)", lines[0]), res.stderr
     assert not (tmp_path / "out").exists()
+    if key == "days":  # docs/sweeps.md quotes this case's message
+        doc = " ".join((Path(__file__).resolve().parents[1] / "docs/sweeps.md").read_text(encoding="utf-8").split())
+        quoted = lines[0].removeprefix(f"error: {exp}, ").split(" (use fewer")[0]
+        assert f"error: exp.toml, {quoted} ...`" in doc
 
 
 def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_path: Path) -> None:

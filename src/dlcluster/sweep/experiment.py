@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +93,9 @@ def at_key(exc: DlclusterError, path: Path, keys: dict[str, str], fallback: str)
     return InputError(message, path=path, field=keys[named[min(named)]] if named else fallback)
 
 
-def _keys(tables: Iterable[tuple[str, Any]]) -> dict[str, str]:
-    """Option name → the key that sets it, as the file spells it (``grid.ces-rule``), from ``(place, table)``."""
-    return {raw.replace("-", "_"): f"{where}.{raw}" for where, table in tables for raw in table}
+def _keys(where: str, table: dict[str, Any]) -> dict[str, str]:
+    """Option name → the key of the table at ``where`` that sets it, as the file spells it (``grid.ces-rule``)."""
+    return {raw.replace("-", "_"): f"{where}.{raw}" for raw in table}
 
 
 @dataclass
@@ -223,8 +223,8 @@ def read_experiment(path: str | Path, options: dict[str, Any],
     if not isinstance(raw_cases, list) or not raw_cases:
         raise InputError("expected one or more [[case]] tables", path=path, field="case")
     cases = [_options(c, path, f"case[{i}]", options) for i, c in enumerate(raw_cases)]
-    fixed_at, grid_at = _keys([("simulate", data.get("simulate", {}))]), _keys([("grid", data.get("grid", {}))])
-    cases_at = [_keys([(f"case[{i}]", c)]) for i, c in enumerate(raw_cases)]
+    fixed_at, grid_at = _keys("simulate", data.get("simulate", {})), _keys("grid", data.get("grid", {}))
+    cases_at = [_keys(f"case[{i}]", c) for i, c in enumerate(raw_cases)]
     # an option set in two tables would take one of its values silently: the cells would not be what the file says
     for key, value in fixed.items():
         if key in grid:

@@ -13,6 +13,7 @@ from scipy.special import ndtr, ndtri
 from dlcluster.errors import ConfigError
 from dlcluster.io._common import MAX_TIME, TIME_RANGE
 from dlcluster.schema import conform
+from dlcluster.sim.prepare import LOAD_RANGE, check_load, check_seed  # (synth's load limits: the simulator's)
 from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
 from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of, check_window
@@ -81,7 +82,6 @@ def _vcs(model: Model, gpus: np.ndarray, gpu_time: np.ndarray, rng: np.random.Ge
 
 
 MAX_DAYS = 36_525  # 100 years
-LOAD_RANGE = (1e-9, 1e9)
 MAX_JOBS = 50_000_000  # expected jobs of one synthetic trace
 
 
@@ -94,10 +94,8 @@ def check_scale(days: float | None, load: float, seed: int = 0) -> None:
         raise ConfigError(f"--days {days:g} is above the limit of {MAX_DAYS:,} days (100 years)")
     if not (math.isfinite(load) and load > 0):
         raise ConfigError(f"--load must be a positive number, got {load}")
-    if not LOAD_RANGE[0] <= load <= LOAD_RANGE[1]:
-        raise ConfigError(f"--load {load:g} is outside the supported range {LOAD_RANGE[0]:g}..{LOAD_RANGE[1]:g}")
-    if seed < 0:
-        raise ConfigError(f"--seed must be a non-negative integer, got {seed}")
+    check_load(load)  # (its range: a generated trace is simulated at the loads the simulator takes)
+    check_seed(seed)
 
 
 def check_jobs(model: Model, days: float | None, load: float) -> None:

@@ -236,11 +236,11 @@ class Model:
             check_window(self.start, self.days)
         except ConfigError as exc:
             raise ConfigError(f"model {self.name!r}: {exc}") from None
-        # an empty vc_share is a model without VCs; every other mix is drawn from, so it needs shares
-        for what, mix in (("gpu_mix", self.gpu_mix), *((("vc_share", self.vc_share),) if self.vc_share else ()),
-                          *((f"bucket {b} status_mix", m.status_mix) for b, m in self.buckets.items())):
-            self._check_shares(what, mix)
+        self._check_shares("gpu_mix", self.gpu_mix)
+        if self.vc_share:  # (empty: a model without VCs; every other mix is drawn from, so it needs shares)
+            self._check_shares("vc_share", self.vc_share)
         for b, m in self.buckets.items():
+            self._check_shares(f"bucket {b} status_mix", m.status_mix)
             self._check_share(f"bucket {b} queue zero_share", m.queue.zero_share)
         self._check_gpu_counts("gpu_mix", self.gpu_mix)
         if self.users is not None:
