@@ -154,9 +154,6 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
     Strict mode stops at the first malformed record and returns its error (to be raised
     unless an earlier record has a value error); lenient mode skips and counts them.
     """
-    jobs: list[tuple[Any, ...]] = []
-    attempts: list[tuple[Any, ...]] = []
-    errors: list[InputError] = []
     dropped: Counter[str] = Counter()
     require_file(log)
     # each pass opens the log afresh, decompressed: a zstd stream cannot seek back (a truncated or corrupt compressed
@@ -167,23 +164,7 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
         with open_bytes(log) as fh:
             _check_depth(fh, log)
         with open_bytes(log) as fh:
-            i = -1
-            try:
-                for i, rec in enumerate(ijson.items(fh, "item")):
-                    try:
-                        job, atts = _record(rec)
-                    except _Bad as bad:
-                        if not lenient:
-                            errors.append(InputError(bad.message, path=log, row=i, field=bad.field,
-                                                     row_label="record"))
-                            break
-                        dropped[f"malformed {_generic(bad.field)}"] += 1
-                        continue
-                    jobs.append((i, *job, len(atts)))
-                    attempts.extend((i, *a) for a in atts)
-            except ijson.JSONError as exc:
-                first = (str(exc).strip().splitlines() or ["parse error"])[0].strip()
-                raise InputError(f"not valid JSON ({first})", path=log, row=i + 1, row_label="record") from exc
+            jobs, attempts, errors = _parse(fh, log, lenient, dropped)
     job_df = pl.DataFrame(jobs, schema={ROW: pl.Int64, "jobid": pl.String, "user": pl.String, "vc": pl.String,
                                         "status": pl.String, "submitted_time": pl.String, "n_attempts": pl.Int64},
                           orient="row")
@@ -191,6 +172,31 @@ def _stream(log: Path, lenient: bool) -> tuple[pl.DataFrame, pl.DataFrame, list[
                                             "end_time": pl.String, "servers": pl.List(pl.String),
                                             "gpus": pl.Int32}, orient="row")
     return job_df, att_df, errors, dropped
+
+
+def _parse(fh: Any, log: Path, lenient: bool, dropped: Counter[str],
+           ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[InputError]]:
+    """The log's job and attempt rows, record by record, and the malformed record's error (strict: the first ends
+    the pass; lenient: each is counted in ``dropped`` and skipped)."""
+    jobs: list[tuple[Any, ...]] = []
+    attempts: list[tuple[Any, ...]] = []
+    i = -1
+    try:
+        for i, rec in enumerate(ijson.items(fh, "item")):
+            try:
+                job, atts = _record(rec)
+            except _Bad as bad:
+                if not lenient:
+                    return jobs, attempts, [InputError(bad.message, path=log, row=i, field=bad.field,
+                                                       row_label="record")]
+                dropped[f"malformed {_generic(bad.field)}"] += 1
+                continue
+            jobs.append((i, *job, len(atts)))
+            attempts.extend((i, *a) for a in atts)
+    except ijson.JSONError as exc:
+        first = (str(exc).strip().splitlines() or ["parse error"])[0].strip()
+        raise InputError(f"not valid JSON ({first})", path=log, row=i + 1, row_label="record") from exc
+    return jobs, attempts, []
 
 
 def _check_depth(fh: Any, log: Path, chunk_bytes: int = 1 << 22) -> None:
