@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +15,7 @@ from dlcluster.analysis.gpu_util import (
     utilization_by_size_status,
 )
 from dlcluster.analysis.locality import servers_vs_queue
+from dlcluster.errors import InputError
 from dlcluster.schema import ATTEMPT_SCHEMA, conform
 
 HEADER = "time,machineId," + ",".join(f"gpu{i}_util" for i in range(8)) + "\n"
@@ -67,6 +69,16 @@ def test_also_accepts_the_folder(util_file: Path) -> None:
     assert job_gpu_utilization(_attempts(), util_file.parent).equals(a)
 
 
+def test_a_gzipped_file_joins_like_the_plain_one(util_file: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "packed" / "cluster_gpu_util.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(util_file.read_bytes()))
+    want = job_gpu_utilization(_attempts(), util_file)
+    assert want.height == 2
+    assert job_gpu_utilization(_attempts(), packed).equals(want)
+    assert job_gpu_utilization(_attempts(), packed.parent).equals(want)
+
+
 def test_tables_3_and_5(util_file: Path) -> None:
     jobs = conform(pl.DataFrame({"job_id": ["j1", "j2", "j3"], "status": ["completed", "failed", "cancelled"],
                                  "gpu_num": [8, 16, 1], "queue_delay": [5, 50, 0]}))
@@ -79,3 +91,21 @@ def test_tables_3_and_5(util_file: Path) -> None:
     assert t5.select("servers_spanned", "jobs").rows() == [(1, 1)]  # j2's first attempt used one server
     loc = servers_vs_queue(_attempts(), jobs)
     assert loc.select("bucket", "servers_spanned", "p50").rows() == [("5-8", 1, 5.0), (">8", 1, 50.0)]
+
+
+def test_a_bad_value_is_refused_with_its_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_gpu_util"
+    path.write_text(HEADER + _row("2017-11-05 01:29:00 PDT", "m1", ["10"] * 8)
+                    + _row("2017-11-05 01:30:00 PDT", "m1", ["10", "abc"] + ["NA"] * 6), encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        job_gpu_utilization(_attempts(), path)
+    assert str(info.value) == f'{path}, line 3, field \'gpu1_util\': could not convert string "abc" to \'DOUBLE\''
+
+
+def test_a_cut_gzip_file_is_refused_naming_it(tmp_path: Path) -> None:
+    rows = "".join(_row(f"2017-11-05 01:{m % 60:02d}:00 PDT", f"m{m}", [str(m % 100)] * 8) for m in range(100_000))
+    data = gzip.compress((HEADER + rows).encode())
+    path = tmp_path / "cluster_gpu_util.gz"
+    path.write_bytes(data[: len(data) // 2])  # the header reads; the rows end mid-stream
+    with pytest.raises(InputError, match=r"cluster_gpu_util\.gz: cannot read the GPU utilisation samples: IO Error"):
+        job_gpu_utilization(_attempts(), path)

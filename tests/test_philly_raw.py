@@ -112,6 +112,27 @@ def test_utilisation_is_lazy_utc_with_nulls(tmp_path: Path) -> None:
         util.mem()
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_compressed_utilisation_files_read_like_plain_ones(tmp_path: Path, suffix: str) -> None:
+    import pyarrow as pa
+
+    plain = _folder(tmp_path, JOBS, "plain")
+    (plain / "cluster_gpu_util").write_text(
+        "time,machineId,gpu0_util,gpu1_util,gpu2_util,gpu3_util,gpu4_util,gpu5_util,gpu6_util,gpu7_util\n"
+        "2017-11-05 01:30:00 PDT,m1,10.5,NA,NA,NA,NA,NA,NA,NA,\n"
+        "2017-11-05 01:31:00 PDT,m2,20,30,NA,NA,NA,NA,NA,NA\n")
+    (plain / "cluster_mem_util").write_text("time,machine_id,mem_total,mem_free\n2017-12-01 00:00:00 PST,m2,64,NA\n")
+    packed = _folder(tmp_path, JOBS, "packed")
+    for name in ("cluster_gpu_util", "cluster_mem_util"):
+        data = (plain / name).read_bytes()
+        with pa.output_stream(str(packed / (name + suffix)), compression="gzip" if suffix == ".gz" else "zstd") as out:
+            out.write(data)
+    util, want = read_trace(packed).utilization, read_trace(plain).utilization
+    assert util.available == want.available == ("gpu", "mem")
+    assert util.gpu().fetchall() == want.gpu().fetchall() and len(want.gpu().fetchall()) == 2
+    assert util.mem().fetchall() == want.mem().fetchall() == [(1512115200, "m2", 64.0, None)]
+
+
 def test_no_utilisation_files_means_none(tmp_path: Path) -> None:
     assert read_trace(_folder(tmp_path, JOBS)).utilization is None
 

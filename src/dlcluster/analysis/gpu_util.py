@@ -12,6 +12,7 @@ jobs (other jobs' GPUs on the same server are counted too).
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -20,7 +21,8 @@ import polars as pl
 
 from dlcluster.analysis.common import ordered_mean, outcome
 from dlcluster.analysis.locality import first_attempts
-from dlcluster.io.philly_util import FILES, PhillyUtilization
+from dlcluster.errors import InputError
+from dlcluster.io.philly_util import FILES, SUFFIXES, PhillyUtilization
 
 MEMORY_LIMIT = "1GB"
 TABLE3_SIZES = (1, 4, 8, 16)
@@ -30,8 +32,23 @@ def _source(util: PhillyUtilization | str | Path) -> PhillyUtilization:
     if isinstance(util, PhillyUtilization):
         return util
     path = Path(util)
-    folder = path.parent if path.is_file() and path.name == FILES["gpu"] else path
+    folder = path.parent if path.is_file() and path.name in {FILES["gpu"] + s for s in SUFFIXES} else path
     return PhillyUtilization(folder)
+
+
+def _read_into(con: duckdb.DuckDBPyConnection, source: PhillyUtilization, sql: str) -> None:
+    """Run ``sql``, which reads the utilisation file: a file DuckDB cannot read (cut short, a bad value) is the
+    user's input, refused naming it with the first line of DuckDB's reason."""
+    try:
+        con.execute(sql)
+    except (duckdb.IOException, duckdb.ConversionException, duckdb.InvalidInputException) as exc:
+        text = str(exc)
+        line, value = re.search(r"CSV Error on Line: (\d+)", text), re.search(r'converting column "([^"]+)"\. (.+)', text)
+        if line and value:  # a value that is not a number: its line and column
+            raise InputError(value[2][0].lower() + value[2][1:], path=source.file("gpu"), row=int(line[1]),
+                             field=value[1]) from exc
+        reason = text.strip().splitlines()[0]
+        raise InputError(f"cannot read the GPU utilisation samples: {reason}", path=source.file("gpu")) from exc
 
 
 def job_gpu_utilization(attempts: pl.DataFrame, util: PhillyUtilization | str | Path,
@@ -39,9 +56,10 @@ def job_gpu_utilization(attempts: pl.DataFrame, util: PhillyUtilization | str | 
     """Mean GPU utilisation (%) of each job over its attempts: ``job_id, gpu_util, samples``.
 
     ``util`` is a :class:`PhillyUtilization`, a Philly folder, or the path of a
-    ``cluster_gpu_util`` file. Jobs without any sample are left out.
+    ``cluster_gpu_util`` file (or ``.gz``, ``.zst``). Jobs without any sample are left out.
     """
-    rel = _source(util).gpu()
+    source = _source(util)
+    rel = source.gpu()
     gpu_cols = [c for c in rel.columns if c not in ("time", "machine_id")]
     value_sum = " + ".join(f'coalesce("{c}", 0)' for c in gpu_cols)
     value_cnt = " + ".join(f'("{c}" IS NOT NULL)::INTEGER' for c in gpu_cols)
@@ -56,7 +74,7 @@ def job_gpu_utilization(attempts: pl.DataFrame, util: PhillyUtilization | str | 
         try:
             con.execute("SET enable_progress_bar = false")  # it would write to stdout
             con.register("spans", spans.to_arrow())
-            con.execute(f"""
+            _read_into(con, source, f"""
                 CREATE TABLE pre AS
                 SELECT machine_id, time,
                        sum(s) OVER w AS cum_sum, sum(c) OVER w AS cum_cnt

@@ -195,7 +195,7 @@ def decompressing(path: str | Path) -> Iterator[None]:
     try:
         yield
     except (OSError, EOFError, zlib.error) as exc:
-        kind = _compression(Path(path))
+        kind = compression(Path(path))
         # an OSError with a file name is the machine's answer about a path, not a decoder's (the CLI reports it)
         if kind is None or (isinstance(exc, OSError) and exc.filename is not None):
             raise
@@ -206,7 +206,7 @@ def decompressing(path: str | Path) -> Iterator[None]:
         raise InputError(f"truncated or corrupt {kind} file ({reason})", path=path) from exc
 
 
-def _compression(path: Path) -> str | None:
+def compression(path: Path) -> str | None:
     """The name of the file's compression (``gzip``, ``zstd``), None for a plain file."""
     with path.open("rb") as fh:
         head = fh.read(4)
@@ -216,7 +216,7 @@ def _compression(path: Path) -> str | None:
 def open_bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """The file's bytes, decompressed if it is gzip or zstd (Polars reads a compressed CSV as it is, so the sniffers
     and the slow paths must)."""
-    kind = _compression(path)
+    kind = compression(path)
     if kind == "gzip":
         return gzip.open(path, "rb")
     if kind == "zstd":  # (Python 3.11 has no zstd module: pyarrow's decoder, imported only for a zstd file)

@@ -5,8 +5,10 @@
 mem_free``) become DuckDB relations with ``time`` as UTC epoch seconds, the machine column
 named ``machine_id``, and NULL for ``NA``. Times carry a ``PDT``/``PST`` suffix, which
 fixes the UTC offset exactly (-7 h / -8 h), so the repeated hour of the autumn change
-stays unambiguous. Rows may end with a trailing comma. Nothing is read until a relation
-is queried; a bad value then fails the query with DuckDB's error naming the line.
+stays unambiguous. Rows may end with a trailing comma. Each file may be gzip- or
+zstd-compressed, named with or without ``.gz``/``.zst``; a folder's file of a kind is the first
+of its names that exists (see :func:`util_file`). Nothing is read until a relation is queried;
+a bad value then fails the query with DuckDB's error naming the line.
 """
 
 from __future__ import annotations
@@ -15,12 +17,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlcluster.errors import InputError
+from dlcluster.io._common import compression, decompressing, open_bytes
 
 if TYPE_CHECKING:  # imported when a folder is opened: format detection and job reading never need it
     import duckdb
 
 FILES = {"gpu": "cluster_gpu_util", "cpu": "cluster_cpu_util", "mem": "cluster_mem_util"}
+SUFFIXES = ("", ".gz", ".zst")  # a kind's file: the first of its names with these that is a file
 _OFFSETS = {"PDT": 7 * 3600, "PST": 8 * 3600}
+
+
+def util_file(folder: Path, kind: str) -> Path | None:
+    """The folder's ``kind`` (gpu, cpu, mem) utilisation file, plain or compressed, or None."""
+    return next((folder / (FILES[kind] + s) for s in SUFFIXES if (folder / (FILES[kind] + s)).is_file()), None)
 
 
 def _sql_text(value: str) -> str:
@@ -39,7 +48,11 @@ class PhillyUtilization:
     @property
     def available(self) -> tuple[str, ...]:
         """Which of ``gpu``, ``cpu``, ``mem`` have a file in the folder."""
-        return tuple(kind for kind, name in FILES.items() if (self.folder / name).is_file())
+        return tuple(kind for kind in FILES if util_file(self.folder, kind) is not None)
+
+    def file(self, kind: str) -> Path | None:
+        """The ``kind`` (gpu, cpu, mem) file this folder's relation of that kind reads, or None."""
+        return util_file(self.folder, kind)
 
     def gpu(self) -> duckdb.DuckDBPyRelation:
         """``time, machine_id, gpu0_util .. gpu7_util`` (percent, NULL where NA)."""
@@ -54,11 +67,11 @@ class PhillyUtilization:
         return self._relation("mem")
 
     def _relation(self, kind: str) -> duckdb.DuckDBPyRelation:
-        path = self.folder / FILES[kind]
-        if not path.is_file():
+        path = util_file(self.folder, kind)
+        if path is None:
             raise InputError(f"no {FILES[kind]} file in this Philly folder", path=self.folder)
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            header = [c.strip() for c in fh.readline().split(",")]
+        with decompressing(path), open_bytes(path) as fh:
+            header = [c.strip() for c in fh.readline().decode("utf-8", errors="replace").split(",")]
         names = [c for c in header if c]
         if len(names) < 3:
             raise InputError(f"expected a header 'time, machine id, values...', found {header!r}", path=path)
@@ -77,6 +90,7 @@ class PhillyUtilization:
                   ELSE error({_sql_text(f'{path}: time without a PDT/PST suffix: ')} || time) END AS time,
               trim(machine_id) AS machine_id, {value_cols}
             FROM read_csv({_sql_text(str(path))}, header = false, skip = 1, columns = {columns_sql},
-                          nullstr = ['NA', ''], null_padding = true, auto_detect = false)
+                          nullstr = ['NA', ''], null_padding = true, auto_detect = false,
+                          compression = {_sql_text(compression(path) or "none")})
             """
         )
