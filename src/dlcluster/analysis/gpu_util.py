@@ -43,7 +43,8 @@ def _read_into(con: duckdb.DuckDBPyConnection, source: PhillyUtilization, sql: s
         con.execute(sql)
     except (duckdb.IOException, duckdb.ConversionException, duckdb.InvalidInputException) as exc:
         text = str(exc)
-        line, value = re.search(r"CSV Error on Line: (\d+)", text), re.search(r'converting column "([^"]+)"\. (.+)', text)
+        line = re.search(r"CSV Error on Line: (\d+)", text)
+        value = re.search(r'converting column "([^"]+)"\. (.+)', text)
         if line and value:  # a value that is not a number: its line and column
             raise InputError(value[2][0].lower() + value[2][1:], path=source.file("gpu"), row=int(line[1]),
                              field=value[1]) from exc

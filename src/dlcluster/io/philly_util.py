@@ -7,7 +7,7 @@ named ``machine_id``, and NULL for ``NA``. Times carry a ``PDT``/``PST`` suffix,
 fixes the UTC offset exactly (-7 h / -8 h), so the repeated hour of the autumn change
 stays unambiguous. Rows may end with a trailing comma. Each file may be gzip- or
 zstd-compressed, named with or without ``.gz``/``.zst``; a folder's file of a kind is the first
-of its names that exists (see :func:`util_file`). Nothing is read until a relation is queried;
+of its names that exists (:meth:`PhillyUtilization.file`). Nothing is read until a relation is queried;
 a bad value then fails the query with DuckDB's error naming the line.
 """
 
@@ -27,11 +27,6 @@ SUFFIXES = ("", ".gz", ".zst")  # a kind's file: the first of its names with the
 _OFFSETS = {"PDT": 7 * 3600, "PST": 8 * 3600}
 
 
-def util_file(folder: Path, kind: str) -> Path | None:
-    """The folder's ``kind`` (gpu, cpu, mem) utilisation file, plain or compressed, or None."""
-    return next((folder / (FILES[kind] + s) for s in SUFFIXES if (folder / (FILES[kind] + s)).is_file()), None)
-
-
 def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -48,11 +43,12 @@ class PhillyUtilization:
     @property
     def available(self) -> tuple[str, ...]:
         """Which of ``gpu``, ``cpu``, ``mem`` have a file in the folder."""
-        return tuple(kind for kind in FILES if util_file(self.folder, kind) is not None)
+        return tuple(kind for kind in FILES if self.file(kind) is not None)
 
     def file(self, kind: str) -> Path | None:
-        """The ``kind`` (gpu, cpu, mem) file this folder's relation of that kind reads, or None."""
-        return util_file(self.folder, kind)
+        """The folder's ``kind`` (gpu, cpu, mem) file, plain or compressed, or None."""
+        names = (self.folder / (FILES[kind] + suffix) for suffix in SUFFIXES)
+        return next((path for path in names if path.is_file()), None)
 
     def gpu(self) -> duckdb.DuckDBPyRelation:
         """``time, machine_id, gpu0_util .. gpu7_util`` (percent, NULL where NA)."""
@@ -67,7 +63,7 @@ class PhillyUtilization:
         return self._relation("mem")
 
     def _relation(self, kind: str) -> duckdb.DuckDBPyRelation:
-        path = util_file(self.folder, kind)
+        path = self.file(kind)
         if path is None:
             raise InputError(f"no {FILES[kind]} file in this Philly folder", path=self.folder)
         with decompressing(path), open_bytes(path) as fh:
