@@ -21,7 +21,7 @@ from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
 from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share, size_seasons
 from dlcluster.synth.compare_report import write as write_report
-from dlcluster.synth.downstream import downstream, over_seeds
+from dlcluster.synth.downstream import downstream, markdown_over_seeds, over_seeds, seeds_table
 from dlcluster.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,6 +191,15 @@ def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
 # CPU) is regenerated and its claims checked by `python -m benchmarks.bench_synth_fidelity`, not here.
 
 
+def test_seeds_table_ranks_the_real_value_among_the_seeds() -> None:
+    real = {(2.0, "fifo", "mean"): 10.0, (2.0, "fifo", "p99"): 5.0}
+    runs = [{(2.0, "fifo", "mean"): v, (2.0, "fifo", "p99"): 5.0} for v in (1.0, 10.0, 20.0, 30.0)]
+    table = seeds_table(real, runs)
+    assert table["real_rank"].to_list() == [(1 + 0.5) / 4, 0.5]  # ties count half
+    assert table["generated_s"].to_list() == [15.0, 5.0]
+    assert markdown_over_seeds(table).splitlines()[2] == "| 2 | fifo | mean | 10 s | 15 s | +50% | 1–30 s | 38% |"
+
+
 def test_over_seeds_takes_the_median_and_range_of_the_seeds() -> None:
     model = load_preset("helios-venus")
     real, seeds = generate(model, days=2, seed=1), [generate(model, days=2, seed=s) for s in (2, 3, 4)]
@@ -200,6 +209,8 @@ def test_over_seeds_takes_the_median_and_range_of_the_seeds() -> None:
         values = [t.filter((pl.col("policy") == row["policy"]) & (pl.col("statistic") == row["statistic"]))
                   ["generated_s"][0] for t in one]
         assert (row["generated_s"], row["low_s"], row["high_s"]) == (sorted(values)[1], min(values), max(values))
+        below = sum(1.0 if v < row["real_s"] else 0.5 if v == row["real_s"] else 0.0 for v in values)
+        assert row["real_rank"] == below / 3
         assert row["real_s"] == one[0].filter((pl.col("policy") == row["policy"])
                                               & (pl.col("statistic") == row["statistic"]))["real_s"][0]
 
