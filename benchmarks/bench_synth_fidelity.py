@@ -1,6 +1,6 @@
 """Generator fidelity downstream: the queueing of 240 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (about 1,300 CPU s: the real
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,300–1,700 CPU s: the real
 table and 780 generated traces of ~80k jobs each — 240 seeds of the philly preset with the source's calendar, the
 same 240 without sessions and without ``session_same`` (SJF only), 60 with drawn days — each simulated per policy and
 load; the test suite checks load 3 alone). It prints the tables and its CPU seconds, then checks that every row of
@@ -46,7 +46,8 @@ def claims(table: pl.DataFrame, drawn: pl.DataFrame, without: pl.DataFrame, mixe
                       f"load 2 at the 78th, three of the four SJF values at the 73rd or above; measured {rank}")
     drawn_rank = (round(float(drawn["real_rank"].min()), 2), round(float(drawn["real_rank"].max()), 2))
     if drawn_rank != (0.6, 0.9):
-        failed.append(f"with drawn calendars the real values lie at the 60th to 90th percentiles; measured {drawn_rank}")
+        failed.append("with drawn calendars the real values lie at the 60th to 90th percentiles; "
+                      f"measured {drawn_rank}")
     fifo_mean = table.filter((pl.col("load") == 2.0) & (pl.col("policy") == "fifo") & (pl.col("statistic") == "mean"))
     if not fifo_mean["high_s"][0] / fifo_mean["low_s"][0] > 10.0:
         failed.append("at load 2 one seed's FIFO mean differs from another's by more than a factor of ten")
