@@ -79,6 +79,16 @@ def test_a_gzipped_file_joins_like_the_plain_one(util_file: Path, tmp_path: Path
     assert job_gpu_utilization(_attempts(), packed.parent).equals(want)
 
 
+def test_the_file_named_is_the_one_joined(util_file: Path) -> None:
+    # a folder holding both: the plain file is the folder's, the compressed one is read when named
+    other = util_file.read_text().replace(",40,40,40,", ",0,0,0,")
+    (util_file.parent / "cluster_gpu_util.gz").write_bytes(gzip.compress(other.encode()))
+    plain, named = (job_gpu_utilization(_attempts(), p)
+                    for p in (util_file.parent, util_file.parent / "cluster_gpu_util.gz"))
+    assert plain.equals(job_gpu_utilization(_attempts(), util_file))
+    assert plain["gpu_util"].to_list() != named["gpu_util"].to_list()
+
+
 def test_tables_3_and_5(util_file: Path) -> None:
     jobs = conform(pl.DataFrame({"job_id": ["j1", "j2", "j3"], "status": ["completed", "failed", "cancelled"],
                                  "gpu_num": [8, 16, 1], "queue_delay": [5, 50, 0]}))
@@ -107,5 +117,6 @@ def test_a_cut_gzip_file_is_refused_naming_it(tmp_path: Path) -> None:
     data = gzip.compress((HEADER + rows).encode())
     path = tmp_path / "cluster_gpu_util.gz"
     path.write_bytes(data[: len(data) // 2])  # the header reads; the rows end mid-stream
-    with pytest.raises(InputError, match=r"cluster_gpu_util\.gz: cannot read the GPU utilisation samples: IO Error"):
+    with pytest.raises(InputError, match=r"cluster_gpu_util\.gz: cannot read the GPU utilisation samples: "
+                       r"IO Error: Unexpected end of GZIP stream"):
         job_gpu_utilization(_attempts(), path)

@@ -22,7 +22,7 @@ import polars as pl
 from dlcluster.analysis.common import ordered_mean, outcome
 from dlcluster.analysis.locality import first_attempts
 from dlcluster.errors import InputError
-from dlcluster.io.philly_util import FILES, SUFFIXES, PhillyUtilization
+from dlcluster.io.philly_util import PhillyUtilization
 
 MEMORY_LIMIT = "1GB"
 TABLE3_SIZES = (1, 4, 8, 16)
@@ -31,9 +31,7 @@ TABLE3_SIZES = (1, 4, 8, 16)
 def _source(util: PhillyUtilization | str | Path) -> PhillyUtilization:
     if isinstance(util, PhillyUtilization):
         return util
-    path = Path(util)
-    folder = path.parent if path.is_file() and path.name in {FILES["gpu"] + s for s in SUFFIXES} else path
-    return PhillyUtilization(folder)
+    return PhillyUtilization.of_file(Path(util), "gpu") or PhillyUtilization(util)
 
 
 def _read_into(con: duckdb.DuckDBPyConnection, source: PhillyUtilization, sql: str) -> None:

@@ -57,7 +57,8 @@ WIDE = "_wide"  # on a row with more or fewer fields than the header: what is wr
 _COMPRESSION = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}  # by magic number: Polars decodes both
 COMPRESSED = tuple(_COMPRESSION)
 _ZSTD_WORDS = {"Truncated compressed stream": "incomplete frame"}  # pyarrow's words for a damaged zstd file → Polars'
-CSV_NAMES = (".csv", ".csv.gz", ".csv.zst")  # the file names a CSV detected by its name may have: plain or compressed
+SUFFIXES = ("", ".gz", ".zst")  # what a file's name may end with, plain or compressed (told by content, not name)
+CSV_NAMES = tuple(f".csv{s}" for s in SUFFIXES)  # the file names a CSV detected by its name may have
 
 
 def read_csv_text(
@@ -204,6 +205,11 @@ def decompressing(path: str | Path) -> Iterator[None]:
         reason = "unexpected end of file" if isinstance(exc, EOFError) else os_reason(exc)
         reason = _ZSTD_WORDS.get(reason, reason.removeprefix("ZSTD decompress failed: "))
         raise InputError(f"truncated or corrupt {kind} file ({reason})", path=path) from exc
+
+
+def first_file(folder: Path, name: str) -> Path | None:
+    """The folder's file ``name``, plain or compressed: the first of ``name`` with :data:`SUFFIXES` that is a file."""
+    return next((folder / (name + s) for s in SUFFIXES if (folder / (name + s)).is_file()), None)
 
 
 def compression(path: Path) -> str | None:

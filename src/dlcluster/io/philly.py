@@ -47,6 +47,7 @@ from dlcluster.io._common import (
     apply_checks,
     decompressing,
     duplicate,
+    first_file,
     is_null_token,
     map_status,
     open_bytes,
@@ -65,7 +66,6 @@ from dlcluster.trace import Trace
 
 TIMEZONE = "America/Los_Angeles"
 JOB_LOG = "cluster_job_log"
-JOB_LOGS = (JOB_LOG, f"{JOB_LOG}.gz", f"{JOB_LOG}.zst")  # a folder's job log: the first of these that is a file
 MACHINE_LISTS = ("revised_machine_list.csv", "cluster_machine_list")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 TIME_TEXT = "a time (YYYY-MM-DD HH:MM:SS)"
@@ -78,10 +78,11 @@ MAX_DEPTH = 64  # JSON nesting accepted in the job log (a record needs 6): deepe
 
 
 def _log_path(path: Path) -> Path:
-    """The job log: ``path`` itself, or a folder's first of :data:`JOB_LOGS` (``cluster_job_log`` if none is there)."""
+    """The job log: ``path`` itself, or a folder's ``cluster_job_log`` (plain, ``.gz`` or ``.zst``: see
+    :func:`first_file`; the plain name if none is there)."""
     if not path.is_dir():
         return path
-    return next((path / name for name in JOB_LOGS if (path / name).is_file()), path / JOB_LOG)
+    return first_file(path, JOB_LOG) or path / JOB_LOG
 
 
 def _starts_array(log: Path) -> bool:
@@ -91,7 +92,7 @@ def _starts_array(log: Path) -> bool:
 
 
 def sniff(path: Path) -> bool:
-    """A folder holding a job log (see :data:`JOB_LOGS`), or a ``cluster_job_log*`` file, plain or gzip- or
+    """A folder holding a job log (see :func:`_log_path`), or a ``cluster_job_log*`` file, plain or gzip- or
     zstd-compressed, that starts a JSON array (a compressed one too damaged to show its first bytes is refused)."""
     log = _log_path(path)
     if not log.is_file() or not log.name.startswith(JOB_LOG):

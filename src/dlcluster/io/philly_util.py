@@ -7,7 +7,7 @@ named ``machine_id``, and NULL for ``NA``. Times carry a ``PDT``/``PST`` suffix,
 fixes the UTC offset exactly (-7 h / -8 h), so the repeated hour of the autumn change
 stays unambiguous. Rows may end with a trailing comma. Each file may be gzip- or
 zstd-compressed, named with or without ``.gz``/``.zst``; a folder's file of a kind is the first
-of its names that exists (:meth:`PhillyUtilization.file`). Nothing is read until a relation is queried;
+of its names that exists (:func:`~dlcluster.io._common.first_file`). Nothing is read until a relation is queried;
 a bad value then fails the query with DuckDB's error naming the line.
 """
 
@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlcluster.errors import InputError
-from dlcluster.io._common import compression, decompressing, open_bytes
+from dlcluster.io._common import SUFFIXES, compression, decompressing, first_file, open_bytes
 
 if TYPE_CHECKING:  # imported when a folder is opened: format detection and job reading never need it
     import duckdb
 
 FILES = {"gpu": "cluster_gpu_util", "cpu": "cluster_cpu_util", "mem": "cluster_mem_util"}
-SUFFIXES = ("", ".gz", ".zst")  # a kind's file: the first of its names with these that is a file
 _OFFSETS = {"PDT": 7 * 3600, "PST": 8 * 3600}
 
 
@@ -39,6 +38,17 @@ class PhillyUtilization:
 
         self.folder = Path(folder)
         self._con = duckdb.connect()
+        self._named: dict[str, Path] = {}  # kind → the file a user named (see of_file)
+
+    @classmethod
+    def of_file(cls, path: Path, kind: str) -> PhillyUtilization | None:
+        """The utilisation of ``path``'s folder with ``path`` as its ``kind`` file, if ``path`` is a file named as
+        one (plain or compressed: ``cluster_gpu_util.gz``); else None."""
+        if not (path.is_file() and path.name in {FILES[kind] + s for s in SUFFIXES}):
+            return None
+        util = cls(path.parent)
+        util._named[kind] = path
+        return util
 
     @property
     def available(self) -> tuple[str, ...]:
@@ -46,9 +56,9 @@ class PhillyUtilization:
         return tuple(kind for kind in FILES if self.file(kind) is not None)
 
     def file(self, kind: str) -> Path | None:
-        """The folder's ``kind`` (gpu, cpu, mem) file, plain or compressed, or None."""
-        names = (self.folder / (FILES[kind] + suffix) for suffix in SUFFIXES)
-        return next((path for path in names if path.is_file()), None)
+        """The ``kind`` (gpu, cpu, mem) file: the one named (:meth:`of_file`), else the folder's, plain or compressed,
+        or None."""
+        return self._named.get(kind) or first_file(self.folder, FILES[kind])
 
     def gpu(self) -> duckdb.DuckDBPyRelation:
         """``time, machine_id, gpu0_util .. gpu7_util`` (percent, NULL where NA)."""
