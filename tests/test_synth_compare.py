@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import os
 import re
 import subprocess
 import sys
@@ -14,12 +15,14 @@ import polars as pl
 import pytest
 from browser import needs_chromium, offline_page, visible_figures
 
+from dlcluster.cli.synth_cmd import _short
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.parquet import write as write_parquet
 from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
-from dlcluster.synth.compare import fidelity, gini, interarrival_cv, same_second_share, size_seasons
+from dlcluster.synth.compare import FIDELITY_SCHEMA, fidelity, fidelity_over, gini, interarrival_cv, same_second_share, size_seasons
+from dlcluster.synth.compare_report import CDF_POINTS, sections, summarize
 from dlcluster.synth.compare_report import write as write_report
 from dlcluster.synth.downstream import downstream, markdown_over_seeds, over_seeds, seeds_table
 from dlcluster.trace import Trace
@@ -163,8 +166,8 @@ def test_report_is_deterministic(tmp_path: Path) -> None:
     real, gen = generate(model, days=2, seed=1), generate(model, days=2, seed=2)
     assert real.cluster is not None
     table, queueing = fidelity(real, gen), downstream(real, gen, real.cluster, loads=(2.0,))
-    one = write_report(tmp_path / "one", real, gen, table, queueing, ("r", "g")).read_bytes()
-    two = write_report(tmp_path / "two", real, gen, table, queueing, ("r", "g")).read_bytes()
+    one = write_report(tmp_path / "one", summarize(real), [summarize(gen)], table, queueing, ("r", ["g"])).read_bytes()
+    two = write_report(tmp_path / "two", summarize(real), [summarize(gen)], table, queueing, ("r", ["g"])).read_bytes()
     assert one == two and b"<svg" in one and b"http" not in one.replace(b"http://www.w3.org", b"")
 
 
@@ -173,13 +176,140 @@ def test_report_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
     model = load_preset("helios-venus")
     real, gen = generate(model, days=3, seed=1), generate(model, days=3, seed=2)
     assert real.cluster is not None
-    page_path = write_report(tmp_path / "report", real, gen, fidelity(real, gen),
-                             downstream(real, gen, real.cluster, loads=(2.0, 3.0)), ("real", "generated"))
+    page_path = write_report(tmp_path / "report", summarize(real), [summarize(gen)], fidelity(real, gen),
+                             downstream(real, gen, real.cluster, loads=(2.0, 3.0)), ("real", ["generated"]))
     with offline_page(page_path) as page:
         assert len(visible_figures(page)) == 6
         assert page.locator("nav a").count() == 4
         assert page.locator("#fidelity-table table tbody tr").count() >= 13
         assert "inter-arrival CV" in page.locator("#fidelity-table").inner_text()
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_short_numbers_of_a_range_column() -> None:
+    assert [_short(x) for x in (0.01234, 987.0, 12_345.0, 4_560_000.0, None)] == ["0.0123", "987", "12.3k", "4.56M",
+                                                                                   "–"]
+
+
+def test_fidelity_over_several_traces_takes_median_range_and_rank_by_hand() -> None:
+    def table(real: float | None, generated: float | None) -> pl.DataFrame:
+        return pl.DataFrame({"metric": ["x"], "real": [real], "generated": [generated], "relative_error": [None]},
+                            schema=FIDELITY_SCHEMA)
+
+    over = fidelity_over([table(10.0, v) for v in (5.0, 10.0, 30.0, None, 40.0)]).row(0, named=True)
+    # the trace without a value is left out: the median of 5, 10, 30, 40
+    assert (over["generated"], over["low"], over["high"], over["traces"]) == (20.0, 5.0, 40.0, 4)
+    assert over["relative_error"] == pytest.approx(1.0)
+    assert over["real_rank"] == pytest.approx((1 + 0.5) / 4)  # one below, one tie
+    distance = fidelity_over([table(None, v) for v in (0.1, 0.3)]).row(0, named=True)
+    assert distance["generated"] == pytest.approx(0.2) and distance["real_rank"] is None
+    assert distance["relative_error"] is None
+
+
+def test_summary_keeps_a_thinned_distribution_with_its_ends() -> None:
+    n = 3 * CDF_POINTS + 1
+    jobs = pl.DataFrame({"job_id": [str(i) for i in range(n)], "cluster": "t", "vc": "a", "gpu_num": 1,
+                         "submit_time": list(range(n)), "duration": list(range(n, 0, -1)), "status": "completed"})
+    x, share = summarize(Trace(conform(jobs), format="hand", timezone="UTC")).durations
+    assert len(x) == CDF_POINTS and (x[0], x[-1]) == (1, n) and share[-1] == 1.0
+    assert np.all(np.diff(x) > 0) and share[0] == pytest.approx(1 / n)
+    # each kept point lies on the full curve: share of values ≤ x
+    assert np.allclose(share, x / n)
+
+
+def test_cli_compare_of_several_generated_traces_prints_median_range_and_rank(tmp_path: Path) -> None:
+    model = load_preset("helios-venus")
+    real, gens = tmp_path / "real.parquet", [tmp_path / f"g{s}.parquet" for s in (2, 3, 4)]
+    write_parquet(generate(model, days=2, seed=1), real)
+    for s, path in zip((2, 3, 4), gens, strict=True):
+        write_parquet(generate(model, days=2, seed=s), path)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), *map(str, gens),
+                           "--loads", "2", "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr
+    assert "fidelity of 3 generated traces against real.parquet" in done.stdout
+    assert re.search(r"┃\s+median ┃", done.stdout) and re.search(r"┃\s+below ┃", done.stdout)
+    # the queueing rows are those of the Python API over the same seeds
+    traces = [read_trace(p) for p in (real, *gens)]
+    assert traces[0].cluster is not None
+    table = over_seeds(traces[0], traces[1:], traces[0].cluster, loads=(2.0,))
+    row = table.filter((pl.col("policy") == "fifo") & (pl.col("statistic") == "mean")).row(0, named=True)
+    line = next(x for x in done.stdout.splitlines() if re.search(r"│\s+2 │ fifo\s+│ mean", x))
+    assert f"{row['generated_s']:,.0f}" in line and f"{row['real_rank']:.0%}" in line
+    assert f"{_short(row['low_s'])}–{_short(row['high_s'])}" in line
+    page = (tmp_path / "out/index.html").read_text()
+    assert "generated: real.parquet" not in page and "generated: g2.parquet, g3.parquet, g4.parquet" in page
+    assert "Several generated traces" in page
+
+
+def test_report_of_several_traces_draws_each_distribution_and_the_median_with_its_range() -> None:
+    from matplotlib.container import ErrorbarContainer
+    from matplotlib.figure import Figure
+
+    model = load_preset("helios-venus")
+    real, gens = generate(model, days=2, seed=1), [generate(model, days=2, seed=s) for s in (2, 3, 4)]
+    assert real.cluster is not None
+    table = fidelity_over([fidelity(real, g) for g in gens])
+    items = {i.id: i for sec in sections(summarize(real), [summarize(g) for g in gens], table,
+                                         over_seeds(real, gens, real.cluster, loads=(2.0,))) for i in sec.items}
+
+    def axes(name: str) -> object:
+        figure = items[name].figure
+        assert isinstance(figure, Figure)
+        return figure.axes[0]
+
+    for name in ("durations", "gaps"):  # the real trace and each generated one
+        assert len(axes(name).lines) == 1 + len(gens)
+    daily = axes("daily")
+    assert len(daily.lines) == 2 and len(daily.collections) == 1  # real, the median; the range as a band
+    for name in ("gpu-mix", "size-medians", "queueing"):  # the median with its range as error bars
+        assert any(isinstance(c, ErrorbarContainer) for c in axes(name).containers)
+    queueing = axes("queueing").containers[-1]  # (bars drawn last: the generated ones' medians)
+    medians = [p.get_height() for p in queueing.patches]
+    assert medians == pytest.approx(over_seeds(real, gens, real.cluster, loads=(2.0,))["generated_s"].to_list())
+
+
+def test_cli_compare_holds_one_generated_trace_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    from dlcluster.cli import main
+    from dlcluster.cli import synth_cmd
+
+    model = load_preset("helios-venus")
+    paths = [tmp_path / f"{s}.parquet" for s in range(4)]
+    for s, path in enumerate(paths):
+        write_parquet(generate(model, days=1, seed=s), path)
+    alive: list[weakref.ref[Trace]] = []
+    held = []
+    real_load = synth_cmd.load_trace
+
+    def load(path: Path, *args: object, **kwargs: object) -> Trace:
+        gc.collect()
+        held.append(sum(r() is not None for r in alive))
+        trace = real_load(path, *args, **kwargs)  # type: ignore[arg-type]
+        if path != paths[0]:
+            alive.append(weakref.ref(trace))
+        return trace
+
+    monkeypatch.setattr(synth_cmd, "load_trace", load)
+    main(["synth", "compare", *map(str, paths), "--loads", "2"])
+    assert held == [0, 0, 0, 0]  # when each trace is read, no generated trace read before it is still held
+
+
+@needs_chromium
+def test_report_of_several_generated_traces_loads_offline_with_every_figure_visible(tmp_path: Path) -> None:
+    model = load_preset("helios-venus")
+    real, gens = generate(model, days=3, seed=1), [generate(model, days=3, seed=s) for s in (2, 3, 4)]
+    assert real.cluster is not None
+    table = fidelity_over([fidelity(real, g) for g in gens])
+    page_path = write_report(tmp_path / "report", summarize(real), [summarize(g) for g in gens], table,
+                             over_seeds(real, gens, real.cluster, loads=(2.0,)), ("real", ["a", "b", "c"]))
+    with offline_page(page_path) as page:
+        assert len(visible_figures(page)) == 6
+        assert page.locator("#fidelity-table table tbody tr").count() == table.height
+        assert "real_rank" in page.locator("#fidelity-table").inner_text()
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert (tmp_path / "report.png").stat().st_size > 10_000
 

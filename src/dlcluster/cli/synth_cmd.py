@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,11 @@ from dlcluster.cli.options import PATH, output_folder, reading_options
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from dlcluster.trace import Trace
 
 
 @app.group(invoke_without_command=True)
@@ -92,25 +98,25 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
 
 @synth.command("compare")
 @click.argument("real_path", type=PATH, metavar="REAL")
-@click.argument("generated_path", type=PATH, metavar="GENERATED")
+@click.argument("generated_paths", type=PATH, metavar="GENERATED...", nargs=-1, required=True)
 @click.option("--output", "-o", type=PATH, help="Also write an HTML report (and its tables) here.")
 @click.option("--cluster", "cluster_file", type=PATH, help="VC sizes for the downstream queueing (default: the real "
-              "trace's own, else the generated one's).")
+              "trace's own, else the first generated one's).")
 @click.option("--real-format", help="Force the real trace's input format.")
-@click.option("--generated-format", help="Force the generated trace's format.")
+@click.option("--generated-format", help="Force the generated traces' format.")
 @click.option("--loads", default="2,3", show_default=True, help="Loads (inter-arrival divisors) of the queueing "
               "comparison.")
-def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_file: Path | None,
+def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | None, cluster_file: Path | None,
             real_format: str | None, generated_format: str | None, loads: str) -> None:
-    """Fidelity of a generated trace: marginals, arrival process, per-size and per-user structure, and the
-    FIFO/SJF queueing both produce on the same cluster. Exit status 0 whatever the distances."""
-    from rich.table import Table
-
+    """Fidelity of generated traces: marginals, arrival process, per-size and per-user structure, and the FIFO/SJF
+    queueing each produces on the same cluster as the real one. Several GENERATED traces (seeds of one model) are
+    summarised by their median, their range and where the real value falls among them. Exit status 0 whatever
+    the distances."""
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
-    from dlcluster.synth.compare import fidelity
-    from dlcluster.synth.downstream import downstream, not_simulated
+    from dlcluster.synth.compare import fidelity, fidelity_over
+    from dlcluster.synth.downstream import queueing_by_case, seeds_table
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -121,38 +127,96 @@ def compare(real_path: Path, generated_path: Path, output: Path | None, cluster_
     for level in levels:  # checked before the traces are read, as every option is
         check_load(level, option="--loads")
     output_folder(output)
-    real = load_trace(real_path, real_format, lenient=False, format_option="--real-format")
-    generated = load_trace(generated_path, generated_format, lenient=False, format_option="--generated-format")
-    for path, trace in ((real_path, real), (generated_path, generated)):
+
+    def read(path: Path, fmt: str | None, option: str) -> Trace:
+        trace = load_trace(path, fmt, lenient=False, format_option=option)
         if trace.jobs["submit_time"].drop_nulls().len() == 0:
             raise InputError("no job with a submission time: nothing to compare", path=path)
-    spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster or generated.cluster
-    table = fidelity(real, generated)
+        return trace
+
+    real = read(real_path, real_format, "--real-format")
+    first = read(generated_paths[0], generated_format, "--generated-format")
+    spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster or first.cluster
+    real_cases = queueing_by_case(real, spec, levels) if spec is not None else None
+    real_view = compare_report.summarize(real) if output is not None else None
+    tables, runs, views = [], [], []
+    # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
+    unread = [first]
+    del first
+    for i, path in enumerate(generated_paths):
+        generated = unread.pop() if unread else read(path, generated_format, "--generated-format")
+        with err_console.status(f"comparing {path.name} ({i + 1} of {len(generated_paths)}) ..."):
+            tables.append(fidelity(real, generated))
+            if spec is not None:
+                runs.append(queueing_by_case(generated, spec, levels))
+            if output is not None:
+                views.append(compare_report.summarize(generated))
+        del generated
+    several = len(generated_paths) > 1
+    table = fidelity_over(tables) if several else tables[0]
     queueing = None
-    if spec is not None:
-        with err_console.status("simulating both traces ..."):
-            queueing = downstream(real, generated, spec, loads=levels)
-    shown = Table(title=f"fidelity of {generated_path.name} against {real_path.name}")
-    for column in ("metric", "real", "generated", "relative error"):
+    if real_cases is not None:
+        queueing = seeds_table(real_cases, runs)
+        if not several:
+            queueing = queueing.drop("low_s", "high_s", "real_rank")
+    _print_tables(table, queueing, real_path.name,
+                  f"{len(generated_paths)} generated traces" if several else generated_paths[0].name)
+    if output is not None:
+        assert real_view is not None
+        page = compare_report.write(output, real_view, views, table, queueing,
+                                    (real_path.name, [p.name for p in generated_paths]))
+        err_console.print(f"report: {page}")
+
+
+def _print_tables(table: pl.DataFrame, queueing: pl.DataFrame | None, real: str, generated: str) -> None:
+    """The fidelity table and the queueing table on the terminal (with several generated traces: their median,
+    range and the share below the real value)."""
+    from rich.table import Table
+
+    from dlcluster.synth.downstream import not_simulated
+
+    several = "real_rank" in table.columns
+    shown = Table(title=f"fidelity of {generated} against {real}")
+    # (several traces: short headings, so that the two extra columns fit a terminal of 80 characters)
+    for column in ("metric", "real", "median", "error", "range", "below\nreal") if several else \
+            ("metric", "real", "generated", "relative error"):
         shown.add_column(column, justify="left" if column == "metric" else "right")
     for row in table.iter_rows(named=True):
-        shown.add_row(row["metric"], _num(row["real"]), _num(row["generated"]), _pct(row["relative_error"]))
+        extra = (_range(row["low"], row["high"]), _share(row["real_rank"])) if several else ()
+        shown.add_row(row["metric"], _num(row["real"]), _num(row["generated"]), _pct(row["relative_error"]), *extra)
     Console().print(shown)
     if queueing is None:
         err_console.print("no downstream queueing: neither trace carries VC sizes (give --cluster FILE)")
-    else:
-        sim = Table(title="simulated queueing delay (s) on the same cluster")
-        for column in ("load", "policy", "statistic", "real", "generated", "relative error"):
-            sim.add_column(column, justify="left" if column in ("policy", "statistic") else "right")
-        for row in queueing.iter_rows(named=True):
-            sim.add_row(f"{row['load']:g}", row["policy"], row["statistic"], _num(row["real_s"]),
-                        _num(row["generated_s"]), _pct(row["relative_error"]))
-        Console().print(sim)
-        if (why := not_simulated(queueing)) is not None:
-            err_console.print(f"note: {why}", soft_wrap=True, highlight=False, markup=False)
-    if output is not None:
-        page = compare_report.write(output, real, generated, table, queueing, (real_path.name, generated_path.name))
-        err_console.print(f"report: {page}")
+        return
+    sim = Table(title="simulated queueing delay (s) on the same cluster")
+    for column in ("load", "policy", "stat", "real", "median", "error", "range", "below\nreal") if several else \
+            ("load", "policy", "statistic", "real", "generated", "relative error"):
+        sim.add_column(column, justify="left" if column in ("policy", "stat", "statistic") else "right")
+    for row in queueing.iter_rows(named=True):
+        extra = (_range(row["low_s"], row["high_s"]), _share(row["real_rank"])) if several else ()
+        sim.add_row(f"{row['load']:g}", row["policy"], row["statistic"], _num(row["real_s"]),
+                    _num(row["generated_s"]), _pct(row["relative_error"]), *extra)
+    Console().print(sim)
+    if (why := not_simulated(queueing)) is not None:
+        err_console.print(f"note: {why}", soft_wrap=True, highlight=False, markup=False)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    return f"{_short(low)}–{_short(high)}"
+
+
+def _short(x: float | None) -> str:
+    """A number in at most five characters or so: 0.0123, 987, 12.3k, 4.56M (a range column fits a terminal)."""
+    if x is None or x != x:
+        return "–"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def _share(x: float | None) -> str:
+    return "–" if x is None or x != x else f"{x:.0%}"
 
 
 def _num(x: float | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -156,6 +157,9 @@ def _row(metric: str, real: float | None, generated: float | None, kind: str) ->
     return {"metric": metric, "real": real, "generated": generated, "relative_error": error}
 
 
+FIDELITY_SCHEMA = {"metric": pl.String, "real": pl.Float64, "generated": pl.Float64, "relative_error": pl.Float64}
+
+
 def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     """The fidelity table: marginals, arrival process, per-size medians and per-user concentration."""
     near = closeness(real, generated)
@@ -182,5 +186,25 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     medians_r = size_medians(real)
     for g in sorted(int(x) for x in counts.filter(pl.col("count") >= MIN_SIZE_JOBS)["gpu_num"]):
         rows.append(_row(f"median duration s, {g} GPU", medians_r.get(g), medians_g.get(g), "relative"))
-    schema = {"metric": pl.String, "real": pl.Float64, "generated": pl.Float64, "relative_error": pl.Float64}
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=FIDELITY_SCHEMA)
+
+
+def fidelity_over(tables: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """:func:`fidelity` tables of several generated traces against one real trace, as one table: per metric the
+    real value, the median of the generated ones and its relative error, their least and greatest value
+    (``low``, ``high``) and the share of them below the real value (``real_rank``, ties counted half; none for
+    distances, which have no real value). A generated trace without a value (no job of that size) is left out of
+    that metric."""
+    rows = []
+    for metric, real in tables[0].select("metric", "real").iter_rows():
+        values = [v for t in tables for v in t.filter(pl.col("metric") == metric)["generated"].to_list()
+                  if v is not None and not math.isnan(v)]
+        median = float(np.median(values)) if values else None
+        row = _row(metric, real, median, "relative" if real is not None else "distance")
+        rank = None
+        if real is not None and not math.isnan(real) and values:
+            rank = sum(1.0 if v < real else 0.5 if v == real else 0.0 for v in values) / len(values)
+        rows.append({**row, "low": min(values, default=None), "high": max(values, default=None), "real_rank": rank,
+                     "traces": len(values)})
+    return pl.DataFrame(rows, schema={**FIDELITY_SCHEMA, "low": pl.Float64, "high": pl.Float64,
+                                      "real_rank": pl.Float64, "traces": pl.Int64})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,38 @@ from dlcluster.synth.downstream import not_simulated
 from dlcluster.trace import Trace
 
 NAMES = ("real", "generated")
+CDF_POINTS = 2_048  # points of a trace's cumulative distribution kept for drawing it
+
+
+def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points (x, share of values ≤ x) of the empirical distribution of ``values``: all of them, or
+    :data:`CDF_POINTS` evenly spaced by rank (the same curve at a figure's resolution)."""
+    x = np.sort(values)
+    at = np.arange(len(x)) if len(x) <= CDF_POINTS else np.unique(np.linspace(0, len(x) - 1, CDF_POINTS).round()
+                                                                   .astype(np.int64))
+    return x[at], (at + 1) / max(len(x), 1)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the report draws of one trace: a few kilobytes, so the report of many generated traces needs none of
+    them in memory."""
+
+    jobs: int
+    durations: tuple[np.ndarray, np.ndarray]  # (run time, share of jobs ≤ it)
+    gaps: tuple[np.ndarray, np.ndarray]  # (gap between consecutive submissions, share of gaps ≤ it)
+    gpu_mix: dict[int, float]  # share of jobs per GPU count
+    size_medians: dict[int, float]
+    daily: np.ndarray  # submissions per day
+
+
+def summarize(trace: Trace) -> Summary:
+    """The :class:`Summary` of ``trace``."""
+    mix = trace.jobs["gpu_num"].value_counts()
+    return Summary(trace.jobs.height, _ecdf(trace.jobs["duration"].drop_nulls().to_numpy()),
+                   _ecdf(np.diff(np.sort(trace.jobs["submit_time"].drop_nulls().to_numpy()))),
+                   {int(g): n / trace.jobs.height for g, n in mix.iter_rows()}, size_medians(trace),
+                   daily_counts(trace))
 
 
 def _figure(width: float = 1.6) -> tuple[Figure, object]:
@@ -24,11 +57,17 @@ def _figure(width: float = 1.6) -> tuple[Figure, object]:
     return fig, fig.subplots()
 
 
-def _cdf(values: list[np.ndarray], xlabel: str) -> Figure:
+def _generated_label(n: int) -> str:
+    return "generated" if n == 1 else f"generated ({n} traces)"
+
+
+def _cdf(real: tuple[np.ndarray, np.ndarray], generated: list[tuple[np.ndarray, np.ndarray]], xlabel: str) -> Figure:
     fig, ax = _figure()
-    for i, (name, x) in enumerate(zip(NAMES, values, strict=True)):
-        x = np.sort(x)
-        ax.step(np.maximum(x, 1), np.arange(1, len(x) + 1) / len(x), where="post", color=colour(i), label=name)
+    ax.step(np.maximum(real[0], 1), real[1], where="post", color=colour(0), label=NAMES[0])
+    many = len(generated) > 1
+    for i, (x, y) in enumerate(generated):  # several: thin and pale, one legend entry for all
+        ax.step(np.maximum(x, 1), y, where="post", color=colour(1), label=None if i else _generated_label(
+            len(generated)), linewidth=0.8 if many else None, alpha=0.5 if many else None)
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of jobs ≤ x")
@@ -36,14 +75,23 @@ def _cdf(values: list[np.ndarray], xlabel: str) -> Figure:
     return fig
 
 
-def _bars(labels: list[str], series: list[list[float]], ylabel: str, log: bool = False) -> Figure | None:
-    """Grouped bars, one group per label; None where a log scale has no positive value to draw."""
-    if log and not any(v is not None and math.isfinite(v) and v > 0 for ys in series for v in ys):
+def _bars(labels: list[str], real: list[float], generated: list[list[float]], ylabel: str,
+          log: bool = False, traces: int | None = None) -> Figure | None:
+    """Grouped bars, one group per label: the real value and the generated ones' median (several: with their range
+    as an error bar; ``traces``: how many traces ``generated`` stands for, if not one row each); None where a log
+    scale has no positive value to draw."""
+    values = np.array(generated, dtype=float).reshape(len(generated), len(labels))
+    with np.errstate(all="ignore"):
+        median = np.median(values, axis=0) if len(values) else np.full(len(labels), np.nan)
+    if log and not any(v is not None and math.isfinite(v) and v > 0 for v in [*real, *median]):
         return None
     fig, ax = _figure(max(1.6, len(labels) * 0.25))
     pos = np.arange(len(labels))
-    for i, (name, ys) in enumerate(zip(NAMES, series, strict=True)):
-        ax.bar(pos + (i - 0.5) * 0.4, ys, width=0.4, color=colour(i), label=name)
+    ax.bar(pos - 0.2, real, width=0.4, color=colour(0), label=NAMES[0])
+    n = traces or len(values)
+    err = np.array([median - values.min(axis=0), values.max(axis=0) - median]) if n > 1 else None
+    ax.bar(pos + 0.2, median, width=0.4, color=colour(1),
+           label=_generated_label(n) if n == 1 else f"generated: median and range of {n}", yerr=err, capsize=2)
     ax.set_xticks(pos, labels, rotation=30 if len(labels) > 8 else 0)
     ax.set_ylabel(ylabel)
     if log:
@@ -52,38 +100,50 @@ def _bars(labels: list[str], series: list[list[float]], ylabel: str, log: bool =
     return fig
 
 
-def _daily(traces: tuple[Trace, Trace]) -> Figure:
+def _daily(real: np.ndarray, generated: list[np.ndarray]) -> Figure:
     fig, ax = _figure(2.2)
-    for i, (name, t) in enumerate(zip(NAMES, traces, strict=True)):
-        counts = daily_counts(t)
-        ax.plot(np.arange(len(counts)), counts, color=colour(i), label=name, drawstyle="steps-mid")
+    ax.plot(np.arange(len(real)), real, color=colour(0), label=NAMES[0], drawstyle="steps-mid")
+    if len(generated) == 1:
+        ax.plot(np.arange(len(generated[0])), generated[0], color=colour(1), label=NAMES[1], drawstyle="steps-mid")
+    else:  # per day, over the traces that reach it: the median, and the least to the greatest as a band
+        days = max(len(d) for d in generated)
+        counts = np.full((len(generated), days), np.nan)
+        for row, d in zip(counts, generated, strict=True):
+            row[: len(d)] = d
+        x = np.arange(days)
+        ax.fill_between(x, np.nanmin(counts, axis=0), np.nanmax(counts, axis=0), step="mid", color=colour(1),
+                        alpha=0.25, linewidth=0, label=f"generated: range of {len(generated)}")
+        ax.plot(x, np.nanmedian(counts, axis=0), color=colour(1), label="generated: median", drawstyle="steps-mid")
     ax.set_xlabel("day of the window")
     ax.set_ylabel("submissions")
     ax.legend()
     return fig
 
 
-def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.DataFrame | None) -> list[Section]:
+def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
+             queueing: pl.DataFrame | None) -> list[Section]:
     """The report's sections: the tables, the marginals, the arrival process and the queueing."""
-    traces = (real, generated)
-    mixes = [t.jobs["gpu_num"].value_counts().with_columns((pl.col("count") / t.jobs.height).alias("share"))
-             for t in traces]
-    sizes = sorted(set(mixes[0]["gpu_num"].to_list()) | set(mixes[1]["gpu_num"].to_list()))
-    shares = [[dict(m.select("gpu_num", "share").iter_rows()).get(g, 0.0) for g in sizes] for m in mixes]
+    n = len(generated)
+    sizes = sorted(set(real.gpu_mix).union(*(g.gpu_mix for g in generated)))
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
-    medians = [size_medians(t) for t in traces]
-    size_figure = _bars([str(g) for g in big], [[m.get(g, 0.0) for g in big] for m in medians], "median run time (s)",
+    size_figure = _bars([str(g) for g in big], [real.size_medians.get(g, 0.0) for g in big],
+                        [[s.size_medians.get(g, 0.0) for g in big] for s in generated], "median run time (s)",
                         log=True)
-    fidelity = Section("fidelity", "Fidelity table", "Each statistic of the real and the generated trace; the relative "
-                       "error is generated / real − 1 (distances are of the generated trace from the real one).", [
+    several = ("Several generated traces: the table shows their median, its relative error, their range and the "
+               "share of them whose value is below the real one; the figures draw every trace (distributions) or "
+               "their median and range. ") if n > 1 else ""
+    fidelity = Section("fidelity", "Fidelity table", several + "Each statistic of the real and the generated "
+                       "trace; the relative error is generated / real − 1 (distances are of the generated trace from "
+                       "the real one).", [
                            Item("fidelity-table", "Fidelity", "Statistics as defined in docs/synth.md "
                                 "(synth compare).", shown=table, data={"fidelity": table})])
     marginals = Section("marginals", "Marginals", "Run time and GPU count of every job.", [
         Item("durations", "Run-time distribution", "Cumulative share of jobs with run time ≤ x seconds "
-             "(log scale; 0 s drawn at 1 s).",
-             figure=_cdf([t.jobs["duration"].drop_nulls().to_numpy() for t in traces], "run time (s)")),
+             "(log scale; 0 s drawn at 1 s).", figure=_cdf(real.durations, [g.durations for g in generated],
+                                                            "run time (s)")),
         Item("gpu-mix", "GPU-count mix", "Share of jobs per GPU count (log scale).",
-             figure=_bars([str(g) for g in sizes], shares, "share of jobs", log=True)),
+             figure=_bars([str(g) for g in sizes], [real.gpu_mix.get(g, 0.0) for g in sizes],
+                          [[s.gpu_mix.get(g, 0.0) for g in sizes] for s in generated], "share of jobs", log=True)),
         Item("size-medians", "Median run time per GPU count", "Median run time of the jobs of each GPU count "
              "with at least 200 real jobs.",
              figure=size_figure, absent=None if size_figure else "no GPU count has 200 real jobs"),
@@ -92,17 +152,19 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
                        "submissions per day.", [
         Item("gaps", "Inter-arrival gaps", "Cumulative share of gaps between consecutive submissions ≤ x seconds "
              "(log scale; same-second gaps drawn at 1 s).",
-             figure=_cdf([np.diff(np.sort(t.jobs["submit_time"].to_numpy())) for t in traces], "gap (s)")),
+             figure=_cdf(real.gaps, [g.gaps for g in generated], "gap (s)")),
         Item("daily", "Submissions per day", "Jobs submitted on each day from the window's first local midnight.",
-             figure=_daily(traces)),
+             figure=_daily(real.daily, [g.daily for g in generated])),
     ])
     if queueing is None:
         downstream_items = [Item("queueing", "Queueing", "Simulated queueing delay.",
                                  absent="no cluster: give --cluster or traces that carry VC sizes")]
     else:
         labels = [f"{r['policy']} ×{r['load']:g} {r['statistic']}" for r in queueing.iter_rows(named=True)]
-        figure = _bars(labels, [queueing["real_s"].to_list(), queueing["generated_s"].to_list()],
-                       "queueing delay (s)", log=True)
+        # (the table holds the median and the range; the range's ends stand for the traces between them)
+        spread = [queueing["generated_s"].to_list()] if n == 1 else \
+            [queueing["low_s"].to_list(), queueing["generated_s"].to_list(), queueing["high_s"].to_list()]
+        figure = _bars(labels, queueing["real_s"].to_list(), spread, "queueing delay (s)", log=True, traces=n)
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
                                  "jobs are simulated on the same cluster with inter-arrival times divided by the load."
@@ -115,9 +177,11 @@ def sections(real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.Da
     return [fidelity, marginals, arrivals, downstream]
 
 
-def write(out: Path, real: Trace, generated: Trace, table: pl.DataFrame, queueing: pl.DataFrame | None,
-          names: tuple[str, str]) -> Path:
+def write(out: Path, real: Summary, generated: list[Summary], table: pl.DataFrame, queueing: pl.DataFrame | None,
+          names: tuple[str, list[str]]) -> Path:
     """Write ``index.html`` with inlined figures (and the figures and tables as files) under ``out``."""
+    jobs = [g.jobs for g in generated]
+    counts = f"{jobs[0]:,} jobs" if len(jobs) == 1 else f"{min(jobs):,}–{max(jobs):,} jobs"
     return write_report(sections(real, generated, table, queueing), out, "Synthetic trace fidelity",
-                        [f"real: {names[0]} ({real.jobs.height:,} jobs)",
-                         f"generated: {names[1]} ({generated.jobs.height:,} jobs)"])
+                        [f"real: {names[0]} ({real.jobs:,} jobs)",
+                         f"generated: {', '.join(names[1])} ({counts})"])
