@@ -384,6 +384,27 @@ def test_cli_compare_says_which_trace_never_ran_on_the_cluster(tmp_path: Path) -
     assert html.escape(f"Note: {why}.") in (tmp_path / "out/index.html").read_text()
 
 
+def test_cli_compare_leaves_out_of_the_medians_a_generated_trace_that_never_ran(tmp_path: Path) -> None:
+    # two Venus look-alikes and a Philly one against a Venus one: the Philly jobs' VCs are not the cluster's
+    real, venus, philly = tmp_path / "r.parquet", tmp_path / "v.parquet", tmp_path / "p.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=1, seed=1), real)
+    write_parquet(generate(load_preset("helios-venus"), days=1, seed=2), venus)
+    write_parquet(generate(load_preset("philly"), days=1, seed=1), philly)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(venus), str(philly),
+                           "--loads", "2", "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "160"})
+    why = ("no GPU job of p.parquet ran on the cluster (none needs a GPU, or its VCs are not the cluster's): left "
+           "out of the generated traces' medians, ranges and ranks")
+    assert done.returncode == 0 and f"note: {why}\n" in done.stderr, done.stderr
+    assert html.escape(f"Note: {why}.") in (tmp_path / "out/index.html").read_text()
+    # the medians are the Venus look-alike's own values
+    traces = [read_trace(p) for p in (real, venus)]
+    assert traces[0].cluster is not None
+    alone = downstream(traces[0], traces[1], traces[0].cluster, loads=(2.0,))
+    line = next(x for x in done.stdout.splitlines() if re.search(r"│\s+2 │ sjf\s+│ p99", x))
+    assert f"{alone['generated_s'][-1]:,.0f}" in line
+
+
 def test_docs_why_each_vc_needs_its_own_structure() -> None:
     # the documented reasons the per-VC parts carry the load-3 rows: three real VCs at about a quarter of their
     # GPUs at load 1; with the cluster's batch sizes a 64-GPU VC gets sweeps of hundreds of jobs; with one normal

@@ -116,7 +116,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
     from dlcluster.synth.compare import fidelity, fidelity_over
-    from dlcluster.synth.downstream import queueing_by_case, seeds_table
+    from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -161,10 +161,13 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
             queueing = queueing.drop("low_s", "high_s", "real_rank")
     _print_tables(table, queueing, real_path.name,
                   f"{len(generated_paths)} generated traces" if several else generated_paths[0].name)
+    idle = never_ran(runs, [p.name for p in generated_paths]) if several and runs else None
+    if idle is not None:
+        err_console.print(f"note: {idle}", soft_wrap=True, highlight=False, markup=False)
     if output is not None:
         assert real_view is not None
         page = compare_report.write(output, real_view, views, table, queueing,
-                                    (real_path.name, [p.name for p in generated_paths]))
+                                    (real_path.name, [p.name for p in generated_paths]), idle)
         err_console.print(f"report: {page}")
 
 

@@ -121,8 +121,9 @@ def _daily(real: np.ndarray, generated: list[np.ndarray]) -> Figure:
 
 
 def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
-             queueing: pl.DataFrame | None) -> list[Section]:
-    """The report's sections: the tables, the marginals, the arrival process and the queueing."""
+             queueing: pl.DataFrame | None, note: str | None = None) -> list[Section]:
+    """The report's sections: the tables, the marginals, the arrival process and the queueing (``note``: said of
+    the queueing, e.g. which generated traces never ran)."""
     n = len(generated)
     sizes = sorted(set(real.gpu_mix).union(*(g.gpu_mix for g in generated)))
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
@@ -168,7 +169,7 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
                                  "jobs are simulated on the same cluster with inter-arrival times divided by the load."
-                                 + (f" Note: {why}." if (why := not_simulated(queueing)) else ""),
+                                 + "".join(f" Note: {why}." for why in (not_simulated(queueing), note) if why),
                                  figure=figure, absent=None if figure else "no job of either trace waited (or none "
                                  "needs a GPU): every delay in the table is 0 s or undefined",
                                  shown=queueing, data={"queueing": queueing})]
@@ -178,10 +179,11 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
 
 
 def write(out: Path, real: Summary, generated: list[Summary], table: pl.DataFrame, queueing: pl.DataFrame | None,
-          names: tuple[str, list[str]]) -> Path:
-    """Write ``index.html`` with inlined figures (and the figures and tables as files) under ``out``."""
+          names: tuple[str, list[str]], note: str | None = None) -> Path:
+    """Write ``index.html`` with inlined figures (and the figures and tables as files) under ``out`` (``note``: see
+    :func:`sections`)."""
     jobs = [g.jobs for g in generated]
     counts = f"{jobs[0]:,} jobs" if len(jobs) == 1 else f"{min(jobs):,}–{max(jobs):,} jobs"
-    return write_report(sections(real, generated, table, queueing), out, "Synthetic trace fidelity",
+    return write_report(sections(real, generated, table, queueing, note), out, "Synthetic trace fidelity",
                         [f"real: {names[0]} ({real.jobs:,} jobs)",
                          f"generated: {', '.join(names[1])} ({counts})"])

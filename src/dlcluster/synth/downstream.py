@@ -68,13 +68,25 @@ def seeds_table(real: Cases, runs: Sequence[Cases]) -> pl.DataFrame:
     """:func:`over_seeds`'s table from the real trace's cases and each generated trace's."""
     rows = []
     for (load, policy, statistic), r in real.items():
-        values = [run[(load, policy, statistic)] for run in runs]
-        median = float(np.median(values))
-        below = sum(1.0 if v < r else 0.5 if v == r else 0.0 for v in values) / len(values)
+        # a generated trace none of whose jobs ran has no value (NaN): it is left out, as :func:`never_ran` says
+        values = [v for run in runs if not math.isnan(v := run[(load, policy, statistic)])]
+        median = float(np.median(values)) if values else math.nan
+        below = sum(1.0 if v < r else 0.5 if v == r else 0.0 for v in values) / len(values) if values else math.nan
         rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": median,
                      "relative_error": median / r - 1.0 if r > 0 and not math.isnan(median) else math.nan,
-                     "low_s": min(values), "high_s": max(values), "real_rank": below})
+                     "low_s": min(values, default=math.nan), "high_s": max(values, default=math.nan),
+                     "real_rank": below})
     return pl.DataFrame(rows, schema={**SCHEMA, "low_s": pl.Float64, "high_s": pl.Float64, "real_rank": pl.Float64})
+
+
+def never_ran(runs: Sequence[Cases], names: Sequence[str]) -> str | None:
+    """A sentence naming the generated traces (of several) none of whose jobs ran on the cluster, which
+    :func:`seeds_table` leaves out; None if every one ran, or if none did (:func:`not_simulated` says that)."""
+    idle = [name for name, run in zip(names, runs, strict=True) if all(math.isnan(v) for v in run.values())]
+    if not idle or len(idle) == len(names):
+        return None
+    return (f"no GPU job of {', '.join(idle)} ran on the cluster (none needs a GPU, or its VCs are not the "
+            f"cluster's): left out of the generated traces' medians, ranges and ranks")
 
 
 def not_simulated(table: pl.DataFrame) -> str | None:
