@@ -270,32 +270,38 @@ def test_report_of_several_traces_draws_each_distribution_and_the_median_with_it
     assert medians == pytest.approx(over_seeds(real, gens, real.cluster, loads=(2.0,))["generated_s"].to_list())
 
 
-def test_cli_compare_holds_one_generated_trace_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gc
-    import weakref
+HOLDS_ONE = """
+import gc, sys, weakref
+from pathlib import Path
+from dlcluster.cli import main, synth_cmd
 
-    from dlcluster.cli import main
-    from dlcluster.cli import synth_cmd
+paths = [Path(p) for p in sys.argv[1:]]
+alive, held, real_load = [], [], synth_cmd.load_trace
 
+def load(path, *args, **kwargs):
+    gc.collect()
+    held.append(sum(r() is not None for r in alive))
+    trace = real_load(path, *args, **kwargs)
+    if path != paths[0]:
+        alive.append(weakref.ref(trace))
+    return trace
+
+synth_cmd.load_trace = load
+main(["synth", "compare", *map(str, paths), "--loads", "2"])
+print("held", held)
+"""
+
+
+def test_cli_compare_holds_one_generated_trace_at_a_time(tmp_path: Path) -> None:
+    # in a fresh interpreter, as a user runs the command (a test worker's earlier tests may hold objects of their own)
     model = load_preset("helios-venus")
     paths = [tmp_path / f"{s}.parquet" for s in range(4)]
     for s, path in enumerate(paths):
         write_parquet(generate(model, days=1, seed=s), path)
-    alive: list[weakref.ref[Trace]] = []
-    held = []
-    real_load = synth_cmd.load_trace
-
-    def load(path: Path, *args: object, **kwargs: object) -> Trace:
-        gc.collect()
-        held.append(sum(r() is not None for r in alive))
-        trace = real_load(path, *args, **kwargs)  # type: ignore[arg-type]
-        if path != paths[0]:
-            alive.append(weakref.ref(trace))
-        return trace
-
-    monkeypatch.setattr(synth_cmd, "load_trace", load)
-    main(["synth", "compare", *map(str, paths), "--loads", "2"])
-    assert held == [0, 0, 0, 0]  # when each trace is read, no generated trace read before it is still held
+    done = subprocess.run([sys.executable, "-c", HOLDS_ONE, *map(str, paths)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # when each trace is read, no generated trace read before it is still held
+    assert done.stdout.splitlines()[-1] == "held [0, 0, 0, 0]"
 
 
 @needs_chromium
