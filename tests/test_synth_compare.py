@@ -259,8 +259,10 @@ def test_report_of_several_traces_draws_each_distribution_and_the_median_with_it
         assert isinstance(figure, Figure)
         return figure.axes[0]
 
-    for name in ("durations", "gaps"):  # the real trace and each generated one
-        assert len(axes(name).lines) == 1 + len(gens)
+    for name in ("durations", "gaps"):  # the real trace and each generated one, thinner
+        lines = axes(name).lines
+        assert len(lines) == 1 + len(gens)
+        assert all(line.get_linewidth() < lines[0].get_linewidth() for line in lines[1:])
     daily = axes("daily")
     assert len(daily.lines) == 2 and len(daily.collections) == 1  # real, the median; the range as a band
     for name in ("gpu-mix", "size-medians", "queueing"):  # the median with its range as error bars

@@ -135,21 +135,21 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         return trace
 
     real = read(real_path, real_format, "--real-format")
-    first = read(generated_paths[0], generated_format, "--generated-format")
-    spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster or first.cluster
-    real_cases = queueing_by_case(real, spec, levels) if spec is not None else None
     real_view = compare_report.summarize(real) if output is not None else None
+    spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster
+    real_cases = None
     tables, runs, views = [], [], []
     # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
-    unread = [first]
-    del first
     for i, path in enumerate(generated_paths):
-        generated = unread.pop() if unread else read(path, generated_format, "--generated-format")
+        generated = read(path, generated_format, "--generated-format")
+        if i == 0:  # (without VC sizes of its own or given, the real trace runs on the first generated one's)
+            spec = spec or generated.cluster
+            real_cases = queueing_by_case(real, spec, levels) if spec is not None else None
         with err_console.status(f"comparing {path.name} ({i + 1} of {len(generated_paths)}) ..."):
             tables.append(fidelity(real, generated))
             if spec is not None:
                 runs.append(queueing_by_case(generated, spec, levels))
-            if output is not None:
+            if real_view is not None:
                 views.append(compare_report.summarize(generated))
         del generated
     several = len(generated_paths) > 1
@@ -164,8 +164,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     idle = never_ran(runs, [p.name for p in generated_paths]) if several and runs else None
     if idle is not None:
         err_console.print(f"note: {idle}", soft_wrap=True, highlight=False, markup=False)
-    if output is not None:
-        assert real_view is not None
+    if output is not None and real_view is not None:
         page = compare_report.write(output, real_view, views, table, queueing,
                                     (real_path.name, [p.name for p in generated_paths]), idle)
         err_console.print(f"report: {page}")

@@ -11,6 +11,7 @@ import polars as pl
 from scipy.stats import ks_2samp
 
 from dlcluster.synth.calendar import DAY, weekly_rates
+from dlcluster.synth.downstream import among
 from dlcluster.synth.fit import bucket_expr, window
 from dlcluster.synth.fit_batches import batch_column, batch_rows, session_kinds, sessions
 from dlcluster.synth.model import BUCKETS
@@ -195,16 +196,14 @@ def fidelity_over(tables: Sequence[pl.DataFrame]) -> pl.DataFrame:
     (``low``, ``high``) and the share of them below the real value (``real_rank``, ties counted half; none for
     distances, which have no real value). A generated trace without a value (no job of that size) is left out of
     that metric."""
+    per_metric: dict[str, list[float | None]] = {}
+    for metric, value in pl.concat(tables).select("metric", "generated").iter_rows():
+        per_metric.setdefault(metric, []).append(value)
     rows = []
     for metric, real in tables[0].select("metric", "real").iter_rows():
-        values = [v for t in tables for v in t.filter(pl.col("metric") == metric)["generated"].to_list()
-                  if v is not None and not math.isnan(v)]
-        median = float(np.median(values)) if values else None
-        row = _row(metric, real, median, "relative" if real is not None else "distance")
-        rank = None
-        if real is not None and not math.isnan(real) and values:
-            rank = sum(1.0 if v < real else 0.5 if v == real else 0.0 for v in values) / len(values)
-        rows.append({**row, "low": min(values, default=None), "high": max(values, default=None), "real_rank": rank,
-                     "traces": len(values)})
+        median, low, high, rank, count = (None if isinstance(x, float) and math.isnan(x) else x
+                                          for x in among(per_metric[metric], real))
+        rows.append({**_row(metric, real, median, "relative" if real is not None else "distance"),
+                     "low": low, "high": high, "real_rank": rank, "traces": count})
     return pl.DataFrame(rows, schema={**FIDELITY_SCHEMA, "low": pl.Float64, "high": pl.Float64,
                                       "real_rank": pl.Float64, "traces": pl.Int64})

@@ -75,23 +75,27 @@ def _cdf(real: tuple[np.ndarray, np.ndarray], generated: list[tuple[np.ndarray, 
     return fig
 
 
-def _bars(labels: list[str], real: list[float], generated: list[list[float]], ylabel: str,
-          log: bool = False, traces: int | None = None) -> Figure | None:
-    """Grouped bars, one group per label: the real value and the generated ones' median (several: with their range
-    as an error bar; ``traces``: how many traces ``generated`` stands for, if not one row each); None where a log
-    scale has no positive value to draw."""
-    values = np.array(generated, dtype=float).reshape(len(generated), len(labels))
-    with np.errstate(all="ignore"):
-        median = np.median(values, axis=0) if len(values) else np.full(len(labels), np.nan)
+def _over(rows: list[list[float]]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """Per column of ``rows`` (one row per generated trace): the median, and the least and greatest value when there
+    are several rows (else None)."""
+    values = np.array(rows, dtype=float)
+    return np.median(values, axis=0), (values.min(axis=0), values.max(axis=0)) if len(values) > 1 else None
+
+
+def _bars(labels: list[str], real: list[float], median: list[float] | np.ndarray, ylabel: str, log: bool = False,
+          spread: tuple[np.ndarray, np.ndarray] | tuple[list[float], list[float]] | None = None,
+          traces: int = 1) -> Figure | None:
+    """Grouped bars, one group per label: the real value and the generated ones' median (with ``spread``, their
+    least to greatest value of ``traces`` traces, as an error bar); None where a log scale has no positive value to
+    draw."""
     if log and not any(v is not None and math.isfinite(v) and v > 0 for v in [*real, *median]):
         return None
     fig, ax = _figure(max(1.6, len(labels) * 0.25))
     pos = np.arange(len(labels))
     ax.bar(pos - 0.2, real, width=0.4, color=colour(0), label=NAMES[0])
-    n = traces or len(values)
-    err = np.array([median - values.min(axis=0), values.max(axis=0) - median]) if n > 1 else None
-    ax.bar(pos + 0.2, median, width=0.4, color=colour(1),
-           label=_generated_label(n) if n == 1 else f"generated: median and range of {n}", yerr=err, capsize=2)
+    err = None if spread is None else np.array([np.subtract(median, spread[0]), np.subtract(spread[1], median)])
+    ax.bar(pos + 0.2, median, width=0.4, color=colour(1), yerr=err, capsize=2,
+           label=_generated_label(traces) if spread is None else f"generated: median and range of {traces}")
     ax.set_xticks(pos, labels, rotation=30 if len(labels) > 8 else 0)
     ax.set_ylabel(ylabel)
     if log:
@@ -127,9 +131,10 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
     n = len(generated)
     sizes = sorted(set(real.gpu_mix).union(*(g.gpu_mix for g in generated)))
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
-    size_figure = _bars([str(g) for g in big], [real.size_medians.get(g, 0.0) for g in big],
-                        [[s.size_medians.get(g, 0.0) for g in big] for s in generated], "median run time (s)",
-                        log=True)
+    size_median, size_spread = _over([[s.size_medians.get(g, 0.0) for g in big] for s in generated])
+    size_figure = _bars([str(g) for g in big], [real.size_medians.get(g, 0.0) for g in big], size_median,
+                        "median run time (s)", log=True, spread=size_spread, traces=n)
+    mix_median, mix_spread = _over([[s.gpu_mix.get(g, 0.0) for g in sizes] for s in generated])
     several = ("Several generated traces: the table shows their median, its relative error, their range and the "
                "share of them whose value is below the real one; the figures draw every trace (distributions) or "
                "their median and range. ") if n > 1 else ""
@@ -143,8 +148,8 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
              "(log scale; 0 s drawn at 1 s).", figure=_cdf(real.durations, [g.durations for g in generated],
                                                             "run time (s)")),
         Item("gpu-mix", "GPU-count mix", "Share of jobs per GPU count (log scale).",
-             figure=_bars([str(g) for g in sizes], [real.gpu_mix.get(g, 0.0) for g in sizes],
-                          [[s.gpu_mix.get(g, 0.0) for g in sizes] for s in generated], "share of jobs", log=True)),
+             figure=_bars([str(g) for g in sizes], [real.gpu_mix.get(g, 0.0) for g in sizes], mix_median,
+                          "share of jobs", log=True, spread=mix_spread, traces=n)),
         Item("size-medians", "Median run time per GPU count", "Median run time of the jobs of each GPU count "
              "with at least 200 real jobs.",
              figure=size_figure, absent=None if size_figure else "no GPU count has 200 real jobs"),
@@ -162,10 +167,9 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
                                  absent="no cluster: give --cluster or traces that carry VC sizes")]
     else:
         labels = [f"{r['policy']} ×{r['load']:g} {r['statistic']}" for r in queueing.iter_rows(named=True)]
-        # (the table holds the median and the range; the range's ends stand for the traces between them)
-        spread = [queueing["generated_s"].to_list()] if n == 1 else \
-            [queueing["low_s"].to_list(), queueing["generated_s"].to_list(), queueing["high_s"].to_list()]
-        figure = _bars(labels, queueing["real_s"].to_list(), spread, "queueing delay (s)", log=True, traces=n)
+        figure = _bars(labels, queueing["real_s"].to_list(), queueing["generated_s"].to_list(), "queueing delay (s)",
+                       log=True, spread=(queueing["low_s"].to_list(), queueing["high_s"].to_list()) if n > 1 else None,
+                       traces=n)
         downstream_items = [Item("queueing", "Simulated queueing delay",
                                  "Mean and 99th percentile of queueing delay (start − submission) when each trace's "
                                  "jobs are simulated on the same cluster with inter-arrival times divided by the load."

@@ -64,18 +64,27 @@ def over_seeds(real: Trace, generated: Iterable[Trace], cluster: ClusterSpec, lo
     return seeds_table(queueing_by_case(real, cluster, loads, policies), runs)
 
 
+def among(values: Iterable[float | None], real: float | None) -> tuple[float, float, float, float, int]:
+    """Where ``real`` falls among generated traces' ``values`` (None and NaN, a trace without a value, left out):
+    their median, least and greatest value, the share of them below ``real`` (ties counted half; NaN without a
+    real value) and how many there are; NaN for each figure when none is left."""
+    kept = [v for v in values if v is not None and not math.isnan(v)]
+    if not kept:
+        return math.nan, math.nan, math.nan, math.nan, 0
+    below = math.nan if real is None or math.isnan(real) else \
+        sum(1.0 if v < real else 0.5 if v == real else 0.0 for v in kept) / len(kept)
+    return float(np.median(kept)), min(kept), max(kept), below, len(kept)
+
+
 def seeds_table(real: Cases, runs: Sequence[Cases]) -> pl.DataFrame:
     """:func:`over_seeds`'s table from the real trace's cases and each generated trace's."""
     rows = []
     for (load, policy, statistic), r in real.items():
         # a generated trace none of whose jobs ran has no value (NaN): it is left out, as :func:`never_ran` says
-        values = [v for run in runs if not math.isnan(v := run[(load, policy, statistic)])]
-        median = float(np.median(values)) if values else math.nan
-        below = sum(1.0 if v < r else 0.5 if v == r else 0.0 for v in values) / len(values) if values else math.nan
+        median, low, high, below, _ = among([run[(load, policy, statistic)] for run in runs], r)
         rows.append({"load": load, "policy": policy, "statistic": statistic, "real_s": r, "generated_s": median,
                      "relative_error": median / r - 1.0 if r > 0 and not math.isnan(median) else math.nan,
-                     "low_s": min(values, default=math.nan), "high_s": max(values, default=math.nan),
-                     "real_rank": below})
+                     "low_s": low, "high_s": high, "real_rank": below})
     return pl.DataFrame(rows, schema={**SCHEMA, "low_s": pl.Float64, "high_s": pl.Float64, "real_rank": pl.Float64})
 
 
