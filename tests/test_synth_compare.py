@@ -413,6 +413,32 @@ def test_cli_compare_leaves_out_of_the_medians_a_generated_trace_that_never_ran(
     assert f"{alone['generated_s'][-1]:,.0f}" in line
 
 
+def test_cli_compare_leaves_out_of_the_queueing_jobs_without_a_duration(tmp_path: Path) -> None:
+    # a real trace taken while jobs still ran: those have no duration, the simulator cannot replay them; the
+    # comparison replays the others, says how many it left out, and exits 0
+    real, gen = tmp_path / "r.parquet", tmp_path / "g.parquet"
+    full = generate(load_preset("helios-venus"), days=1, seed=1)
+    running = pl.int_range(pl.len()) % 7 == 3
+    taken = dataclasses.replace(full, jobs=full.jobs.with_columns(
+        pl.when(running).then(None).otherwise(pl.col(c)).alias(c) for c in ("duration", "end_time")))
+    write_parquet(taken, real)
+    write_parquet(generate(load_preset("helios-venus"), days=1, seed=2), gen)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "160"})
+    lacking = taken.jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_null()).height
+    why = (f"the queueing leaves out the {lacking:,} GPU job(s) of r.parquet without a duration or submit time "
+           "(running or pending when the trace was taken)")
+    assert lacking > 0 and done.returncode == 0 and f"note: {why}\n" in done.stderr, done.stderr
+    assert html.escape(f"Note: {why}.") in (tmp_path / "out/index.html").read_text()
+    # the real values are those of the trace without those jobs
+    assert full.cluster is not None
+    kept = dataclasses.replace(taken, jobs=taken.jobs.filter(~((pl.col("gpu_num") > 0) & pl.col("duration").is_null())))
+    alone = downstream(kept, read_trace(gen), full.cluster, loads=(2.0,))
+    line = next(x for x in done.stdout.splitlines() if re.search(r"│\s+2 │ fifo\s+│ mean", x))
+    assert f"{alone['real_s'][0]:,.0f}" in line
+
+
 def test_docs_why_each_vc_needs_its_own_structure() -> None:
     # the documented reasons the per-VC parts carry the load-3 rows: three real VCs at about a quarter of their
     # GPUs at load 1; with the cluster's batch sizes a 64-GPU VC gets sweeps of hundreds of jobs; with one normal

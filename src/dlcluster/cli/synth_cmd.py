@@ -116,7 +116,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
     from dlcluster.synth.compare import fidelity, fidelity_over
-    from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table
+    from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table, unreplayed
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -139,12 +139,23 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster
     real_cases = None
     tables, runs, views = [], [], []
+    notes = []  # said on the terminal as they come, and in the report
+
+    def left_out(trace: Trace, path: Path) -> None:
+        count = unreplayed(trace) if spec is not None else 0
+        if count:
+            notes.append(f"the queueing leaves out the {count:,} GPU job(s) of {path.name} without a duration or "
+                         "submit time (running or pending when the trace was taken)")
+            err_console.print(f"note: {notes[-1]}", soft_wrap=True, highlight=False, markup=False)
+
     # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
     for i, path in enumerate(generated_paths):
         generated = read(path, generated_format, "--generated-format")
         if i == 0:  # (without VC sizes of its own or given, the real trace runs on the first generated one's)
             spec = spec or generated.cluster
+            left_out(real, real_path)
             real_cases = queueing_by_case(real, spec, levels) if spec is not None else None
+        left_out(generated, path)
         with err_console.status(f"comparing {path.name} ({i + 1} of {len(generated_paths)}) ..."):
             tables.append(fidelity(real, generated))
             if spec is not None:
@@ -164,9 +175,10 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     idle = never_ran(runs, [p.name for p in generated_paths]) if several and runs else None
     if idle is not None:
         err_console.print(f"note: {idle}", soft_wrap=True, highlight=False, markup=False)
+        notes.append(idle)
     if output is not None and real_view is not None:
         page = compare_report.write(output, real_view, views, table, queueing,
-                                    (real_path.name, [p.name for p in generated_paths]), idle)
+                                    (real_path.name, [p.name for p in generated_paths]), ". ".join(notes) or None)
         err_console.print(f"report: {page}")
 
 

@@ -3,7 +3,9 @@
 Both traces' submissions are replayed by :func:`dlcluster.sim.run.simulate` (each VC on its
 own, consolidated placement; SJF with the true durations) with the inter-arrival times
 divided by ``load``; jobs of VCs outside the cluster are counted as unschedulable and left
-out. A job's queueing delay is its simulated start minus its (scaled) submission.
+out, and so are GPU jobs without a duration or a submit time (running or pending when the
+trace was taken: :func:`unreplayed`). A job's queueing delay is its simulated start minus
+its (scaled) submission.
 """
 
 from __future__ import annotations
@@ -25,13 +27,21 @@ SCHEMA = {"load": pl.Float64, "policy": pl.String, "statistic": pl.String, "real
 
 def queueing(trace: Trace, cluster: ClusterSpec, policy: str, load: float) -> tuple[float, float]:
     """Mean and 99th percentile (linear) of simulated queueing delay, seconds."""
+    from dlcluster.sim.prepare import unreplayable
     from dlcluster.sim.run import simulate
 
-    delays = simulate(trace.jobs, cluster, policy, load=load, unknown_vc="unschedulable",
+    delays = simulate(trace.jobs.filter(~unreplayable()), cluster, policy, load=load, unknown_vc="unschedulable",
                       source=trace.source or trace.name).jobs["queue_delay"].drop_nulls().cast(pl.Float64)
     if delays.len() == 0:
         return math.nan, math.nan
     return float(delays.mean()), float(delays.quantile(0.99, "linear"))  # type: ignore[arg-type]
+
+
+def unreplayed(trace: Trace) -> int:
+    """How many GPU jobs of ``trace`` the queueing leaves out: those without a duration or a submit time."""
+    from dlcluster.sim.prepare import unreplayable as lacking
+
+    return trace.jobs.filter(lacking()).height
 
 
 Cases = dict[tuple[float, str, str], float]  # (load, policy, statistic) → seconds
