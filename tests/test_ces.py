@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_sim_helpers import by_id, check_invariants, cli, jobs, scenarios, spec, write_trace
 
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.predict.demand import from_trace, read_series, resample
+from dlcluster.predict.demand import from_timeline, from_trace, read_series, resample
 from dlcluster.predict.forecast import BASELINES, Calendar, DemandForecaster, Target, baselines, horizon, outcomes
 from dlcluster.services.ces.artifact import artifact_controller
 from dlcluster.services.ces.closed_loop import PowerManager
@@ -79,6 +79,63 @@ def test_demand_from_a_trace_packs_busy_gpus_onto_the_fewest_nodes() -> None:
 
 
 # ---- forecaster -----------------------------------------------------------------------------------------------
+
+def _timeline(rows: Sequence[tuple[int, str, int, int]], gpus: dict[str, int]) -> pl.DataFrame:
+    """A hand-made simulation timeline from ``(time, vc, busy nodes, idle GPUs)`` rows."""
+    return pl.DataFrame([{"time": t, "vc": vc, "total_gpus": gpus[vc], "idle_gpus": idle, "nodes_busy": busy,
+                          "nodes_shared": 0} for t, vc, busy, idle in rows])
+
+
+def test_demand_from_a_timeline_counts_a_vc_past_its_last_end_as_idle() -> None:
+    # VC w's timeline ends at 60 (its last job done), v's at 180: w's two nodes stay in the total, idle
+    rows = [(0, "v", 1, 4), (0, "w", 2, 0), (60, "v", 2, 0), (60, "w", 1, 4), (120, "v", 1, 6), (180, "v", 0, 8)]
+    timeline = _timeline(rows, {"v": 8, "w": 8})
+    cluster = spec(v=(4, 4), w=(4, 4))
+    series = from_timeline(timeline, cluster)
+    assert series.to_dict(as_series=False) == {"time": [0, 60, 120, 180], "used": [3, 3, 1, 0], "total": [4] * 4,
+                                               "used_gpus": [12, 12, 2, 0], "total_gpus": [16] * 4}
+    assert from_timeline(timeline, cluster, until=60)["time"].to_list() == [0, 60]
+    # a run with power management counts its nodes by state: no cluster spec needed
+    powered = timeline.with_columns(nodes_on=pl.lit(1), nodes_off=pl.lit(1))
+    assert from_timeline(powered).equals(series)
+    # a pooled run's one VC has every node of the spec
+    pooled = _timeline([(0, "all", 3, 4), (60, "all", 1, 12)], {"all": 16})
+    assert from_timeline(pooled, cluster)["total"].to_list() == [4, 4]
+    for table, cluster_, message in (
+            (timeline, None, "records no node counts"),
+            (timeline, spec(v=(4, 4)), "VC 'w' of the timeline is not in the cluster spec"),
+            (timeline, spec(v=(4,), w=(4, 4)), "VC 'v' has 2 busy nodes at a time, but 1 node\\(s\\) in all")):
+        with pytest.raises(InputError, match=message):
+            from_timeline(table, cluster_)
+
+
+def test_ces_reads_a_simulation_s_output_folder(tmp_path: Path) -> None:
+    # three days of a small cluster's jobs, simulated; ces on the run's folder replays its timeline's demand up to
+    # the last submission, the same figures as that series written as a CSV
+    cluster = spec(v=(8,) * 4, w=(8,) * 2)
+    t = jobs(*((f"j{i}", "vw"[i % 3 == 0], 8 * (1 + i % 2), 1800 * i + 97 * (i % 5), 3000 + 400 * (i % 7))
+               for i in range(200)))
+    trace = write_trace(tmp_path / "t.parquet", t, cluster)
+    out = tmp_path / "run"
+    assert cli("simulate", str(trace), "-p", "fifo,sjf", "-o", str(out)).returncode == 0
+    series = from_timeline(pl.read_parquet(out / "sjf/timeline.parquet"), cluster,
+                           until=int(pl.read_parquet(out / "sjf/jobs.parquet")["submit"].max()))
+    assert series["time"][-1] < pl.read_parquet(out / "sjf/timeline.parquet")["time"].max()
+    f = tmp_path / "series.csv"
+    series.select("time", "used", "total").write_csv(f)
+    cluster_file = tmp_path / "cluster.csv"
+    cluster_file.write_text("vc,node num\nv,4\nw,2\n")
+    want = cli("ces", str(f), "--json", "--test-days", "1")
+    got = cli("ces", str(out / "sjf"), "--json", "--test-days", "1", "--cluster", str(cluster_file))
+    assert want.returncode == 0 and got.returncode == 0, got.stderr
+    assert {k: v for k, v in json.loads(got.stdout).items() if k != "source"} == \
+        {k: v for k, v in json.loads(want.stdout).items() if k != "source"}
+    for args, message in (((str(out),), f"{out} holds one run per policy: pass one of its folders (fifo, sjf)"),
+                          ((str(out / "sjf"),), "records no node counts: give the run's cluster spec"),
+                          ((str(out / "sjf/timeline.parquet"), "--tz", "UTC"), "--tz: options of a trace")):
+        run = cli("ces", *args)
+        assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
 
 def test_no_forecast_reads_the_future() -> None:
     """Changing the series after step T changes no feature row, model or forecast at or before T."""

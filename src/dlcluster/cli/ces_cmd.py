@@ -41,6 +41,29 @@ def _is_series(path: Path) -> bool:
     return "time" in header and "total" in header and any(c in header for c in USED_NAMES)
 
 
+TIMELINE_COLUMNS = {"time", "vc", "total_gpus", "idle_gpus", "nodes_busy"}
+
+
+def _timeline(path: Path) -> Path | None:
+    """The simulation timeline ``path`` is, or holds (a ``simulate`` output folder), or None."""
+    if path.is_dir():
+        inside = path / "timeline.parquet"
+        if inside.is_file():
+            return inside
+        runs = sorted(p.parent.name for p in path.glob("*/timeline.parquet"))
+        if runs:
+            raise ConfigError(f"{path} holds one run per policy: pass one of its folders ({', '.join(runs)})")
+        return None
+    if path.suffix.lower() != ".parquet":
+        return None
+    import polars as pl
+
+    try:
+        return path if TIMELINE_COLUMNS <= set(pl.read_parquet_schema(path)) else None
+    except pl.exceptions.PolarsError:  # (not Parquet after all: the trace readers say what it is)
+        return None
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -60,7 +83,8 @@ def _fmt(value: Any) -> str:
               "the artifact's own window with --compat).")
 @click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "
               "hour read actual future values).")
-@click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own).")
+@click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own), or for the timeline of a "
+              "run without power management (its node counts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet, summary.json and the "
               "ces.svg/.png figure to this folder.")
@@ -87,9 +111,10 @@ def ces(
 ) -> None:
     """Replay node demand through the CES controller: powered-off nodes, wake-ups, utilisation, forecast error.
 
-    SERIES_OR_TRACE: a CSV demand series 'time, used|active, total' (nodes), or a trace.
+    SERIES_OR_TRACE: a CSV demand series 'time, used|active, total' (nodes), a trace, or a simulation's timeline
+    (the folder `simulate -o` wrote, or its timeline.parquet).
     """
-    from dlcluster.predict.demand import from_trace, read_series, resample
+    from dlcluster.predict.demand import from_timeline, from_trace, read_series, resample
     from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.rules import make_controller
 
@@ -102,15 +127,32 @@ def ces(
     calendar = Calendar(holidays, parse_events(events))
     if not source.exists():
         raise InputError("no such file or folder", path=source)
+    given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
+                                      ("--tz", tz)) if value]
+    timeline = _timeline(source) if fmt is None else None
     if fmt is None and _is_series(source):  # --format reads even a series-like CSV as a trace
-        given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
-                                          ("--tz", tz)) if value]
         if cluster is not None:
             given.append("--cluster")
         if given:
             raise ConfigError(f"{', '.join(given)}: options of a trace, but {source} is a demand series "
                               "(time, used|active, total)")
         minutes = read_series(source)
+    elif timeline is not None:
+        import polars as pl
+
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of a trace, but {source} is a simulation's timeline")
+        from dlcluster.io.cluster_spec import read_cluster_spec
+
+        spec = read_cluster_spec(cluster) if cluster is not None else None
+        # as for a trace, the series stops at the last submission (the run's jobs table beside the timeline)
+        jobs = timeline.parent / "jobs.parquet"
+        until = cast("int | None", pl.read_parquet(jobs, columns=["submit"])["submit"].max()) \
+            if jobs.is_file() else None
+        try:
+            minutes = from_timeline(pl.read_parquet(timeline), spec, until)
+        except InputError as exc:
+            raise InputError(exc.detail, path=timeline, field=exc.field) from None
     else:
         if fmt is None:
             from dlcluster.io import FORMATS, detect_format

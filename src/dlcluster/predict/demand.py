@@ -83,19 +83,48 @@ def _check(table: pl.DataFrame, path: Path | str, used_name: str = "used") -> No
         raise InputError(f"a demand series needs at least 2 rows, got {table.height}", path=path)
 
 
-def from_timeline(timeline: pl.DataFrame) -> pl.DataFrame:
-    """The whole cluster's series from a simulation's ``timeline`` (busy nodes summed over VCs, per sample)."""
-    nodes = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
-    total = pl.sum_horizontal(nodes) if nodes else None
-    grouped = timeline.group_by("time").agg(
+POOLED_VC = "all"  # the one VC of a pooled simulation's timeline
+
+
+def from_timeline(timeline: pl.DataFrame, cluster: ClusterSpec | None = None, until: int | None = None,
+                  ) -> pl.DataFrame:
+    """The whole cluster's series from a simulation's ``timeline``, up to ``until``: busy nodes summed over VCs per
+    sample (a VC whose timeline has ended, its last job done, counts as idle).
+
+    Each VC's nodes come from the timeline's ``nodes_<state>`` columns (a run with power management), else from
+    ``cluster`` (the run's spec; a pooled run's VC ``all`` has all of its nodes).
+    """
+    states = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
+    per_vc = timeline.group_by("vc").agg(
+        pl.col("total_gpus").max(), *([pl.sum_horizontal(states).max().alias("nodes")] if states else []))
+    if not states:
+        if cluster is None:
+            raise InputError("the timeline of a run without power management records no node counts: give the "
+                             "run's cluster spec (--cluster FILE)", field="nodes_busy")
+        nodes = {vc: len(sizes) for vc, sizes in cluster.vcs.items()}
+        if per_vc["vc"].to_list() == [POOLED_VC] and POOLED_VC not in nodes:
+            nodes[POOLED_VC] = cluster.total_nodes
+        missing = per_vc.filter(~pl.col("vc").is_in(list(nodes)))["vc"]
+        if missing.len():
+            raise InputError(f"VC {missing.sort()[0]!r} of the timeline is not in the cluster spec", field="vc")
+        per_vc = per_vc.with_columns(pl.col("vc").replace_strict(nodes, return_dtype=pl.Int64).alias("nodes"))
+    over = timeline.group_by("vc").agg(pl.col("nodes_busy").max()).join(per_vc, on="vc") \
+        .filter(pl.col("nodes_busy") > pl.col("nodes")).sort("vc")
+    if over.height:
+        vc, busiest, nodes = over.select("vc", "nodes_busy", "nodes").row(0)
+        raise InputError(f"VC {vc!r} has {busiest:,} busy nodes at a time, but {nodes:,} node(s) in all: not the run's "
+                         "cluster spec", field="nodes_busy")
+    busy = timeline.lazy()
+    if until is not None:
+        busy = busy.filter(pl.col("time") <= until)
+    series = busy.group_by("time").agg(
         pl.col("nodes_busy").sum().alias("used"),
-        pl.col("total_gpus").sum(),
         (pl.col("total_gpus") - pl.col("idle_gpus")).sum().alias("used_gpus"),
-        *([total.sum().alias("total")] if total is not None else []),
-    ).sort("time")
-    if total is None:
-        raise InputError("the timeline has no node counts per state; it cannot give total nodes", field="nodes_on")
-    return grouped.select("time", "used", "total", "used_gpus", "total_gpus")
+    ).sort("time").collect()
+    if series.height == 0:
+        raise InputError("the timeline has no sample before the last submission", field="time")
+    return series.select("time", "used", pl.lit(int(per_vc["nodes"].sum()), pl.Int64).alias("total"), "used_gpus",
+                         pl.lit(int(per_vc["total_gpus"].sum()), pl.Int64).alias("total_gpus"))
 
 
 def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, until: int | None = None,
