@@ -770,9 +770,9 @@ def test_a_csv_that_is_neither_series_nor_trace_is_named_as_such(tmp_path: Path)
     path.write_text("time,submit_job_all,start_job_all\n2020-04-01 00:00:00,6,6\n")
     res = cli("ces", str(path))
     assert (res.returncode, res.stderr.strip()) == (2, (
-        f"error: {path}: neither a demand series (columns time, used, active or busy, and total: nodes) nor a trace "
-        "of a known format; for a trace pass --format (parquet, helios, philly, philly-jobs, pai, openb, swf, sacct, "
-        "csv)"))
+        f"error: {path}: neither a demand series (columns time, used, active or busy, and total: nodes), a "
+        "simulation's output folder, nor a trace of a known format; for a trace pass --format (parquet, helios, "
+        "philly, philly-jobs, pai, openb, swf, sacct, csv)"))
 
 
 def test_a_series_whose_name_holds_a_star_is_that_file(tmp_path: Path) -> None:

@@ -160,8 +160,9 @@ def ces(
             try:
                 fmt = detect_format(source)
             except UnknownFormatError:  # the message names what this command reads, not only traces
-                raise InputError("neither a demand series (columns time, used, active or busy, and total: nodes) "
-                                 f"nor a trace of a known format; for a trace pass --format ({', '.join(FORMATS)})",
+                raise InputError("neither a demand series (columns time, used, active or busy, and total: nodes), "
+                                 "a simulation's output folder, nor a trace of a known format; for a trace pass "
+                                 f"--format ({', '.join(FORMATS)})",
                                  path=source) from None
         trace = load(source, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
         if cluster is not None:
