@@ -133,6 +133,27 @@ def test_no_prediction_before_t_depends_on_later_jobs(venus: Trace, tmp_path: Pa
     assert before["full"].equals(before["cut"])
 
 
+def test_a_job_still_running_is_predicted_but_never_learnt_from_nor_scored(venus: Trace, tmp_path: Path) -> None:
+    # a trace taken while jobs ran records their time so far as a duration: not what they would run
+    gpu = venus.jobs.filter(pl.col("gpu_num") > 0)
+    running = pl.col("job_id").is_in(gpu["job_id"].gather_every(5).implode())
+    taken = venus.with_jobs(venus.jobs.with_columns(
+        pl.when(running).then(pl.lit("running")).otherwise(pl.col("status").cast(pl.String)).cast(venus.jobs["status"].dtype)
+        .alias("status"), pl.when(running).then(1).otherwise(pl.col("duration")).alias("duration"),
+        pl.when(running).then(None).otherwise(pl.col("end_time")).alias("end_time")))
+    without = venus.with_jobs(venus.jobs.filter(~running))
+    paths = {name: write(t, tmp_path / f"{name}.parquet") for name, t in (("taken", taken), ("without", without))}
+    for name, path in paths.items():
+        assert cli("predict", "eval", str(path), "-e", "history", "-o", str(tmp_path / name)).returncode == 0
+    got, want = (pl.read_parquet(tmp_path / name / "predictions.parquet").sort("job_id") for name in paths)
+    assert got.equals(want) and got.height == without.jobs.filter(pl.col("gpu_num") > 0).height
+    # the running jobs keep an estimate (they may be simulated): the one made of the jobs ended before them
+    est = tmp_path / "estimates.csv"
+    assert cli("predict", "run", str(paths["taken"]), "-e", "history", "-o", str(est)).returncode == 0
+    estimates = pl.read_csv(est, schema_overrides={"job_id": pl.String})
+    assert estimates.height == gpu.height and estimates["duration"].is_finite().all()
+
+
 def test_estimates_file_round_trips_through_simulate(trace_file: Path, venus: Trace, tmp_path: Path) -> None:
     est = tmp_path / "estimates.csv"
     res = cli("predict", "run", str(trace_file), "--estimator", "history", "-o", str(est))

@@ -127,6 +127,17 @@ def status_column(jobs: pl.DataFrame) -> pl.Series:
     return pl.Series("status", [None] * jobs.height, dtype=pl.String)
 
 
+UNFINISHED = ("running", "pending")  # a job with such a status has run only so far: its duration is not its own
+
+
+def final_durations(jobs: pl.DataFrame) -> np.ndarray:
+    """Each job's duration in seconds, NaN where it is unknown or the job was still running or pending when the
+    trace was taken (its time so far is not what it would run: never learnt from, never scored)."""
+    out = jobs["duration"].cast(pl.Float64).fill_null(np.nan).to_numpy().copy()
+    out[status_column(jobs).is_in(UNFINISHED).fill_null(False).to_numpy()] = np.nan
+    return out
+
+
 # when a job's duration became known on its recorded timeline: its end, else submit + wait + run
 KNOWN_END = pl.coalesce(pl.col("end_time"), pl.col("submit_time") + pl.col("queue_delay").fill_null(0)
                         + pl.col("duration"))
@@ -142,16 +153,17 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
     submitted, as the simulator sees it, is learnt only after that second's submissions, its
     own included); same-second events go in ``job_id`` order, so the table's row order changes
     nothing.
-    Jobs without a duration are predicted but never end. ``progress(done, total)`` is called
+    Jobs without a duration are predicted but never end (and get NaN); so are jobs still running or pending when the
+    trace was taken, but they keep their prediction (their time so far may be simulated). ``progress(done, total)`` is called
     after every further 1% of the predictions.
     """
     table = submit_table(jobs)
-    duration = jobs["duration"].cast(pl.Float64).to_numpy()
+    duration = final_durations(jobs)
     status = status_column(jobs).to_list()
     ends = jobs.select(KNOWN_END.cast(pl.Float64)).to_series().to_numpy()
     estimator.attach(table)
-    if estimator.needs_truth:
-        estimator.attach_truth(duration)
+    if estimator.needs_truth:  # (the oracle knows what a job still running will be simulated with)
+        estimator.attach_truth(jobs["duration"].cast(pl.Float64).fill_null(np.nan).to_numpy())
     driver = Driver(estimator)
     by_id = np.argsort(table["job_id"].to_numpy(), kind="stable")  # ties in time go in job_id order
     submits = table["submit"].to_numpy()
@@ -175,5 +187,5 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
         out[j] = driver.predict(j, now)
         if progress is not None and (done % step == 0 or done == total):
             progress(done, total)
-    out[np.isnan(duration)] = np.nan
+    out[jobs["duration"].is_null().to_numpy()] = np.nan  # (a job still running is predicted: it may be simulated)
     return out, driver

@@ -21,7 +21,7 @@ import polars as pl
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.errors import InputError
 from dlcluster.predict.duration import make_estimator
-from dlcluster.predict.estimator import Estimator, replay
+from dlcluster.predict.estimator import Estimator, final_durations, replay
 from dlcluster.predict.metrics import BANDS, METRIC_KEYS, prediction_metrics
 
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
@@ -63,7 +63,7 @@ def gpu_jobs(jobs: pl.DataFrame, source: str = "<jobs>") -> pl.DataFrame:
     gpu = jobs.filter(pl.col("gpu_num") > 0)
     if gpu.height == 0:
         raise InputError("the trace has no GPU jobs (gpu_num > 0) to predict", path=source)
-    if gpu["duration"].null_count() == gpu.height:
+    if np.isnan(final_durations(gpu)).all():  # (still running or pending: its time so far is not a duration)
         raise InputError("no GPU job of the trace has a duration; there is nothing to learn from or score",
                          path=source)
     return gpu
@@ -73,16 +73,18 @@ def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator, source: str = "
                  progress: Callable[[int, int], None] | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Replay ``estimator`` over the GPU jobs: ``job_id, submit_time, estimate, duration, vc, gpu_num`` and stats.
 
-    Rows are the GPU jobs with a duration, in the table's order.
+    Rows are the GPU jobs with a duration, in the table's order; ``duration`` is null for those still running or
+    pending when the trace was taken (their estimate stands: they may be simulated).
     """
     gpu = gpu_jobs(jobs, source)
     est = make_estimator(estimator) if isinstance(estimator, str) else estimator
     values, driver = replay(est, gpu, progress)
     table = gpu.select(
         pl.col("job_id").cast(pl.String), pl.col("submit_time").cast(pl.Int64),
-        pl.Series("estimate", values, dtype=pl.Float64), pl.col("duration").cast(pl.Float64),
+        pl.Series("estimate", values, dtype=pl.Float64),
+        pl.Series("duration", final_durations(gpu), dtype=pl.Float64).fill_nan(None),
         pl.col("vc").cast(pl.String), pl.col("gpu_num").cast(pl.Int64),
-    ).filter(pl.col("duration").is_not_null())
+    ).filter(gpu["duration"].is_not_null())
     return table, driver.stats()
 
 
@@ -90,6 +92,7 @@ def evaluate(jobs: pl.DataFrame, estimator: str | Estimator, start: int | None =
              source: str = "<jobs>", progress: Callable[[int, int], None] | None = None) -> Evaluation:
     """Predict every GPU job of ``jobs``; keep those submitted at or after ``start`` (UTC epoch s)."""
     table, stats = predict_jobs(jobs, estimator, source, progress)
+    table = table.filter(pl.col("duration").is_not_null())  # (a job still running has no duration to score)
     if start is not None:
         table = table.filter(pl.col("submit_time") >= start)
     return Evaluation(table, stats, metrics_table(table))
