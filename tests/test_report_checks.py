@@ -89,6 +89,9 @@ def test_generated_trace_is_labelled_demand(tmp_path: Path) -> None:
     page = _page(_trace(rows, ClusterSpec({"a": (8,)}), fmt="synth"), tmp_path)
     assert "jobs-queue-by-size" in _figures(page)  # its queueing varies, so it is drawn
     assert any("GPUs demanded" in c for c in _checks(page, "cluster-weekly"))
+    # its jobs waited (a drawn delay): the line says why the GPUs are demanded, not that none waited
+    line = next(c for c in _checks(page, "cluster-weekly") if "GPUs demanded" in c)
+    assert "start after a drawn queueing delay" in line and "started when it was submitted" not in line
 
 
 def test_utilisation_above_one_is_said_and_not_drawn(tmp_path: Path) -> None:
