@@ -129,6 +129,31 @@ def test_partial_vc_coverage_restricts_capacity_and_says_so(tmp_path: Path) -> N
     assert pl.read_csv(tmp_path / "out" / "tables" / "cluster_summary.csv")["gpu_num"].to_list() == [8]
 
 
+def test_jobs_of_vcs_the_spec_lacks_are_named(tmp_path: Path) -> None:
+    # VC b's 20 jobs count in no capacity: the page says so, in the header and beside utilisation
+    rows = _waiting() + _waiting(20, vc="b", offset=900)
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    note = "20 GPU jobs are in 1 VC(s) the spec lacks (b): they count in no VC's capacity or utilisation"
+    assert note in html.unescape(page.split("</header>")[0])
+    assert f"hand.csv: {note}." in _checks(page, "cluster-daily")
+
+
+def test_characterize_picks_a_day_of_a_helios_gpu_count_file(tmp_path: Path, capsys) -> None:
+    counts = tmp_path / "cluster_gpu_number.csv"
+    counts.write_text("date,a,b,total\n2020-04-01,8,16,24\n2020-04-02,16,16,32\n")
+    trace = write_parquet(_trace(_waiting() + _waiting(20, vc="b", offset=900)), tmp_path / "t.parquet")
+    gpus = {}
+    for day in (None, "2020-04-01"):
+        out = tmp_path / f"out-{day}"
+        main(["characterize", str(trace), "--cluster", str(counts), *(["--cluster-date", day] if day else []),
+              "-o", str(out)])
+        gpus[day] = pl.read_csv(out / "tables" / "cluster_summary.csv")["gpu_num"].to_list()
+    assert gpus == {None: [32], "2020-04-01": [24]}  # default: the file's last day
+    with pytest.raises(SystemExit) as done:
+        main(["characterize", str(trace), "--cluster-date", "2020-04-01", "-o", str(tmp_path / "x")])
+    assert done.value.code == 2 and "--cluster-date picks a day of the --cluster file" in capsys.readouterr().err
+
+
 def test_tiny_groups_show_n_and_are_hatched(tmp_path: Path) -> None:
     # 60 one-GPU jobs and 20 of 16 GPUs: the >8 bucket is too small for its shares to mean much
     rows = _waiting() + _waiting(20, gpus=16, offset=900)

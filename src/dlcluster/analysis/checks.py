@@ -63,6 +63,18 @@ def coverage_note(full: ClusterSpec, covered: ClusterSpec) -> str | None:
             f"those VCs only: {covered.total_gpus:,} of {full.total_gpus:,} GPUs")
 
 
+def outside_note(spec: ClusterSpec, jobs: pl.DataFrame) -> str | None:
+    """One line naming the trace's VCs with GPU jobs that ``spec`` lacks (their jobs count in no capacity), or
+    ``None``."""
+    outside = _gpu(jobs).filter(~pl.col("vc").is_in(list(spec.vcs)))
+    if outside.height == 0:
+        return None
+    vcs = sorted(str(v) for v in outside["vc"].unique().to_list())
+    named = ", ".join(vcs[:5]) + (f" and {len(vcs) - 5} more" if len(vcs) > 5 else "")
+    return (f"{outside.height:,} GPU jobs are in {len(vcs)} VC(s) the spec lacks ({named}): they count in no VC's "
+            "capacity or utilisation")
+
+
 def utilization_problem(jobs: pl.DataFrame, spec: ClusterSpec, generated: bool = False) -> str | None:
     """One line when running jobs held more GPUs than their VC has in some hour, or ``None``.
 

@@ -19,12 +19,13 @@ MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes Duc
 @click.option("--output", "-o", type=PATH, required=True, help="Report folder (index.html, figures/, tables/).")
 @click.option("--cluster", type=PATH, help="Cluster spec file for every trace (Helios cluster_gpu_number.csv, "
               "Philly machine list or vc,nodes CSV).")
+@click.option("--cluster-date", help="Day of a Helios GPU-count file to use as spec (default: its last day).")
 @click.option("--sim-jobs", type=PATH, help="Simulator per-job Parquet for the queueing decomposition (job_id, vc, "
               "gpu_num, submit, start, end); a placements.parquet beside it adds the fragmentation / queue-order split.")
 @click.option("--memory-limit", default="1GB", show_default=True, help="DuckDB memory limit for the utilisation join.")
 @trace_options
-def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, sim_jobs: Path | None, memory_limit: str,
-                 fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
+def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cluster_date: str | None,
+                 sim_jobs: Path | None, memory_limit: str, fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV).
 
     PATHS: one or more trace files or folders, overlaid in every figure.
@@ -36,7 +37,9 @@ def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, si
     report_folder(output)
     if not MEMORY.fullmatch(memory_limit):
         raise ConfigError(f"--memory-limit {memory_limit!r}: expected a size such as 1GB, 512MB or 2GiB")
-    spec = read_cluster_spec(cluster) if cluster is not None else None
+    if cluster_date is not None and cluster is None:
+        raise ConfigError("--cluster-date picks a day of the --cluster file: give --cluster too")
+    spec = read_cluster_spec(cluster, cluster_date) if cluster is not None else None
     sim = read_sim_jobs(sim_jobs) if sim_jobs is not None else None
     placements = read_sim_placements(sim_jobs) if sim_jobs is not None else None
     summary = read_sim_summary(sim_jobs) if sim_jobs is not None else None

@@ -35,7 +35,8 @@ class Input:
         if spec is None:
             return cls(name, trace, None)
         covered = checks.covered_spec(spec, trace.jobs)
-        return cls(name, trace, covered, checks.coverage_note(spec, covered))
+        notes = [n for n in (checks.coverage_note(spec, covered), checks.outside_note(spec, trace.jobs)) if n]
+        return cls(name, trace, covered, "; ".join(notes) or None)
 
     @cached_property
     def queue_problem(self) -> str | None:
