@@ -616,8 +616,9 @@ def _overview_item(sweep: Sweep, settings: Settings) -> Item:
         facts.append(f"In {len(same)} of {settings.table.height} setting(s) every seed gave the very same result "
                      "(the seed changes nothing there: a trace file and no random choice), so their cells are one run "
                      "repeated and have no interval.")
+    # (without the cells' wall-clock seconds: two runs of one experiment give the same report)
     return Item("overview", "Parameters swept", " ".join(facts), shown=pl.DataFrame(rows),
-                data={"results": df})
+                data={"results": df.drop("wall_seconds", strict=False)})
 
 
 # ---- the report -----------------------------------------------------------------------------------
