@@ -227,8 +227,12 @@ def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_pat
     assert cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1").returncode == 0
     table = pl.read_parquet(tmp_path / "out/results.parquet")
     assert table["energy_kwh"].null_count() == table.height == 2
+    # the named metrics come first, the others the cells have after them (they were left out)
+    metrics = json.loads((tmp_path / "out/sweep.json").read_text())["metrics"]
+    assert metrics[:2] == ["mean_jct", "energy_kwh"] and {"mean_queue_delay", "utilization"} <= set(metrics[2:])
     res = cli("compare", str(tmp_path / "out"), "-o", str(tmp_path / "rep"))
     assert res.returncode == 0, res.stderr
+    assert "mean_queue_delay" in (tmp_path / "rep/index.html").read_text()
 
 
 def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_path: Path) -> None:

@@ -156,7 +156,8 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     results = outdir / "results.parquet"
     write_atomic(results, lambda p: frame.write_parquet(p))
     meta = {"experiment": exp.path.name, "name": exp.name, "cells": total, "parameters": exp.parameters,
-            "metrics": exp.metrics or metric_columns(frame)}
+            # the metrics the experiment names first, then every other the cells have
+            "metrics": [*(exp.metrics or ()), *(m for m in metric_columns(frame) if m not in (exp.metrics or ()))]}
     write_text_atomic(outdir / "sweep.json", json.dumps(meta, indent=2) + "\n")
     first_error = next((o["error"] for _, o in sorted(outcomes.items()) if o["status"] == "failed"), None)
     return SweepReport(total, skipped, total - skipped, failed, results, first_error)
