@@ -167,12 +167,13 @@ def test_estimates_file_round_trips_through_simulate(trace_file: Path, venus: Tr
     assert summary["estimates"]["source"] == str(est) and summary["estimates"]["jobs"] > 0
 
 
-def test_estimates_are_not_written_as_text_into_a_parquet_name(trace_file: Path, tmp_path: Path) -> None:
-    # (CSV text went into est.parquet, which no Parquet reader could open)
-    res = cli("predict", "run", str(trace_file), "--estimator", "history", "-o", str(tmp_path / "est.parquet"))
-    assert (res.returncode, res.stderr) == (2, f"error: --output {tmp_path / 'est.parquet'}: estimates are written "
+@pytest.mark.parametrize("name", ["est.parquet", "est.csv.gz"])
+def test_estimates_are_not_written_as_text_into_a_parquet_name(trace_file: Path, tmp_path: Path, name: str) -> None:
+    # (CSV text went into est.parquet, which no Parquet reader could open, and plain text into est.csv.gz)
+    res = cli("predict", "run", str(trace_file), "--estimator", "history", "-o", str(tmp_path / name))
+    assert (res.returncode, res.stderr) == (2, f"error: --output {tmp_path / name}: estimates are written "
                                                "as CSV (job_id,duration); name the file .csv\n")
-    assert not (tmp_path / "est.parquet").exists()
+    assert not (tmp_path / name).exists()
 
 
 def test_degenerate_windows_write_no_figure_and_say_why(trace_file: Path, tmp_path: Path) -> None:

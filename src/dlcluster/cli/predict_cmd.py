@@ -132,7 +132,8 @@ def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, len
     est = make_estimator(estimator)
     if output.is_dir():
         raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
-    if output.suffix.lower() in (".parquet", ".pq", ".arrow", ".feather", ".json"):  # (CSV text was written there)
+    if output.suffix.lower() in (".parquet", ".pq", ".arrow", ".feather", ".json", ".gz", ".zst", ".bz2", ".xz",
+                                 ".zip"):  # (plain CSV text was written there)
         raise ConfigError(f"--output {output}: estimates are written as CSV (job_id,duration); name the file .csv")
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     with _progress(estimator) as progress:
