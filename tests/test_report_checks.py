@@ -154,6 +154,19 @@ def test_characterize_picks_a_day_of_a_helios_gpu_count_file(tmp_path: Path, cap
     assert done.value.code == 2 and "--cluster-date picks a day of the --cluster file" in capsys.readouterr().err
 
 
+def test_calendar_figures_of_a_trace_without_dates_say_why_they_are_not_drawn(tmp_path: Path) -> None:
+    # times counted from the trace's own start (openb, SWF without a start date): 1970 has no real weekdays
+    relative = _trace(_waiting())
+    relative = relative.with_jobs(relative.jobs.with_columns(pl.col("submit_time", "start_time", "end_time") - T0))
+    same = _trace([("a", 1, 0, 60 * k, 60 * k + HOUR, "completed", "u") for k in range(40)])
+    for trace, why in ((relative, "its times count from the trace's own start, not from a date (1970-01-01 is its "
+                                  "first day), so it has no local hours, weekdays or months."),
+                       (same, "every job has the same submit time, so no pattern over time.")):
+        absent = _absent(_page(trace, tmp_path / why[:5]))
+        for item in ("cluster-daily", "cluster-weekly", "cluster-monthly"):
+            assert html.unescape(absent[item]) == f"hand.csv: {why}", item
+
+
 def test_tiny_groups_show_n_and_are_hatched(tmp_path: Path) -> None:
     # 60 one-GPU jobs and 20 of 16 GPUs: the >8 bucket is too small for its shares to mean much
     rows = _waiting() + _waiting(20, gpus=16, offset=900)

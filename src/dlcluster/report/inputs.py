@@ -16,6 +16,8 @@ from dlcluster.errors import first_names
 from dlcluster.report.model import Item
 from dlcluster.trace import Trace
 
+RELATIVE_BEFORE = 365 * 86_400  # a first submission before 1971: times counted from the trace's start, not a date
+
 
 @dataclass
 class Input:
@@ -82,6 +84,11 @@ class Input:
             and "the trace records no start times, so no queueing delay",
             "real_queue": lambda: self.queue_problem or False,
             "util_ok": lambda: self.util_problem or False,
+            # (openb and SWF files without a start date count seconds from the trace's own start)
+            "dates": lambda: (j["submit_time"].min() or 0) < RELATIVE_BEFORE
+            and "its times count from the trace's own start, not from a date (1970-01-01 is its first day), so it "
+            "has no local hours, weekdays or months"
+            or j["submit_time"].n_unique() < 2 and "every job has the same submit time, so no pattern over time",
             "months": lambda: j.select(self.trace.local_times("submit_time").dt.strftime("%Y-%m").n_unique()).item() < 2
             and "the trace covers a single calendar month; trends need at least two",
             "start": lambda: not has_values(j.filter(pl.col("gpu_num") > 0), "start_time")
