@@ -8,6 +8,7 @@ here from their summaries (the assembling helper is test code, not the product).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import re
@@ -368,6 +369,14 @@ def test_one_cell_gets_sentences_not_empty_axes(tmp_path: Path) -> None:
     assert "load takes one value only (1), so there is no curve to draw" in page
     assert "no successful cell has completed jobs to draw" in page  # no run folders: no CDF
     assert "<svg" not in page
+
+
+def test_cells_that_ran_no_job_say_so_instead_of_an_empty_section(tmp_path: Path) -> None:
+    # (a trace file without jobs: section 2 was empty, no reason given)
+    rows = [_row(i, policy=p, jobs=0) for i, p in enumerate(("fifo", "sjf"))]
+    folder = write_results(tmp_path / "r", rows, SMALL)
+    page = html.unescape(build_compare_report(folder, tmp_path / "out").read_text())
+    assert "no successful cell simulated a job (jobs = 0 in every one), so no metric has a value." in page
 
 
 def test_one_setting_many_seeds(tmp_path: Path) -> None:

@@ -524,6 +524,15 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
     return items
 
 
+def _no_metric_item(results: pl.DataFrame) -> Item:
+    """Why section 2 has no table: no successful cell has a value of any tabled metric (say, none ran a job)."""
+    ok = results.filter(pl.col("status") == "ok")
+    why = ("no successful cell simulated a job (jobs = 0 in every one), so no metric has a value"
+           if ok.height and "jobs" in ok.columns and (ok["jobs"].fill_null(0) == 0).all()
+           else "no successful cell reports any of " + ", ".join(_label(m) for m in TABLED))
+    return Item("metric-tables", "Metrics per setting", "One table per metric.", absent=why + ".")
+
+
 def best_settings(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -> pl.DataFrame:
     """Per metric with a direction: the best setting's mean (ties listed), the runner-up and whether their CIs part."""
     rows = []
@@ -638,7 +647,7 @@ def build_compare_report(results: str | Path, out: str | Path) -> Path:
                 [_overview_item(sweep, settings), _failed_item(settings, sweep)]),
         Section("metrics", "2. Metrics per setting",
                 "One table per metric; one row per setting (cells grouped by every parameter except the seed).",
-                _metric_items(stats, settings, present)
+                (_metric_items(stats, settings, present) or [_no_metric_item(sweep.results)])
                 + [Item("all-metrics", "Every metric, long form", "Every metric of the sweep per setting: n, mean, "
                         "sample standard deviation and 95% interval, as a CSV file.",
                         data={"metrics": stats.join(settings.table.select("setting", "label"), on="setting",
