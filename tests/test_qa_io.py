@@ -247,6 +247,20 @@ def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration
     assert jobs["start_time"].to_list() == [1636263600, 1636261500]
 
 
+def test_convert_to_csv_says_how_to_read_the_time_zone_back(tmp_path: Path) -> None:
+    # a CSV keeps no time zone: read back as UTC, its local hours and days moved (Parquet and SWF keep it)
+    src = tmp_path / "jobs.csv"
+    src.write_text(PHILLY_JOBS + ROW)
+    zone = read_trace(src).timezone
+    assert zone != "UTC"
+    for name, noted in (("out.csv", True), ("out.swf", False), ("out.parquet", False)):
+        res = _cli("convert", str(src), "-o", str(tmp_path / name))
+        note = f"note: {name} keeps no time zone: read it with --tz {zone} for local hours and days"
+        assert res.returncode == 0 and (note in res.stderr) == noted, res.stderr
+    back = read_trace(tmp_path / "out.csv", timezone=zone)
+    assert back.timezone == zone and back.jobs.equals(read_trace(tmp_path / "out.parquet").jobs)
+
+
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
     src = tmp_path / "jobs.csv"
     src.write_text(PHILLY_JOBS + ROW)

@@ -54,3 +54,6 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
     Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")
+    if output.suffix.lower() == ".csv" and trace.timezone != "UTC":  # (Parquet and SWF keep it)
+        err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
+                          "hours and days", soft_wrap=True, highlight=False, markup=False)
