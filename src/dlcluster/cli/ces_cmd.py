@@ -83,8 +83,8 @@ def _fmt(value: Any) -> str:
               "the artifact's own window with --compat).")
 @click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "
               "hour read actual future values).")
-@click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own), or for the timeline of a "
-              "run without power management (its node counts).")
+@click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own), or for the "
+              "timeline of a run without power management (its node counts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet, summary.json and the "
               "ces.svg/.png figure to this folder.")

@@ -153,9 +153,9 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
     submitted, as the simulator sees it, is learnt only after that second's submissions, its
     own included); same-second events go in ``job_id`` order, so the table's row order changes
     nothing.
-    Jobs without a duration are predicted but never end (and get NaN); so are jobs still running or pending when the
-    trace was taken, but they keep their prediction (their time so far may be simulated). ``progress(done, total)`` is called
-    after every further 1% of the predictions.
+    Jobs without a duration are predicted but never end (and get NaN); so are jobs still running or
+    pending when the trace was taken, but they keep their prediction (their time so far may be
+    simulated). ``progress(done, total)`` is called after every further 1% of the predictions.
     """
     table = submit_table(jobs)
     duration = final_durations(jobs)

@@ -139,13 +139,15 @@ def cluster_section(inputs: list[Input]) -> Section:
                "utilisation divides them by the GPUs of the spec's VCs that have jobs (shown only when a spec is "
                "known and no hour exceeds 1).")
     found = _findings(inputs, demand=True)
-    t, n = per_trace(inputs, ("jobs", "dates"), lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity))
+    t, n = per_trace(inputs, ("jobs", "dates"),
+                     lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity))
     s.items.append(figure_item(
         "cluster-daily", "Hour-of-day pattern",
         f"Per local hour of day, the mean over the trace's days of jobs submitted in that hour. {running}", t, n,
         lambda d: plots.lines(d.with_columns(pl.col("hour").cast(pl.String)), "hour", ys, "local hour",
                               xticks=HOURS), findings=found))
-    t, n = per_trace(inputs, ("jobs", "dates"), lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity))
+    t, n = per_trace(inputs, ("jobs", "dates"),
+                     lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity))
     s.items.append(figure_item(
         "cluster-weekly", "Day-of-week pattern",
         f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
