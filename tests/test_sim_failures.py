@@ -105,6 +105,22 @@ def test_recorded_attempts_are_replayed_and_capped() -> None:
     assert r["a"] == (0, 560, 0, "completed", 3)
 
 
+def test_a_retry_past_its_locality_wait_never_turns_the_clock_back() -> None:
+    # EASY + relax:10 + a retry: j1's retry asked for its locality wake-up at second 37, at second 173; the clock went
+    # back, j1 started a second time while its first attempt ran, and a 4-GPU node held 8 GPUs
+    table = jobs(("j0", "a", 1, 5, 152), ("j2", "a", 8, 8, 50), ("j1", "a", 4, 27, 136)).with_columns(
+        pl.lit("failed").alias("status"))
+    result = simulate(table, spec(a=(4, 4)), "fifo-easy", placement="relax:10", failures=FailureModel(retries=1),
+                      estimates=table.select("job_id", pl.col("duration").cast(pl.Float64).alias("estimate")))
+    out = result.jobs
+    assert (out["start"] >= out["submit"]).all() and (out["queue_delay"] >= 0).all(), out
+    held = result.placements.sort("start")
+    for (node,), part in held.group_by("node"):
+        for t in part["start"].to_list():
+            busy = part.filter((pl.col("start") <= t) & (pl.col("end") > t))["gpus"].sum()
+            assert busy <= 4, (node, t, busy)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.data(), st.integers(0, 3), st.sampled_from(["fifo", "sjf", "srtf", "las:100", "fifo-easy"]))
 def test_invariants_hold_with_retries_validation_and_the_speed_model(scenario, data: st.DataObject, retries: int, policy: str) -> None:
@@ -116,7 +132,9 @@ def test_invariants_hold_with_retries_validation_and_the_speed_model(scenario, d
     model = FailureModel(retries=retries, validation_seconds=20 if validate else None,
                          validation_gpus=data.draw(st.integers(1, 3)) if validate else 0)
     estimates = table.select("job_id", pl.col("duration").cast(pl.Float64).alias("estimate"))
-    result = simulate(table, cluster, policy, failures=model, unknown_vc="unschedulable",
+    # (relax:T asks a wake-up T after a job's submission: a retry past it once asked for a second already gone)
+    placement = data.draw(st.sampled_from(["consolidate", "relax:0", "relax:10", "relax:60"]))
+    result = simulate(table, cluster, policy, failures=model, unknown_vc="unschedulable", placement=placement,
                       estimates=estimates if policy == "fifo-easy" else None,
                       speed=speed_model("philly") if data.draw(st.booleans()) else None)
     out = result.jobs

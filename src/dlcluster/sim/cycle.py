@@ -1008,7 +1008,9 @@ class Cycle:
         if self.relax_after is not None:
             started, submit = self.jobs.started_at, self.jobs.submit
             for j in arrived:
-                if started[j] < 0:
+                # (a retried job that has waited that long since its submission is relaxed already: a wake-up in
+                # the past would turn the clock back)
+                if started[j] < 0 and submit[j] + self.relax_after > now:
                     self.engine.wake_at(submit[j] + self.relax_after, self.index)
 
     def waiting(self) -> Iterator[int]:

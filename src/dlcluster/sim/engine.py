@@ -111,7 +111,8 @@ class Engine:
         return self._live[job] >= 0
 
     def wake_at(self, time: int, group: int) -> None:
-        """Ask for a scheduling pass of ``group`` at ``time`` even if nothing arrives or ends there."""
+        """Ask for a scheduling pass of ``group`` at ``time`` (not before the second being handled) even if nothing
+        arrives or ends there."""
         key = (time, group)
         if key not in self._wake_set:
             self._wake_set.add(key)
@@ -160,6 +161,7 @@ class Engine:
         second, one_end, one_arrival, ticks_only = handler.second, handler.one_end, handler.one_arrival, handler.ticks
         i, n = 0, len(times)
         stalled = 0
+        last = -NEVER  # the second handled last
         self._soon = self._soonest()
         while True:
             now = times[i] if i < n else inf
@@ -173,6 +175,9 @@ class Engine:
                     now = wakes[0][0]
                 if nodes and nodes[0][0] < now:
                     now = nodes[0][0]
+                if now < last:  # (a wake-up or node change asked for a second already past)
+                    raise ValueError(f"an event at second {now} was scheduled after second {last}: the clock "
+                                     "cannot go back")
                 if now == inf:
                     if not ticks or not handler.unfinished() or stalled >= self.stall_limit:
                         break
@@ -195,6 +200,7 @@ class Engine:
             first = i
             while i < n and times[i] == now:
                 i += 1
+            last = now
             if lean:
                 if single and first == i:
                     if len(ended) == 1:
