@@ -84,7 +84,7 @@ def _fmt(value: Any) -> str:
 @click.option("--compat", help="helios-artifact: the artifact's own forecast and windows (its forecasts beyond an "
               "hour read actual future values).")
 @click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own), or for the "
-              "timeline of a run without power management (its node counts).")
+              "timeline of a run whose nodes never changed power state (its node counts).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet, summary.json and the "
               "ces.svg/.png figure to this folder.")

@@ -91,16 +91,16 @@ def from_timeline(timeline: pl.DataFrame, cluster: ClusterSpec | None = None, un
     """The whole cluster's series from a simulation's ``timeline``, up to ``until``: busy nodes summed over VCs per
     sample (a VC whose timeline has ended, its last job done, counts as idle).
 
-    Each VC's nodes come from the timeline's ``nodes_<state>`` columns (a run with power management), else from
-    ``cluster`` (the run's spec; a pooled run's VC ``all`` has all of its nodes).
+    Each VC's nodes come from the timeline's ``nodes_<state>`` columns (a run whose nodes changed power state),
+    else from ``cluster`` (the run's spec; a pooled run's VC ``all`` has all of its nodes).
     """
     states = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
     per_vc = timeline.group_by("vc").agg(
         pl.col("total_gpus").max(), *([pl.sum_horizontal(states).max().alias("nodes")] if states else []))
     if not states:
         if cluster is None:
-            raise InputError("the timeline of a run without power management records no node counts: give the "
-                             "run's cluster spec (--cluster FILE)", field="nodes_busy")
+            raise InputError("the timeline records no node counts: give the run's cluster spec (--cluster FILE; "
+                             "only a run whose nodes changed power state records them)", field="nodes_busy")
         nodes = {vc: len(sizes) for vc, sizes in cluster.vcs.items()}
         if per_vc["vc"].to_list() == [POOLED_VC] and POOLED_VC not in nodes:
             nodes[POOLED_VC] = cluster.total_nodes
