@@ -172,9 +172,18 @@ def test_failures_none_changes_nothing_and_errors_are_one_line(tmp_path: Path) -
     for args, message in ((("--retries", "2"), "--retries needs --failures replay"),
                           (("--failures", "replay", "--validation-minutes", "5"), "needs both --validation-minutes"),
                           (("--failures", "sometimes"), "choose none or replay"),
-                          (("--failures", "replay", "--compat", "helios-artifact"), "replays no failures")):
+                          (("--failures", "replay", "--compat", "helios-artifact"), "replays no failures"),
+                          # (refused as "must be positive", which it is: it rounds to 0 s)
+                          (("--failures", "replay", "--validation-minutes", "0.001", "--validation-gpus", "1"),
+                           "--validation-minutes 0.001 is less than a second, and the clock counts whole seconds")):
         run = cli("simulate", str(trace), "-o", str(tmp_path / "o"), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_an_unschedulable_job_keeps_its_user() -> None:
+    table = jobs(("big", "a", 16, 0, 60, "alice"), ("ok", "a", 1, 0, 60, "bob"), ("lost", "z", 1, 5, 60, "carol"))
+    out = simulate(table, spec(a=(8,)), "fifo", unknown_vc="unschedulable").jobs
+    assert dict(out.select("job_id", "user").iter_rows()) == {"big": "alice", "ok": "bob", "lost": "carol"}
 
 
 def test_bad_models_and_missing_status() -> None:

@@ -407,6 +407,8 @@ def _minutes(option: str, minutes: float | None) -> int | None:
     if not (math.isfinite(minutes) and abs(minutes) * 60 <= MAX_SECONDS):
         raise ConfigError(f"{option} must be a number of minutes up to {MAX_SECONDS // 60:,} (100 years), "
                           f"got {minutes}")
+    if minutes > 0 and round(minutes * 60) == 0:  # (refused below as "not positive", which it is)
+        raise ConfigError(f"{option} {minutes:g} is less than a second, and the clock counts whole seconds")
     return round(minutes * 60)
 
 

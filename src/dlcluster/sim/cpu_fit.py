@@ -28,7 +28,7 @@ def exclude_cpu_misfits(prep: Prepared, placement: Placement) -> Prepared:
     vc_cpus = pl.DataFrame({"group": list(spec.cpus), "vc_cpus": [sum(c) for c in spec.cpus.values()]})
     bad = prep.jobs.join(misfits, on=["group", "gpu_num", "cpu_num"], how="semi", maintain_order="left")
     reasons = bad.join(vc_cpus, on="group", how="left", maintain_order="left").select(
-        "job_id", "vc", "group", "gpu_num",
+        "job_id", "vc", "group", "gpu_num", "user",
         pl.when(pl.col("cpu_num") > pl.col("vc_cpus"))
         .then(pl.format("needs {} CPUs, its VC has {}", "cpu_num", "vc_cpus"))
         .otherwise(pl.format(f"needs {{}} GPUs with {{}} CPUs: no {placement.name} placement fits them even on its "

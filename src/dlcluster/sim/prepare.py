@@ -147,10 +147,10 @@ def prepare(
     df = df.join(sizes, on="group", how="left", maintain_order="left")
     too_big = pl.col("gpu_num") > pl.col("vc_gpus")
     unschedulable = pl.concat([
-        unknown.select("job_id", "vc", pl.col("vc").alias("group"), "gpu_num",
+        unknown.select("job_id", "vc", pl.col("vc").alias("group"), "gpu_num", "user",
                        pl.lit("VC not in the cluster spec").alias("reason")),
         df.filter(too_big).select(
-            "job_id", "vc", "group", "gpu_num",
+            "job_id", "vc", "group", "gpu_num", "user",
             pl.format("needs {} GPUs, its VC has {}", "gpu_num", "vc_gpus").alias("reason"),
         ),
     ])

@@ -447,7 +447,7 @@ def build_results(
                        cpu_utilization=_cpu_utilization(overall, sum(busy_cpus.values()), capacity_cpus))
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
                "unschedulable_jobs": uns.select("job_id", "vc", "reason").to_dicts()}
-    missing = uns.select("job_id", "vc", "gpu_num", pl.lit("unschedulable").alias("status"))
+    missing = uns.select("job_id", "vc", "user", "gpu_num", pl.lit("unschedulable").alias("status"))
     if replayed:
         schema = {**schema, "status": pl.Enum([*STATUSES, "unschedulable"]), "attempts": pl.Int32,
                   **({"validation_wait": pl.Int64} if caught is not None else {})}
