@@ -130,7 +130,10 @@ def test_ces_reads_a_simulation_s_output_folder(tmp_path: Path) -> None:
     assert want.returncode == 0 and got.returncode == 0, got.stderr
     assert {k: v for k, v in json.loads(got.stdout).items() if k != "source"} == \
         {k: v for k, v in json.loads(want.stdout).items() if k != "source"}
+    powered = tmp_path / "on"  # (--power on: no node changes state, so no node counts, as docs/ces.md says)
+    assert cli("simulate", str(trace), "-p", "fifo", "--power", "on", "-o", str(powered)).returncode == 0
     for args, message in (((str(out),), f"{out} holds one run per policy: pass one of its folders (fifo, sjf)"),
+                          ((str(powered),), "records no node counts: give the run's cluster spec"),
                           ((str(out / "sjf"),), "records no node counts: give the run's cluster spec"),
                           ((str(out / "sjf/timeline.parquet"), "--tz", "UTC"), "--tz: options of a trace")):
         run = cli("ces", *args)

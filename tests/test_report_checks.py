@@ -89,6 +89,11 @@ def test_generated_trace_is_labelled_demand(tmp_path: Path) -> None:
     page = _page(_trace(rows, ClusterSpec({"a": (8,)}), fmt="synth"), tmp_path)
     assert "jobs-queue-by-size" in _figures(page)  # its queueing varies, so it is drawn
     assert any("GPUs demanded" in c for c in _checks(page, "cluster-weekly"))
+    # the philly preset draws no queueing at all (docs/characterization.md names it), the Venus one does
+    from dlcluster.synth import generate, load_preset
+
+    assert (generate(load_preset("philly"), days=1, seed=1).jobs["queue_delay"].drop_nulls() == 0).all()
+    assert (generate(load_preset("helios-venus"), days=1, seed=1).jobs["queue_delay"].drop_nulls() > 0).any()
     # its jobs waited (a drawn delay): the line says why the GPUs are demanded, not that none waited
     line = next(c for c in _checks(page, "cluster-weekly") if "GPUs demanded" in c)
     assert "start after a drawn queueing delay" in line and "started when it was submitted" not in line
@@ -136,6 +141,11 @@ def test_jobs_of_vcs_the_spec_lacks_are_named(tmp_path: Path) -> None:
     note = "20 GPU jobs are in 1 VC(s) the spec lacks (b): they count in no VC's capacity or utilisation"
     assert note in html.unescape(page.split("</header>")[0])
     assert f"hand.csv: {note}." in _checks(page, "cluster-daily")
+    # the first five VCs are named, then how many more
+    many = _trace(_waiting() + [r for k in range(7) for r in _waiting(2, vc=f"b{k}", offset=900 + k)])
+    assert checks.outside_note(ClusterSpec({"a": (8,)}), many.jobs) == (
+        "14 GPU jobs are in 7 VC(s) the spec lacks (b0, b1, b2, b3, b4 and 2 more): they count in no VC's capacity "
+        "or utilisation")
 
 
 def test_characterize_picks_a_day_of_a_helios_gpu_count_file(tmp_path: Path, capsys) -> None:

@@ -25,7 +25,8 @@ MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes Duc
 @click.option("--memory-limit", default="1GB", show_default=True, help="DuckDB memory limit for the utilisation join.")
 @trace_options
 def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cluster_date: str | None,
-                 sim_jobs: Path | None, memory_limit: str, fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
+                 sim_jobs: Path | None, memory_limit: str, fmt: str | None, lenient: bool, mapping: str | None,
+                 time_unit: str | None, tz: str | None) -> None:
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV).
 
     PATHS: one or more trace files or folders, overlaid in every figure.

@@ -96,7 +96,8 @@ def from_timeline(timeline: pl.DataFrame, cluster: ClusterSpec | None = None, un
     """
     states = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
     per_vc = timeline.group_by("vc").agg(
-        pl.col("total_gpus").max(), *([pl.sum_horizontal(states).max().alias("nodes")] if states else []))
+        pl.col("total_gpus").max(), pl.col("nodes_busy").max().alias("busiest"),
+        *([pl.sum_horizontal(states).max().alias("nodes")] if states else []))
     if not states:
         if cluster is None:
             raise InputError("the timeline records no node counts: give the run's cluster spec (--cluster FILE; "
@@ -108,10 +109,9 @@ def from_timeline(timeline: pl.DataFrame, cluster: ClusterSpec | None = None, un
         if missing.len():
             raise InputError(f"VC {missing.sort()[0]!r} of the timeline is not in the cluster spec", field="vc")
         per_vc = per_vc.with_columns(pl.col("vc").replace_strict(nodes, return_dtype=pl.Int64).alias("nodes"))
-    over = timeline.group_by("vc").agg(pl.col("nodes_busy").max()).join(per_vc, on="vc") \
-        .filter(pl.col("nodes_busy") > pl.col("nodes")).sort("vc")
+    over = per_vc.filter(pl.col("busiest") > pl.col("nodes")).sort("vc")
     if over.height:
-        vc, busiest, nodes = over.select("vc", "nodes_busy", "nodes").row(0)
+        vc, busiest, nodes = over.select("vc", "busiest", "nodes").row(0)
         raise InputError(f"VC {vc!r} has {busiest:,} busy nodes at a time, but {nodes:,} node(s) in all: not the run's "
                          "cluster spec", field="nodes_busy")
     busy = timeline.lazy()

@@ -130,10 +130,15 @@ def status_column(jobs: pl.DataFrame) -> pl.Series:
 UNFINISHED = ("running", "pending")  # a job with such a status has run only so far: its duration is not its own
 
 
+def recorded_durations(jobs: pl.DataFrame) -> np.ndarray:
+    """Each job's recorded duration in seconds (NaN: none)."""
+    return jobs["duration"].cast(pl.Float64).fill_null(np.nan).to_numpy().copy()
+
+
 def final_durations(jobs: pl.DataFrame) -> np.ndarray:
-    """Each job's duration in seconds, NaN where it is unknown or the job was still running or pending when the
-    trace was taken (its time so far is not what it would run: never learnt from, never scored)."""
-    out = jobs["duration"].cast(pl.Float64).fill_null(np.nan).to_numpy().copy()
+    """:func:`recorded_durations`, NaN also where the job was still running or pending when the trace was taken (its
+    time so far is not what it would run: never learnt from, never scored)."""
+    out = recorded_durations(jobs)
     out[status_column(jobs).is_in(UNFINISHED).fill_null(False).to_numpy()] = np.nan
     return out
 
@@ -158,12 +163,12 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
     simulated). ``progress(done, total)`` is called after every further 1% of the predictions.
     """
     table = submit_table(jobs)
-    duration = final_durations(jobs)
+    recorded, duration = recorded_durations(jobs), final_durations(jobs)
     status = status_column(jobs).to_list()
     ends = jobs.select(KNOWN_END.cast(pl.Float64)).to_series().to_numpy()
     estimator.attach(table)
     if estimator.needs_truth:  # (the oracle knows what a job still running will be simulated with)
-        estimator.attach_truth(jobs["duration"].cast(pl.Float64).fill_null(np.nan).to_numpy())
+        estimator.attach_truth(recorded)
     driver = Driver(estimator)
     by_id = np.argsort(table["job_id"].to_numpy(), kind="stable")  # ties in time go in job_id order
     submits = table["submit"].to_numpy()
@@ -187,5 +192,5 @@ def replay(estimator: Estimator, jobs: pl.DataFrame, progress: Callable[[int, in
         out[j] = driver.predict(j, now)
         if progress is not None and (done % step == 0 or done == total):
             progress(done, total)
-    out[jobs["duration"].is_null().to_numpy()] = np.nan  # (a job still running is predicted: it may be simulated)
+    out[np.isnan(recorded)] = np.nan  # (a job still running is predicted: it may be simulated)
     return out, driver

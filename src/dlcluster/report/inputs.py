@@ -53,9 +53,14 @@ class Input:
         return checks.utilization_problem(self.jobs, self.spec, generated=self.trace.format == "synth")
 
     @cached_property
-    def demand(self) -> bool:
-        """Whether GPUs "in use" are really GPUs demanded: a generated trace, or every job started when submitted."""
-        return self.trace.format == "synth" or checks.placeholder_starts(self.jobs)
+    def demand(self) -> str | None:
+        """Why GPUs "in use" are really GPUs demanded (every job started when submitted, or a generated trace, on no
+        cluster in particular), or ``None``."""
+        if checks.placeholder_starts(self.jobs):
+            return "every job started when it was submitted"
+        if self.trace.format == "synth":
+            return "a generated trace, whose jobs start after a drawn queueing delay on no cluster in particular"
+        return None
 
     @property
     def capacity(self) -> int | None:
@@ -72,6 +77,16 @@ class Input:
         """GPUs of the whole cluster, when a spec is known."""
         return self.spec.total_gpus if self.spec is not None else None
 
+    def _undated(self) -> str | None:
+        """Why the trace's submit times show no pattern in calendar time, or ``None``."""
+        submits = self.jobs["submit_time"]
+        if (submits.min() or 0) < RELATIVE_BEFORE:  # (openb and SWF files without a start date count from their start)
+            return ("its times count from the trace's own start, not from a date (1970-01-01 is its first day), so "
+                    "it has no local hours, weekdays or months")
+        if submits.n_unique() < 2:
+            return "every job has the same submit time, so no pattern over time"
+        return None
+
     def lacks(self, *needs: str) -> str | None:
         """Why this trace cannot feed an analysis needing ``needs``, or ``None`` if it can."""
         j = self.jobs
@@ -84,11 +99,7 @@ class Input:
             and "the trace records no start times, so no queueing delay",
             "real_queue": lambda: self.queue_problem or False,
             "util_ok": lambda: self.util_problem or False,
-            # (openb and SWF files without a start date count seconds from the trace's own start)
-            "dates": lambda: (j["submit_time"].min() or 0) < RELATIVE_BEFORE
-            and "its times count from the trace's own start, not from a date (1970-01-01 is its first day), so it "
-            "has no local hours, weekdays or months"
-            or j["submit_time"].n_unique() < 2 and "every job has the same submit time, so no pattern over time",
+            "dates": lambda: self._undated() or False,
             "months": lambda: j.select(self.trace.local_times("submit_time").dt.strftime("%Y-%m").n_unique()).item() < 2
             and "the trace covers a single calendar month; trends need at least two",
             "start": lambda: not has_values(j.filter(pl.col("gpu_num") > 0), "start_time")

@@ -16,7 +16,7 @@ from dlcluster.analysis import (
     summary,
     users,
 )
-from dlcluster.analysis.checks import placeholder_starts, tiny_groups
+from dlcluster.analysis.checks import tiny_groups
 from dlcluster.analysis.common import OUTCOMES, SIZE_BUCKETS
 from dlcluster.cluster import ClusterSpec
 from dlcluster.report import plots
@@ -43,11 +43,8 @@ def _findings(inputs: list[Input], coverage: bool = True, util: bool = True, dem
         if util and i.util_problem:
             out.append(f"{i.name}: {i.util_problem}.")
         if demand and i.demand:
-            why = ("a generated trace, whose jobs start after a drawn queueing delay on no cluster in particular"
-                   if i.trace.format == "synth" and not placeholder_starts(i.jobs)
-                   else "every job started when it was submitted")
-            out.append(f"{i.name}: {why}, so its GPUs in use are the GPUs demanded (as on an unlimited cluster), not "
-                       "the usage of a real one.")
+            out.append(f"{i.name}: {i.demand}, so its GPUs in use are the GPUs demanded (as on an unlimited cluster), "
+                       "not the usage of a real one.")
     return out
 
 

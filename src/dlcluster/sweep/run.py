@@ -155,9 +155,10 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     frame = table(exp, outcomes)
     results = outdir / "results.parquet"
     write_atomic(results, lambda p: frame.write_parquet(p))
+    named = exp.metrics or []
     meta = {"experiment": exp.path.name, "name": exp.name, "cells": total, "parameters": exp.parameters,
             # the metrics the experiment names first, then every other the cells have
-            "metrics": [*(exp.metrics or ()), *(m for m in metric_columns(frame) if m not in (exp.metrics or ()))]}
+            "metrics": [*named, *(m for m in metric_columns(frame) if m not in named)]}
     write_text_atomic(outdir / "sweep.json", json.dumps(meta, indent=2) + "\n")
     first_error = next((o["error"] for _, o in sorted(outcomes.items()) if o["status"] == "failed"), None)
     return SweepReport(total, skipped, total - skipped, failed, results, first_error)

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
+from dlcluster.sim.prepare import unreplayable
 from dlcluster.trace import Trace
 
 LOADS = (2.0, 3.0)
@@ -27,7 +28,6 @@ SCHEMA = {"load": pl.Float64, "policy": pl.String, "statistic": pl.String, "real
 
 def queueing(trace: Trace, cluster: ClusterSpec, policy: str, load: float) -> tuple[float, float]:
     """Mean and 99th percentile (linear) of simulated queueing delay, seconds."""
-    from dlcluster.sim.prepare import unreplayable
     from dlcluster.sim.run import simulate
 
     delays = simulate(trace.jobs.filter(~unreplayable()), cluster, policy, load=load, unknown_vc="unschedulable",
@@ -39,9 +39,7 @@ def queueing(trace: Trace, cluster: ClusterSpec, policy: str, load: float) -> tu
 
 def unreplayed(trace: Trace) -> int:
     """How many GPU jobs of ``trace`` the queueing leaves out: those without a duration or a submit time."""
-    from dlcluster.sim.prepare import unreplayable as lacking
-
-    return trace.jobs.filter(lacking()).height
+    return trace.jobs.filter(unreplayable()).height
 
 
 Cases = dict[tuple[float, str, str], float]  # (load, policy, statistic) → seconds
