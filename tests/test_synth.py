@@ -88,6 +88,37 @@ def test_malformed_model_json_names_the_file() -> None:
         Model.from_json('{"name": "x"}', source="m.json")
 
 
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("vcs", {"vc1": "x"}, "a node's GPU count must be a whole number at least 0, got 'x'"),
+    ("vcs", {"vc1": [-3]}, "a node's GPU count must be a whole number at least 0, got -3"),
+    ("vcs", {"vc1": [2.5]}, "a node's GPU count must be a whole number at least 0, got 2.5"),
+    ("buckets", [], "AttributeError: 'list' object has no attribute 'items'"),
+    ("name", 5, "TypeError: expected a string, got 5"),
+    ("weekly_profile", ["a"] * 168, "ValueError: could not convert string to float: 'a'"),
+    ("gpu_mix", {"a": 1.0}, "ValueError: invalid literal for int() with base 10: 'a'"),
+    ("days", None, "TypeError: float() argument must be a string or a real number, not 'NoneType'"),
+    ("jobs_per_day", "missing", "KeyError: missing"),
+])
+def test_a_hand_edited_model_of_the_wrong_shape_names_the_file_and_the_field(field: str, value: object,
+                                                                            message: str) -> None:
+    # (a string as a VC's nodes, or a list as the buckets, once stopped generation with an internal error)
+    raw = json.loads(load_preset("helios-venus").to_json())
+    if value == "missing":
+        del raw[field]
+    else:
+        raw[field] = value
+    with pytest.raises(InputError) as refused:
+        Model.from_json(json.dumps(raw), source="m.json")
+    assert str(refused.value).startswith(f"m.json: not a dlcluster synth model (field {field!r}: ")
+    assert message in str(refused.value)
+
+
+def test_a_model_file_that_is_not_a_json_object_is_refused_as_such() -> None:
+    with pytest.raises(InputError, match=r"^m\.json: not a dlcluster synth model \(TypeError: expected a JSON "
+                                         r"object, got list\)$"):
+        Model.from_json("[1, 2]", source="m.json")
+
+
 def test_bad_mixes_are_rejected() -> None:
     with pytest.raises(ConfigError, match="gpu_mix sums to 0.9000"):
         _flat_model(gpu_mix={1: 0.9})

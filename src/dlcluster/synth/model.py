@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,14 +319,36 @@ class Model:
 
     @classmethod
     def from_json(cls, text: str, source: str = "<model>") -> Model:
-        """Parse :meth:`to_json` output, with a one-line error for a malformed file."""
+        """Parse :meth:`to_json` output, with a one-line error for a malformed file naming the field at fault."""
         try:
             raw = json.loads(text)
+            if not isinstance(raw, dict):
+                raise TypeError(f"expected a JSON object, got {type(raw).__name__}")
             return _model(raw)
         except ConfigError as exc:  # a well-formed file with an impossible value
             raise InputError(str(exc), path=source) from None
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except _MalformedField as exc:
+            raise InputError(f"not a dlcluster synth model (field {exc.key!r}: {exc})", path=source) from exc
+        except (json.JSONDecodeError, TypeError) as exc:
             raise InputError(f"not a dlcluster synth model ({type(exc).__name__}: {exc})", path=source) from exc
+
+
+class _MalformedField(ValueError):
+    """A top-level model field of the wrong shape or type (the message says which and why)."""
+
+    def __init__(self, key: str, cause: Exception) -> None:
+        detail = "missing" if isinstance(cause, KeyError) and cause.args == (key,) else str(cause)
+        super().__init__(f"{type(cause).__name__}: {detail}")
+        self.key = key
+
+
+@contextmanager
+def _field(key: str) -> Iterator[None]:
+    """Name ``key`` in any shape or type error raised while reading it (a hand-edited file's mistakes)."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _MalformedField(key, exc) from exc
 
 
 # fields added after the first presets: left out at their defaults, so a model without them is written as before
@@ -352,41 +375,66 @@ def _dist(raw: dict[str, Any] | None) -> Dist | None:
 
 
 def _model(raw: dict[str, Any]) -> Model:
-    buckets = {
+    fields: dict[str, Any] = {}
+    readers: dict[str, Callable[[Any], Any]] = {
+        "name": _text, "cluster": _text, "timezone": _text, "start": _whole, "days": float, "jobs_per_day": float,
+        "weekly_profile": lambda weights: tuple(float(w) for w in weights), "gpu_mix": _mix, "buckets": _buckets,
+        "users": _users, "vcs": _vcs, "vc_share": lambda shares: {vc: float(p) for vc, p in shares.items()},
+        "vc_share_of_gpu_time": bool, "provenance": _text, "batches": _batches, "vc_jobs": _vc_jobs}
+    required = ("name", "cluster", "timezone", "start", "days", "jobs_per_day", "weekly_profile", "gpu_mix", "buckets")
+    for key, read in readers.items():
+        with _field(key):
+            if key in required or raw.get(key):  # (absent or empty optional fields keep their defaults)
+                fields[key] = read(raw[key])
+    return Model(**fields)
+
+
+def _text(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise TypeError(f"expected a string, got {raw!r}")
+    return raw
+
+
+def _mix(raw: dict[str, Any]) -> dict[int, float]:
+    return {int(g): float(p) for g, p in raw.items()}
+
+
+def _buckets(raw: dict[str, Any]) -> dict[str, Bucket]:
+    return {
         label: Bucket(
             b["status_mix"],
             {s: d for s, d in ((s, _dist(d)) for s, d in b["durations"].items()) if d is not None},
             Queue(b["queue"]["zero_share"], _dist(b["queue"]["positive"])),
             {int(g): _required(d) for g, d in b.get("by_size", {}).items()},
         )
-        for label, b in raw["buckets"].items()
+        for label, b in raw.items()
     }
-    users = raw.get("users")
-    batches = raw.get("batches")
-    return Model(
-        name=raw["name"], cluster=raw["cluster"], timezone=raw["timezone"], start=_whole(raw["start"]),
-        days=float(raw["days"]), jobs_per_day=float(raw["jobs_per_day"]),
-        weekly_profile=tuple(raw["weekly_profile"]),
-        gpu_mix={int(g): p for g, p in raw["gpu_mix"].items()},
-        buckets=buckets,
-        users=Users(users["count"], users["zipf"], tuple(users["top_share"])) if users else None,
-        vcs={vc: tuple(n) for vc, n in raw.get("vcs", {}).items()},
-        vc_share=raw.get("vc_share", {}),
-        vc_share_of_gpu_time=bool(raw.get("vc_share_of_gpu_time", False)),
-        provenance=raw.get("provenance", ""),
-        batches=_batches(batches) if batches else None,
-        vc_jobs={vc: VcJobs({int(g): p for g, p in v["gpu_mix"].items()},
-                            {int(g): float(x) for g, x in v["shifts"].items()},
-                            {int(g): float(x) for g, x in v["spreads"].items()},
-                            {int(g): tuple(q) for g, q in v.get("score_quantiles", {}).items()},
-                            None if v.get("day_shift_sd") is None else float(v["day_shift_sd"]),
-                            float(v.get("day_shift_corr", 0.0)),
-                            {b: {int(k): float(p) for k, p in m.items()} for b, m in v.get("batch_sizes", {}).items()},
-                            float(v.get("rate_sd", 0.0)), float(v.get("rate_corr", 0.0)),
-                            float(v.get("rate_score_corr", 0.0)),
-                            {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
-                 for vc, v in raw.get("vc_jobs", {}).items()},
-    )
+
+
+def _users(raw: dict[str, Any]) -> Users:
+    return Users(raw["count"], raw["zipf"], tuple(raw["top_share"]))
+
+
+def _vcs(raw: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    def gpus(n: Any) -> int:
+        if isinstance(n, bool) or not isinstance(n, int | float) or not math.isfinite(n) or n != int(n) or n < 0:
+            raise ValueError(f"a node's GPU count must be a whole number at least 0, got {n!r}")
+        return int(n)
+    return {vc: tuple(gpus(n) for n in nodes) for vc, nodes in raw.items()}
+
+
+def _vc_jobs(raw: dict[str, Any]) -> dict[str, VcJobs]:
+    return {vc: VcJobs(_mix(v["gpu_mix"]),
+                       {int(g): float(x) for g, x in v["shifts"].items()},
+                       {int(g): float(x) for g, x in v["spreads"].items()},
+                       {int(g): tuple(q) for g, q in v.get("score_quantiles", {}).items()},
+                       None if v.get("day_shift_sd") is None else float(v["day_shift_sd"]),
+                       float(v.get("day_shift_corr", 0.0)),
+                       {b: {int(k): float(p) for k, p in m.items()} for b, m in v.get("batch_sizes", {}).items()},
+                       float(v.get("rate_sd", 0.0)), float(v.get("rate_corr", 0.0)),
+                       float(v.get("rate_score_corr", 0.0)),
+                       {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
+            for vc, v in raw.items()}
 
 
 def _whole(value: Any) -> Any:
