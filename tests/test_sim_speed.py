@@ -145,6 +145,8 @@ COUNTS = "server counts must be whole numbers from 2 (1 server is 1.0) to 10,000
         # (a factor of 1e-15 stopped the run with "never finished"; a count of 10**8 took 30 s and 4 GB)
         ("colocated = 1e-15\n", "colocated", "expected a number from 0.01 to 1, got 1e-15"),
         ("spread = {100000000 = 0.5}\n", "spread.100000000", "server counts must be whole numbers from 2"),
+        # (both are valid TOML keys for one count: the later one silently won)
+        ("spread = {2 = 0.9, 02 = 0.5}\n", "spread.02", "server count 2 is given twice"),
     ],
 )
 def test_speed_model_file_errors_name_the_file_and_key(tmp_path: Path, text: str, field: str, message: str) -> None:

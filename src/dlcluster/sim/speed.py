@@ -112,6 +112,8 @@ def read_speed_model(path: str | Path) -> PlacementSpeed:
             if not (key.isascii() and key.isdigit() and 2 <= int(key) <= MAX_SERVERS):
                 raise InputError(f"server counts must be whole numbers from 2 (1 server is 1.0) to {MAX_SERVERS:,}",
                                  path=path, field=f"spread.{key}")
+            if int(key) in spread:  # "2" and "02" are both valid TOML keys: one would silently win
+                raise InputError(f"server count {int(key)} is given twice", path=path, field=f"spread.{key}")
             spread[int(key)] = _factor(value, path, f"spread.{key}")
         before, previous = 1, 1.0
         for count in sorted(spread):
