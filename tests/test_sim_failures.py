@@ -69,6 +69,8 @@ def test_a_job_failing_at_minute_two_never_occupies_the_main_cluster() -> None:
     assert rows["ok"][:2] == (300, 1300) and rows["late"][:3] == (430, 430 + 3 * 3000, 110)
     f = r.summary["failures"]
     assert f["validation_caught"] == 1
+    # bad (caught on the pool) and late (failed on the cluster) both failed, at their first and last attempts
+    assert f["failed_jobs"] == 2 and f["first_attempt_failed_jobs"] == 2
     assert f["validation_gpu_hours_saved"] == pytest.approx(3 * 8 * 120 / 3600)  # three attempts on 8 GPUs
     assert f["validation_pool_gpu_hours"] == pytest.approx((300 + 120 + 300 + 50) / 3600)
     assert dict(r.jobs.select("job_id", "validation_wait").iter_rows()) == {"ok": 0, "bad": 0, "late": 110, "c": 270}

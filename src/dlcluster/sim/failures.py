@@ -147,6 +147,9 @@ def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: Fail
         caught_early = float(caught.filter(pl.col("pool_run") <= model.early_seconds)["pool_run"].sum()) / 3600
         out.update(
             validation_caught=caught.height,
+            # a caught job failed too: its first (and last) attempt, on the pool
+            failed_jobs=out["failed_jobs"] + caught.height,
+            first_attempt_failed_jobs=out["first_attempt_failed_jobs"] + caught.height,
             # what the caught jobs would have held on the main cluster: every attempt on its whole gang
             validation_gpu_hours_saved=hours(caught, "work_total"),
             validation_pool_gpu_hours=float(jobs["pool_run"].sum()) / 3600 + caught_pool,
