@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from dlcluster.io.parquet import write
-from dlcluster.predict.evaluate import OVERALL, calibration_absent, evaluate, write_outputs
+from dlcluster.predict.evaluate import calibration_absent, evaluate, write_outputs
 from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
 from dlcluster.trace import Trace
@@ -74,7 +74,8 @@ def test_output_folder_holds_every_file_and_the_right_rows(evaluated: tuple[Path
     assert sorted(preds["job_id"]) == sorted(gpu["job_id"])
     assert (preds["estimate"] >= 0).all()
     metrics = pl.read_csv(out / "metrics.csv")
-    assert metrics["vc"][-1] == OVERALL and metrics["jobs"][:-1].sum() == metrics["jobs"][-1]
+    assert metrics["vc"][-1] is None and metrics["vc"][:-1].null_count() == 0
+    assert metrics["jobs"][:-1].sum() == metrics["jobs"][-1]
     assert metrics["jobs"][-1] == json.loads(res.stdout)["jobs"]
     svg = (out / "calibration.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg
@@ -200,6 +201,21 @@ def test_all_equal_durations_skip_the_calibration_plot(tmp_path: Path) -> None:
     written, notes = write_outputs(result, tmp_path)
     assert [p.name for p in written] == ["predictions.parquet", "metrics.csv", "bands.svg", "bands.png"]
     assert len(notes) == 1 and notes[0].startswith("calibration.svg/.png not written")
+
+
+def test_a_vc_named_overall_is_not_taken_for_the_whole_trace(tmp_path: Path) -> None:
+    n = 40
+    jobs = conform(pl.DataFrame({
+        "job_id": [f"j{i}" for i in range(n)], "cluster": "c", "vc": ["overall", "b"] * (n // 2), "user": "u",
+        "gpu_num": 1, "submit_time": 1_600_000_000 + 100 * np.arange(n), "duration": 60 + 10 * np.arange(n),
+        "end_time": 1_600_000_060 + 110 * np.arange(n), "status": "completed",
+    }))
+    result = evaluate(jobs, "history")
+    assert sorted(result.vcs) == ["b", "overall"] and result.vcs["overall"]["jobs"] == n // 2
+    assert result.overall["jobs"] == n
+    write_outputs(result, tmp_path)
+    metrics = pl.read_csv(tmp_path / "metrics.csv")
+    assert metrics["vc"].to_list() == ["b", "overall", None] and metrics["jobs"].to_list() == [n // 2, n // 2, n]
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from dlcluster.predict.metrics import BANDS, METRIC_KEYS, prediction_metrics
 if TYPE_CHECKING:  # matplotlib is imported only when a figure is drawn
     from matplotlib.figure import Figure
 
-OVERALL = "overall"  # the label of the whole-trace row of the metrics table
+OVERALL = "overall"  # the terminal's label of the whole-trace row of the metrics table (its vc is null)
 PREDICTION_SCHEMA = {"job_id": pl.String, "submit_time": pl.Int64, "estimate": pl.Float64, "duration": pl.Float64}
 PLOT_FLOOR = 1.0  # seconds: estimates below it are drawn at it on the log axes
 
@@ -99,12 +99,13 @@ def evaluate(jobs: pl.DataFrame, estimator: str | Estimator, start: int | None =
 
 
 def metrics_table(predictions: pl.DataFrame) -> pl.DataFrame:
-    """:func:`prediction_metrics` per VC (sorted by name), then one ``overall`` row; ``vc`` first."""
+    """:func:`prediction_metrics` per VC (sorted by name), then the whole trace's (``vc`` null: a VC may be named
+    anything, "overall" too); ``vc`` first."""
     rows = []
     parts = predictions.partition_by("vc", as_dict=True, maintain_order=False) if predictions.height else {}
     for (vc,), part in sorted(parts.items(), key=lambda kv: str(kv[0][0])):
         rows.append({"vc": str(vc), **_metrics(part)})
-    rows.append({"vc": OVERALL, **_metrics(predictions)})
+    rows.append({"vc": None, **_metrics(predictions)})
     schema = {"vc": pl.String, "jobs": pl.Int64, **{k: pl.Float64 for k in METRIC_KEYS if k != "jobs"}}
     return pl.DataFrame(rows, schema=schema, orient="row")
 
