@@ -119,6 +119,23 @@ def test_a_model_file_that_is_not_a_json_object_is_refused_as_such() -> None:
         Model.from_json("[1, 2]", source="m.json")
 
 
+def test_jobs_larger_than_every_vc_are_generated_with_a_note_that_counts_them(tmp_path: Path) -> None:
+    from dlcluster.sim import simulate
+
+    raw = json.loads(load_preset("helios-venus").to_json())
+    raw["gpu_mix"]["1000"], raw["gpu_mix"]["0"] = 0.01, raw["gpu_mix"]["0"] - 0.01  # no VC has 1,000 GPUs
+    (tmp_path / "big.json").write_text(json.dumps(raw))
+    res = _cli("synth", "--model", str(tmp_path / "big.json"), "--days", "2", "-o", str(tmp_path / "big.parquet"))
+    assert res.returncode == 0, res.stderr
+    trace = read_trace(tmp_path / "big.parquet")
+    unschedulable = simulate(trace.jobs, trace.cluster, "fifo").summary["overall"]["unschedulable"]
+    assert unschedulable > 0
+    assert (f"note: {unschedulable:,} GPU job(s) ask for more GPUs than their VC has (up to 1,000): a simulation on "
+            "the model's cluster reports them unschedulable") in " ".join(res.stderr.split())
+    plain = _cli("synth", "--preset", "helios-venus", "--days", "2", "-o", str(tmp_path / "plain.parquet"))
+    assert plain.returncode == 0 and "note" not in plain.stderr
+
+
 def test_bad_mixes_are_rejected() -> None:
     with pytest.raises(ConfigError, match="gpu_mix sums to 0.9000"):
         _flat_model(gpu_mix={1: 0.9})

@@ -52,7 +52,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         return
     from dlcluster.atomic import write_text_atomic
     from dlcluster.synth import fit, generate, load_preset
-    from dlcluster.synth.generate import check_scale
+    from dlcluster.synth.generate import check_scale, oversized
     from dlcluster.synth.model import Model
 
     sources = [s for s in (preset, fit_trace, model_file) if s is not None]
@@ -94,6 +94,11 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         f"({time.perf_counter() - began:.1f} s)",
         soft_wrap=True,
     )
+    too_big, largest = oversized(trace)
+    if too_big:
+        err_console.print(f"note: {too_big:,} GPU job(s) ask for more GPUs than their VC has (up to {largest:,}): a "
+                          "simulation on the model's cluster reports them unschedulable", soft_wrap=True,
+                          highlight=False, markup=False)
 
 
 @synth.command("compare")

@@ -81,6 +81,15 @@ def _vcs(model: Model, gpus: np.ndarray, gpu_time: np.ndarray, rng: np.random.Ge
     return out
 
 
+def oversized(trace: Trace) -> tuple[int, int]:
+    """(GPU jobs of ``trace`` that ask for more GPUs than their VC of ``trace.cluster`` has, the largest such ask)."""
+    if trace.cluster is None:
+        return 0, 0
+    sizes = pl.DataFrame({"vc": list(trace.cluster.vcs), "vc_gpus": [sum(n) for n in trace.cluster.vcs.values()]})
+    big = trace.jobs.join(sizes, on="vc", how="inner").filter(pl.col("gpu_num") > pl.col("vc_gpus"))
+    return big.height, int(big["gpu_num"].max() or 0) if big.height else 0
+
+
 MAX_DAYS = 36_525  # 100 years
 MAX_JOBS = 50_000_000  # expected jobs of one synthetic trace
 
