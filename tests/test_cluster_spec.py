@@ -94,6 +94,12 @@ def test_interleaved_sizes_round_trip_as_a_multiset(shared_data: Path, tmp_path:
          "line 3, field 'vcA': cannot parse '7.5' as a whole number of GPUs"),
         ("machineId, number of GPUs\nm0,8\nm1,\n", "line 3, field 'number of GPUs': value is empty"),
         ("machineId, number of GPUs\nm0,8\nm0,2\n", "line 3, field 'machineId': machine 'm0' is listed more than once"),
+        ("vc,nodes,gpu_per_node\na,1,4\n", "field 'gpu_per_node': unknown column (expected vc, nodes, gpus_per_node, "
+                                          "cpus_per_node)"),
+        ("vc,node num,gpus_per_node,cpu_per_node\na,1,4,16\n",
+         "field 'cpu_per_node': unknown column (expected vc, node num, gpus_per_node, cpus_per_node)"),
+        ("vc,nodes,node num\na,1,1\n", "field 'node num': unknown column (expected vc, nodes, gpus_per_node, "
+                                      "cpus_per_node)"),
         ("host,cores\nx,3\n", "not a cluster spec: expected 'date,vc...,total', 'machineId,number of GPUs', "
                               "'sn,gpu' (an openb node list) or 'vc,nodes' columns (found: host, cores)"),
     ],
@@ -103,7 +109,7 @@ def test_malformed_specs_name_file_line_field(tmp_path: Path, text: str, message
     path.write_text(text)
     with pytest.raises(InputError) as err:
         read_cluster_spec(path)
-    separator = ", " if message.startswith("line") else ": "
+    separator = ", " if message.startswith(("line", "field")) else ": "
     assert str(err.value) == f"{path}{separator}{message}"
 
 

@@ -13,7 +13,8 @@ Four layouts are told apart by their header:
 - ``vc,nodes[,gpus_per_node][,cpus_per_node]`` (``node num`` also accepted; 8 GPUs per
   node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
   rows for the same VC add up, in file order (one row per VC and node shape: a repeated
-  row is refused, as it is more likely a mistake than a second batch of nodes).
+  row is refused, as it is more likely a mistake than a second batch of nodes); any other
+  column is refused (a misspelt ``gpus_per_node`` would silently give 8-GPU nodes).
 
 Limits (checked before any node is built): at most :data:`MAX_NODES` nodes in all and
 :data:`MAX_GPUS_PER_NODE` GPUs and :data:`MAX_CPUS_PER_NODE` CPUs per node.
@@ -148,6 +149,10 @@ def _machine_list(raw: pl.DataFrame, path: Path) -> ClusterSpec:
 def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
     nodes_col = "nodes" if "nodes" in raw.columns else "node num"
     require_columns(raw, ["vc", nodes_col], path)
+    known = ("vc", nodes_col, "gpus_per_node", "cpus_per_node")
+    for column in raw.columns:  # a misspelt gpus_per_node would silently give 8-GPU nodes
+        if column not in (*known, ROW):
+            raise InputError(f"unknown column (expected {', '.join(known)})", path=path, field=column)
     optional = [c for c in ("gpus_per_node", "cpus_per_node") if c in raw.columns]
     df = _counts(raw, path, [nodes_col, *optional], "a whole number",
                  {nodes_col: MAX_NODES, "gpus_per_node": MAX_GPUS_PER_NODE, "cpus_per_node": MAX_CPUS_PER_NODE})
