@@ -100,6 +100,22 @@ def test_preemption_releases_cpus() -> None:
     assert cells(r, "long") == [(0, 2, 8), (0, 2, 8)]
 
 
+@pytest.mark.parametrize("placement", ["consolidate", "first-fit", "random", "relax"])
+@pytest.mark.parametrize("policy", ["srtf", "las"])
+def test_a_job_short_only_of_cpus_waits_and_preempts_nobody(policy: str, placement: str) -> None:
+    # at 2, c (2 GPUs, 4 CPUs) finds 3 free GPUs on each node but 2 free CPUs: on one node it waits for a's (100);
+    # split, 1 GPU and 2 CPUs on each node, it starts at once
+    t = with_cpus(jobs(("a", "v", 1, 0, 100), ("b", "v", 1, 1, 200), ("c", "v", 2, 2, 50)), 6, 6, 4)
+    r = simulate(t, ClusterSpec({"v": (4, 4)}, {"v": (8, 8)}), policy, placement=placement)
+    out = by_id(r.jobs)
+    assert [out[j]["preemptions"] for j in "abc"] == [0, 0, 0]
+    assert out["c"]["start"] == (2 if placement in ("first-fit", "random") else 100) and out["b"]["end"] == 201
+    # short of GPUs too, it still preempts (and the victim's CPUs go with its GPUs)
+    t = with_cpus(jobs(("a", "v", 4, 0, 100), ("b", "v", 4, 1, 200), ("c", "v", 2, 2, 50)), 6, 6, 4)
+    out = by_id(simulate(t, ClusterSpec({"v": (4, 4)}, {"v": (8, 8)}), policy, placement=placement).jobs)
+    assert out["c"]["start"] == 2 and out["a"]["preemptions"] + out["b"]["preemptions"] == 1
+
+
 def test_compat_placer_checks_cpus() -> None:
     t = with_cpus(jobs(("a", "v", 2, 0, 100), ("b", "v", 2, 1, 10), ("c", "v", 6, 2, 10)), 16, 16, 6)
     r = simulate(t, ClusterSpec({"v": (4, 4)}, {"v": (16, 16)}), "fifo", compat="helios-artifact")

@@ -242,6 +242,9 @@ class Cycle:
         self.index, self.jobs, self.policy, self.state, self.engine, self.rec = index, jobs, policy, state, engine, rec
         self.segments = rec.segments[index]
         self.place = placement.place
+        # whether a job's GPUs alone would be placed now (a job short only of CPUs waits: CPUs never preempt)
+        self.gpus_fit: Callable[[VCState, int, int], bool] = getattr(placement, "gpus_fit", None) or (
+            lambda state, gpus, waited: placement.place(state, gpus, waited) is not None)
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
         self.speed = speed
@@ -778,7 +781,8 @@ class Cycle:
                 alloc = place(state, need, now - submit[j], cpu[j])
                 if alloc is None and sized:
                     unfit.add(need)
-            if alloc is None and can_preempt and not (skip_hopeless and need in hopeless):
+            if alloc is None and can_preempt and not (skip_hopeless and need in hopeless) \
+                    and not (cpu[j] and self.gpus_fit(state, need, now - submit[j])):
                 if ranking is None:
                     ranking = _Ranking(policy, running, jobs.started_at, now) if self._ranks is None \
                         else _LinearRanking(self._ranks, jobs.started_at, now)

@@ -16,7 +16,10 @@ node's GPUs on one node with room for it (so, when only one node has room, on th
 keeps no state of its own sets ``one_node = True``: a preemptive pass then places a job on
 the node a single victim frees without calling it. A placement that needs to know which nodes hold multi-GPU
 jobs sets ``isolates = True``: the VC then keeps ``VCState.multi`` (jobs of more than one
-GPU per node) for it.
+GPU per node) for it. A placement that keeps state of its own (a random one's seed) defines
+``gpus_fit(state, gpus, waited) -> bool``, whether ``place`` would succeed with CPUs not
+counted, without touching that state (else ``place`` is asked: a job short only of CPUs
+preempts nobody).
 """
 
 from __future__ import annotations

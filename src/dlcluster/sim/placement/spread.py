@@ -53,3 +53,7 @@ class RandomFit:
         nodes = [n for n, f in enumerate(free) if f]
         self.rng.shuffle(nodes)
         return fill(free, nodes, gpus)
+
+    def gpus_fit(self, state: VCState, gpus: int, waited: int = 0) -> bool:
+        """Whether :meth:`place` would place ``gpus`` GPUs (CPUs not counted), without drawing from the seed."""
+        return state.usable(gpus, 0) is not None
