@@ -119,6 +119,23 @@ def test_replaying_failures_of_a_trace_without_any_says_so(tmp_path: Path) -> No
         in res.stderr
 
 
+def test_a_trace_whose_only_failures_are_recorded_attempts_gets_no_note(tmp_path: Path) -> None:
+    # (a Philly log's job that passed at its second attempt: its first failed, and the note said none had)
+    attempts = [{"start_time": start, "end_time": end, "detail": [{"ip": "m0", "gpus": ["gpu0"]}]}
+                for start, end in (("2017-09-04 00:00:00", "2017-09-04 00:01:40"),
+                                   ("2017-09-04 00:02:00", "2017-09-04 00:02:50"))]
+    folder = tmp_path / "ph"
+    folder.mkdir()
+    (folder / "cluster_job_log").write_text(json.dumps([{"status": "Pass", "vc": "v", "jobid": "j", "user": "u",
+                                                         "submitted_time": "2017-09-04 00:00:00",
+                                                         "attempts": attempts}]))
+    (folder / "cluster_machine_list").write_text("machineId, number of GPUs, single GPU mem\nm0,4,\n")
+    res = cli("simulate", str(folder), "--pooled", "--failures", "replay", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert "note" not in res.stderr
+    assert pl.read_parquet(tmp_path / "out" / "jobs.parquet")["status"].to_list() == ["failed"]
+
+
 def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
     # (an earlier run's policy folders, top-level tables and CSV copies stayed, and `report` read them as this run's)
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))

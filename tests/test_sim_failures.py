@@ -44,6 +44,9 @@ def test_retry_counts_and_lost_gpu_time_add_up() -> None:
     # then fails three times (370 + 3 x 3000); c runs beside late
     assert _rows(r) == {"ok": (0, 1000, 0, "completed", 1), "bad": (10, 370, 0, "failed", 3),
                         "late": (370, 9370, 350, "failed", 3), "c": (370, 420, 340, "cancelled", 1)}
+    # slowdown is against the work replayed: bad's three 120 s attempts ran back to back (it was 3.0 against 120 s)
+    slowdown = dict(r.jobs.select("job_id", "slowdown").iter_rows())
+    assert slowdown["bad"] == 1.0 and slowdown["late"] == pytest.approx(9350 / 9000) and slowdown["c"] == 7.8
     f = r.summary["failures"]
     assert f["retries"] == 4 and f["failed_jobs"] == 2
     assert f["failed_gpu_hours"] == pytest.approx((3 * 8 * 120 + 3 * 4 * 3000) / 3600)
@@ -105,6 +108,11 @@ def test_recorded_attempts_are_replayed_and_capped() -> None:
         (3, "completed", 160, 560), (6, "failed", 240, 240)]
     r = _rows(simulate(t, spec(v=(2,)), "fifo", failures=FailureModel(retries=5), attempts=attempts))
     assert r["a"] == (0, 560, 0, "completed", 3)
+    # without retries a job Philly retried fails after its first attempt: 60 s, against which its slowdown counts
+    # (not its recorded 700 s: a slowdown of 0.09)
+    r = simulate(t, spec(v=(2,)), "fifo", failures=FailureModel(), attempts=attempts)
+    assert _rows(r)["a"] == (0, 60, 0, "failed", 1) and by_id(r.jobs)["a"]["slowdown"] == 1.0
+    assert r.summary["overall"]["mean_slowdown"] >= 1
 
 
 def test_a_retry_past_its_locality_wait_never_turns_the_clock_back() -> None:

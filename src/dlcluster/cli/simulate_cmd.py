@@ -413,14 +413,16 @@ def _minutes(option: str, minutes: float | None) -> int | None:
 
 
 def _note_nothing_to_replay(trace: Trace, path: Path) -> None:
-    """A note when ``--failures replay`` would replay nothing: no job of the trace failed (or none has a status)."""
+    """A note when ``--failures replay`` would replay nothing: no job of the trace failed (or none has a status), and
+    no job has more than one recorded attempt (all but a job's last attempt failed)."""
     import polars as pl
 
     from dlcluster.cli import err_console
     from dlcluster.sim.failures import FAILED
 
     status = trace.jobs["status"].cast(pl.String)
-    if not status.is_in(FAILED).any():
+    retried = trace.attempts is not None and bool(trace.attempts["job_id"].is_duplicated().any())
+    if not status.is_in(FAILED).any() and not retried:
         what = "records no job outcome (status)" if status.is_in(["completed", "cancelled"]).sum() == 0 else \
             "records no failed job"
         err_console.print(f"note: {path} {what}: --failures replay has no failure to replay", soft_wrap=True,

@@ -97,7 +97,8 @@ def _jobs_table(prep: Prepared, rec: Record, runs: list[GroupRun]) -> pl.DataFra
         pl.Series("preemptions", rec.preemptions, pl.Int32),
         pl.Series("nodes_spanned", rec.nodes, pl.Int32),
         # failures replayed: the outcome, the attempts run, the validation pool's wait
-        *(["outcome", pl.Series("attempts", rec.attempts, pl.Int32)] if "outcome" in prep.jobs.columns else []),
+        *(["outcome", pl.Series("attempts", rec.attempts, pl.Int32), RUN_TIME] if "outcome" in prep.jobs.columns
+          else []),
         *(["first_submit", "pool_wait"] if "first_submit" in prep.jobs.columns else []),
     )
     if not runs:
@@ -365,12 +366,16 @@ def _by_group(table: pl.DataFrame) -> dict[str, pl.DataFrame]:
     return {key[0]: part for key, part in table.partition_by("group", as_dict=True).items()}
 
 
+RUN_TIME = "_run_time"  # with failures replayed: the work of every attempt the job ran (not output)
+
+
 def _with_jct(table: pl.DataFrame) -> pl.DataFrame:
-    """Add ``jct``, ``slowdown`` and ``bounded_slowdown`` from submit, end and duration."""
+    """Add ``jct``, ``slowdown`` and ``bounded_slowdown`` from submit, end and the run time: the duration, or with
+    failures replayed the attempts' work (a job that failed after a minute of a recorded hour ran a minute)."""
+    run = pl.col(RUN_TIME if RUN_TIME in table.columns else "duration")
     return table.with_columns((pl.col("end") - pl.col("submit")).alias("jct")).with_columns(
-        pl.when(pl.col("duration") > 0).then(pl.col("jct") / pl.col("duration")).alias("slowdown"),
-        pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(pl.col("duration"), pl.lit(TAU)))
-        .alias("bounded_slowdown"))
+        pl.when(run > 0).then(pl.col("jct") / run).alias("slowdown"),
+        pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(run, pl.lit(TAU))).alias("bounded_slowdown"))
 
 
 def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
@@ -381,7 +386,8 @@ def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
                             pl.col("pool_wait").alias("validation_wait"))
     stopped = caught.select(
         "row", "job_id", "vc", "group", "user", "gpu_num", "submit", pl.col("pool_start").alias("start"),
-        pl.col("pool_end").alias("end"), "duration", (pl.col("pool_start") - pl.col("submit")).alias("queue_delay"),
+        pl.col("pool_end").alias("end"), "duration", pl.col("pool_run").alias(RUN_TIME),
+        (pl.col("pool_start") - pl.col("submit")).alias("queue_delay"),
         pl.lit(0, pl.Int32).alias("preemptions"), pl.lit(1, pl.Int32).alias("nodes_spanned"),
         pl.lit("failed").alias("status"), pl.lit(1, pl.Int32).alias("attempts"),
         (pl.col("pool_start") - pl.col("submit")).alias("validation_wait"))

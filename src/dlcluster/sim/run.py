@@ -35,7 +35,7 @@ from dlcluster.sim.policies import get_policy
 from dlcluster.sim.power import PowerModel
 from dlcluster.sim.prepare import Prepared, check_seed, prepare
 from dlcluster.sim.power import NODE_STATES_SCHEMA
-from dlcluster.sim.results import build_results
+from dlcluster.sim.results import RUN_TIME, build_results
 from dlcluster.sim.simulation import Progress, Simulation
 
 
@@ -163,6 +163,7 @@ def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: Failure
     the pool run first: the jobs it lets through are submitted when their validation ends, and those it caught are
     returned apart."""
     df, recorded = attempt_plan(prep.jobs, attempts, model)
+    df = df.with_columns(pl.col("work_total").alias(RUN_TIME))  # (validation may move part of it to the pool)
     caught = None
     if model.validates:
         pool = validation_pool(df, model)
