@@ -85,6 +85,25 @@ def test_validation_can_keep_progress() -> None:
     assert rows["ok"][:2] == (300, 1000)  # 300 s done on the pool, 700 s left
 
 
+def test_a_job_that_validation_runs_to_the_end_keeping_progress_ends_on_the_pool() -> None:
+    # (c did all its 50 s on the pool, then waited for its 4-GPU gang and "ran" 0 s on it at 330)
+    t = jobs(("a", "v", 2, 0, 30), ("b", "v", 2, 0, 300), ("c", "v", 4, 10, 50)).with_columns(
+        pl.Series("status", ["failed", "completed", "completed"]))
+    model = FailureModel(validation_seconds=60, validation_gpus=1, keep_progress=True)
+    r = simulate(t, spec(v=(4,)), "fifo", failures=model)
+    # one pool GPU: a fails there 0-30 (caught), b validates 30-90, c runs 90-140: done
+    rows = _rows(r)
+    assert rows["c"] == (90, 140, 80, "completed", 1) and rows["b"][:2] == (90, 330)
+    assert set(r.placements["job_id"]) == {"b"}
+    f = r.summary["failures"]
+    assert (f["validation_caught"], f["failed_jobs"], f["completed_jobs"]) == (1, 1, 2)
+    assert f["validation_pool_gpu_hours"] == pytest.approx((30 + 60 + 50) / 3600)
+    assert f["validation_mean_wait"] == pytest.approx((0 + 30 + 80) / 3)
+    # without keeping progress, c starts over on the cluster after its pool run
+    r = simulate(t, spec(v=(4,)), "fifo", failures=FailureModel(validation_seconds=60, validation_gpus=1))
+    assert _rows(r)["c"][:2] == (390, 440)  # after b (90-390)
+
+
 def test_a_retry_after_validation_kept_progress_redoes_the_whole_attempt() -> None:
     model = FailureModel(retries=2, validation_seconds=300, validation_gpus=4, keep_progress=True)
     r = simulate(TRACE, CLUSTER, "fifo", failures=model)

@@ -126,10 +126,10 @@ def retry_counts(plan: pl.DataFrame, recorded: dict[str, list[int]]) -> tuple[li
     return (plan["tries"] - 1).to_list(), work
 
 
-def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:
+def failure_summary(jobs: pl.DataFrame, ended: pl.DataFrame | None, model: FailureModel) -> dict[str, Any]:
     """The ``failures`` object of a summary: GPU time lost to failed attempts (early and late), retries, and what
     validation caught. ``jobs`` are the main cluster's (plan columns, ``gpu_num``; ``pool_run`` with validation),
-    ``caught`` those that failed on the validation pool."""
+    ``ended`` those that ended on the validation pool (see :func:`after_validation`)."""
     def hours(frame: pl.DataFrame, column: str) -> float:
         return float(frame.select((pl.col("gpu_num") * pl.col(column)).sum()).item() or 0) / 3600
 
@@ -141,7 +141,8 @@ def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: Fail
         "early_seconds": model.early_seconds,
         "first_attempt_failed_jobs": int(jobs.filter(first_attempt_fails()).height),
     }
-    if caught is not None:
+    if ended is not None:
+        caught = ended.filter(pl.col("caught"))
         # the caught jobs' failures happened on the pool, on one GPU each
         caught_pool = float(caught["pool_run"].sum()) / 3600
         caught_early = float(caught.filter(pl.col("pool_run") <= model.early_seconds)["pool_run"].sum()) / 3600
@@ -152,9 +153,9 @@ def failure_summary(jobs: pl.DataFrame, caught: pl.DataFrame | None, model: Fail
             first_attempt_failed_jobs=out["first_attempt_failed_jobs"] + caught.height,
             # what the caught jobs would have held on the main cluster: every attempt on its whole gang
             validation_gpu_hours_saved=hours(caught, "work_total"),
-            validation_pool_gpu_hours=float(jobs["pool_run"].sum()) / 3600 + caught_pool,
-            validation_mean_wait=float(cast(float, pl.concat([jobs["pool_wait"], caught["pool_start"]
-                                                               - caught["submit"]]).mean() or 0.0)),
+            validation_pool_gpu_hours=float(jobs["pool_run"].sum() + ended["pool_run"].sum()) / 3600,
+            validation_mean_wait=float(cast(float, pl.concat([jobs["pool_wait"], ended["pool_start"]
+                                                               - ended["submit"]]).mean() or 0.0)),
             failed_gpu_hours=out["failed_gpu_hours"] + caught_pool,
             failed_gpu_hours_early=early + caught_early,
             failed_gpu_hours_late=late + caught_pool - caught_early,
@@ -178,10 +179,13 @@ def validation_pool(jobs: pl.DataFrame, model: FailureModel) -> pl.DataFrame:
 def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, model: FailureModel,
                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split ``jobs`` by the pool run ``ran`` (``job_id, start, end``): (the jobs that go on to the main cluster,
-    submitted when their validation ended, in that order; the jobs caught on the pool)."""
+    submitted when their validation ended, in that order; the jobs that ended on the pool: those it caught
+    (``caught``), and under ``keep_progress`` those whose only attempt it ran to the end)."""
     joined = jobs.join(pool.select("job_id", "caught", pl.col("duration").alias("pool_run")), on="job_id") \
         .join(ran.select("job_id", pl.col("start").alias("pool_start"), pl.col("end").alias("pool_end")), on="job_id")
-    main = joined.filter(~pl.col("caught")).with_columns(
+    # (not caught: its first attempt is its last and does not fail; done on the pool, it needs no gang)
+    ended = pl.col("caught") | (pl.col("first") <= pl.col("pool_run")) if model.keep_progress else pl.col("caught")
+    main = joined.filter(~ended).with_columns(
         pl.col("submit").alias("first_submit"), (pl.col("pool_start") - pl.col("submit")).alias("pool_wait"),
         pl.col("pool_end").alias("submit"))
     if model.keep_progress:  # the first attempt goes on from where validation left it
@@ -189,4 +193,4 @@ def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, 
         # (a retry starts afresh: its work is the whole attempt's)
         main = main.with_columns(pl.col("first") - done, pl.col("work_total") - done,
                                  pl.col("first").alias("retry_work"))
-    return main.sort("submit", maintain_order=True), joined.filter(pl.col("caught"))
+    return main.sort("submit", maintain_order=True), joined.filter(ended)

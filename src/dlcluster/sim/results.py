@@ -378,18 +378,19 @@ def _with_jct(table: pl.DataFrame) -> pl.DataFrame:
         pl.max_horizontal(pl.lit(1.0), pl.col("jct") / pl.max_horizontal(run, pl.lit(TAU))).alias("bounded_slowdown"))
 
 
-def _as_users_see_it(ran: pl.DataFrame, caught: pl.DataFrame) -> pl.DataFrame:
+def _as_users_see_it(ran: pl.DataFrame, ended: pl.DataFrame) -> pl.DataFrame:
     """Jobs that went through validation as their users see them: from their first submit, waits in the pool
-    counted as queueing; and the jobs validation caught, which ended on the pool."""
+    counted as queueing; and the jobs that ended on the pool (validation caught them, or ran them to the end)."""
     main = ran.with_columns(pl.col("first_submit").alias("submit"),
                             (pl.col("queue_delay") + pl.col("pool_wait")).alias("queue_delay"),
                             pl.col("pool_wait").alias("validation_wait"))
-    stopped = caught.select(
+    stopped = ended.select(
         "row", "job_id", "vc", "group", "user", "gpu_num", "submit", pl.col("pool_start").alias("start"),
         pl.col("pool_end").alias("end"), "duration", pl.col("pool_run").alias(RUN_TIME),
         (pl.col("pool_start") - pl.col("submit")).alias("queue_delay"),
         pl.lit(0, pl.Int32).alias("preemptions"), pl.lit(1, pl.Int32).alias("nodes_spanned"),
-        pl.lit("failed").alias("status"), pl.lit(1, pl.Int32).alias("attempts"),
+        pl.when("caught").then(pl.lit("failed")).otherwise("outcome").alias("status"),
+        pl.lit(1, pl.Int32).alias("attempts"),
         (pl.col("pool_start") - pl.col("submit")).alias("validation_wait"))
     return _with_jct(pl.concat([main.drop("first_submit", "pool_wait", "jct", "slowdown", "bounded_slowdown"),
                                 stopped], how="diagonal_relaxed"))
