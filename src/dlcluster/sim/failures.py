@@ -153,7 +153,7 @@ def failure_summary(jobs: pl.DataFrame, ended: pl.DataFrame | None, model: Failu
             first_attempt_failed_jobs=out["first_attempt_failed_jobs"] + caught.height,
             # what the caught jobs would have held on the main cluster: every attempt on its whole gang
             validation_gpu_hours_saved=hours(caught, "work_total"),
-            validation_pool_gpu_hours=float(jobs["pool_run"].sum() + ended["pool_run"].sum()) / 3600,
+            validation_pool_gpu_hours=(float(jobs["pool_run"].sum()) + float(ended["pool_run"].sum())) / 3600,
             validation_mean_wait=float(cast(float, pl.concat([jobs["pool_wait"], ended["pool_start"]
                                                                - ended["submit"]]).mean() or 0.0)),
             failed_gpu_hours=out["failed_gpu_hours"] + caught_pool,
