@@ -265,6 +265,11 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     (lambda s: s.update(energy={"energy_kwh": "x"}), "energy.energy_kwh", "expected a number or null, got 'x'"),
     (lambda s: s.update(load="x"), "load", "expected a number or null, got 'x'"),
     (lambda s: s.update(policy=["fifo"]), "policy", "expected text or null, got ['fifo']"),
+    # (NaN and Infinity, which Python's json reads, showed as NaN and inf in the tables)
+    (lambda s: s["overall"].update(mean_jct=float("inf")), "overall.mean_jct",
+     "expected a finite number or null, got inf"),
+    (lambda s: s["vcs"]["a"].update(utilization=float("nan")), "vcs.a.utilization",
+     "expected a finite number or null, got nan"),
 ])
 def test_a_summary_value_of_the_wrong_type_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                               change: Any, field: str, message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -93,6 +94,8 @@ def check_summary(summary: dict[str, Any], path: Path) -> None:
         # (true and false are numbers to Python, not to the reader of a table)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"expected a number or null, got {reprlib.repr(value)}", path=path, field=key)
+        if isinstance(value, float) and not math.isfinite(value):  # (Python's json reads NaN and Infinity)
+            raise InputError(f"expected a finite number or null, got {value}", path=path, field=key)
         if isinstance(value, int) and not -WHOLE <= value < WHOLE:
             raise InputError(f"{reprlib.repr(value)} is out of range (a whole number within 64 bits)", path=path,
                              field=key)
