@@ -49,6 +49,8 @@ def test_read_series_names_the_bad_row(tmp_path: Path) -> None:
     good.write_text("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,4,5\n")
     s = read_series(good)
     assert s.rows() == [(1506988800, 3, 5), (1506988860, 4, 5)]
+    good.write_text("time, active, total\n2017-10-03 00:00:00, 3, 5\n2017-10-03 00:01:00, 4, 5\n")  # as docs write it
+    assert read_series(good).rows() == s.rows()
     for body, message in (("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,x,5\n",
                            "line 3, field 'active': not a whole number"),
                           ("time,active,total\n2017-10-03 00:00:00,3,5\n2017-10-03 00:01:00,,5\n",
@@ -57,7 +59,15 @@ def test_read_series_names_the_bad_row(tmp_path: Path) -> None:
                            "line 2, field 'active': more busy nodes than total nodes"),
                           ("time,active,total\n2017-10-03 00:01:00,3,5\n2017-10-03 00:00:00,4,5\n",
                            "line 3, field 'time': times must increase"),
-                          ("time,total\n2017-10-03 00:00:00,5\n", "missing column 'used (or active)'")):
+                          ("time,total\n2017-10-03 00:00:00,5\n", "missing column 'used (or active)'"),
+                          # (epoch milliseconds were read as seconds of the year 49,891: exit 0, or an internal error)
+                          ("time,active,total\n1506988800000,3,5\n1506988860000,4,5\n",
+                           "line 2, field 'time': 1506988800000 is out of range (expected a time between 1900-01-01 "
+                           "and 2200-01-01 UTC); the times must be epoch seconds, not milliseconds"),
+                          ("time,active,total\n1506988800,3,5\n-9999999999,4,5\n",
+                           "line 3, field 'time': -9999999999 is out of range (expected a time between 1900-01-01 and "
+                           "2200-01-01 UTC)"),
+                          ("time,active, time\n2017-10-03 00:00:00,3,5\n", "column 'time' appears twice")):
         bad = tmp_path / "bad.csv"
         bad.write_text(body)
         with pytest.raises(InputError) as caught:
@@ -73,9 +83,17 @@ def test_resample_takes_the_step_maximum_and_fills_gaps() -> None:
 def test_demand_from_a_trace_packs_busy_gpus_onto_the_fewest_nodes() -> None:
     t = jobs(("a", "v", 3, 0, 120), ("b", "v", 6, 0, 60), ("c", "w", 1, 0, 60)).with_columns(
         start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
-    s = from_trace(t, spec(v=(8, 8, 4), w=(8,)))
+    s, capped = from_trace(t, spec(v=(8, 8, 4), w=(8,)))
     # at 0: v holds 9 GPUs (two 8-GPU nodes), w holds 1 (one node); at 60 only a's 3 GPUs remain
     assert s.select("time", "used", "used_gpus", "total").rows() == [(0, 3, 10, 4), (60, 1, 3, 4), (120, 0, 0, 4)]
+    assert capped == {}
+    # a spec smaller than the trace's VC: its demand is capped at its nodes, and said so
+    s, capped = from_trace(t, spec(v=(4, 4), w=(8,)))
+    assert s["used"].to_list() == [3, 1, 0] and capped == {"v": (9, 8)}
+    # sampled at whole minutes, as a simulation's timeline: a job between two of them is not seen
+    t = jobs(("a", "v", 3, 0, 120), ("short", "w", 8, 70, 40)).with_columns(
+        start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    assert from_trace(t, spec(v=(8,), w=(8,)))[0]["used"].to_list() == [1, 1, 0]
 
 
 # ---- forecaster -----------------------------------------------------------------------------------------------
@@ -646,6 +664,8 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
                           (("--test-days", "nan"), "--test-days must be a number of days, got nan"),
                           (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
+                          # (days × steps a day overflowed: internal error)
+                          (("--test-days", "1e308"), "training needs at least 2 days before the 1e+308 test days"),
                           (("--rule", "fuzzy"), "unknown controller"),
                           (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule"),
                           # options that would be ignored are refused
@@ -708,7 +728,7 @@ def test_a_demand_series_longer_than_ten_years_is_refused_before_it_is_built(tmp
                                                "4,015 days; at most 3,652 (ten years)\n")
     drain = jobs(("a", "v", 1, 0, 90 * 365 * 86_400), ("b", "v", 1, 3 * 86_400, 60)).with_columns(
         start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
-    series_of = from_trace(drain, spec(v=(8,)), until=3 * 86_400)
+    series_of = from_trace(drain, spec(v=(8,)), until=3 * 86_400)[0]
     assert series_of["time"].to_list()[-1] == 3 * 86_400 and series_of.height == 3 * 1440 + 1
 
 
@@ -741,6 +761,13 @@ def test_ces_names_the_vcs_a_cluster_file_lacks(tmp_path: Path) -> None:
     run = cli("ces", str(trace), "--test-days", "1", "--cluster", str(only_v))
     assert run.returncode == 0
     assert f"note: {trace}: 6 GPU job(s) of VCs not in the cluster spec left out of the demand: w\n" in run.stderr
+    # a spec smaller than the trace's VC: the demand is capped at the VC's nodes, and a note says so (it was silent)
+    small = tmp_path / "small.csv"
+    small.write_text("vc,nodes,gpus_per_node\nv,1,4\nw,1,8\n")
+    run = cli("ces", str(trace), "--test-days", "1", "--cluster", str(small))
+    assert run.returncode == 0
+    assert (f"note: {trace}: 1 VC(s) had more GPUs busy at a time than the cluster spec gives them, their demand "
+            "capped at all their nodes: v (8 of 4)") in " ".join(run.stderr.split())
     run = cli("ces", str(trace), "--test-days", "1", "--cluster", str(none))
     assert (run.returncode, run.stderr) == (2, f"error: {trace}, field 'vc': no GPU job's VC is in the cluster spec "
                                                f"({none}): VCs v, w\n")

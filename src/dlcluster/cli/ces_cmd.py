@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 from rich.table import Table
 
-from dlcluster.cli import Console, app, echo
+from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
 from dlcluster.errors import ConfigError, InputError, UnknownFormatError, first_names
@@ -178,9 +178,15 @@ def ces(
         # replay, so the series stops there
         last_submit = cast("int | None", trace.jobs["submit_time"].max())
         try:
-            minutes = from_trace(trace.jobs, spec, until=last_submit)
+            minutes, capped = from_trace(trace.jobs, spec, until=last_submit)
         except InputError as exc:
             raise InputError(exc.detail, path=source, field=exc.field) from None
+        if capped:
+            shown = ", ".join(f"{vc} ({busy:,} of {gpus:,})" for vc, (busy, gpus) in sorted(capped.items())[:5])
+            more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
+            err_console.print(f"note: {source}: {len(capped)} VC(s) had more GPUs busy at a time than the cluster spec "
+                              f"gives them, their demand capped at all their nodes: {shown}{more}", soft_wrap=True,
+                              highlight=False, markup=False)
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     days: float
     if compat is not None:
@@ -237,8 +243,6 @@ def ces(
 def _note_vcs_left_out(jobs: pl.DataFrame, spec: ClusterSpec, source: Path) -> None:
     """Refuse a trace none of whose GPU jobs' VCs is in ``spec``; note the GPU jobs of VCs it lacks."""
     import polars as pl
-
-    from dlcluster.cli import err_console
 
     gpu = jobs.filter(pl.col("gpu_num") > 0)
     out = gpu.filter(~pl.col("vc").cast(pl.String).is_in(list(spec.vcs)))

@@ -14,7 +14,7 @@ import polars as pl
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import InputError
-from dlcluster.io._common import decompressing, is_blank
+from dlcluster.io._common import MAX_TIME, MIN_TIME, TIME_RANGE, decompressing, is_blank
 
 SAMPLE = 60  # seconds between the samples of a series built here
 MAX_DAYS = 3_652  # ten years: the longest series (held per minute, 5.3M samples, and per controller step)
@@ -32,6 +32,11 @@ def read_series(path: str | Path) -> pl.DataFrame:
             raw = pl.read_csv(path, infer_schema=False, glob=False)  # a name with "*" is a name, not a pattern
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise InputError(f"not a readable CSV ({str(exc).splitlines()[0]})", path=path) from None
+    names = [c.strip() for c in raw.columns]  # ("time, active, total", as the docs write it)
+    twice = next((c for c in names if names.count(c) > 1), None)
+    if twice is not None:
+        raise InputError(f"column {twice!r} appears twice", path=path)
+    raw.columns = names
     used_name = next((c for c in USED_NAMES if c in raw.columns), None)
     for name, found in (("time", "time" in raw.columns), ("used (or active)", used_name), ("total", "total" in raw.columns)):
         if not found:
@@ -54,6 +59,14 @@ def read_series(path: str | Path) -> pl.DataFrame:
             raise InputError("empty" if is_blank(value) else
                              f"not a {'time' if column == 'time' else 'whole number'}: {value!r}",
                              path=path, row=row + 2, field=source)
+    outside = table.select(((pl.col("time") < MIN_TIME) | (pl.col("time") > MAX_TIME)).arg_true()).to_series()
+    if outside.len():
+        row = int(outside[0])
+        value = int(table["time"][row])
+        # (epoch milliseconds read as seconds fall tens of thousands of years ahead)
+        hint = "; the times must be epoch seconds, not milliseconds" if MIN_TIME <= value // 1000 <= MAX_TIME else ""
+        raise InputError(f"{value} is out of range (expected {TIME_RANGE}){hint}", path=path, row=row + 2,
+                         field="time")
     _check(table, path, used_name)
     check_span(int(table["time"][0]), int(table["time"][-1]), path, "time")
     return table
@@ -128,9 +141,11 @@ def from_timeline(timeline: pl.DataFrame, cluster: ClusterSpec | None = None, un
 
 
 def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, until: int | None = None,
-               ) -> pl.DataFrame:
+               ) -> tuple[pl.DataFrame, dict[str, tuple[int, int]]]:
     """Busy nodes per ``sample`` seconds from recorded start/end times, up to ``until`` (default: the last end): per
     VC, its busy GPUs packed onto its largest nodes (the fewest nodes that could hold them), at most the VC's nodes.
+    Also, per VC that had more GPUs busy at a time than ``cluster`` gives it (a generated trace's drawn starts, a
+    spec of another day): (the most busy, the spec's GPUs).
 
     A trace records no placement, so this is the demand of a consolidating scheduler (a lower bound on busy nodes).
     """
@@ -150,11 +165,14 @@ def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, u
     used = np.zeros(n, dtype=np.int64)
     used_gpus = np.zeros(n, dtype=np.int64)
     parts = {vc: part for (vc,), part in ran.partition_by("vc", as_dict=True).items()}
+    capped: dict[str, tuple[int, int]] = {}
     for vc, sizes in cluster.vcs.items():
         part = parts.get(vc)
         if part is None or not sizes:
             continue
         gpus = _busy(part, t0, n, sample)
+        if len(gpus) and gpus.max() > sum(sizes):
+            capped[vc] = (int(gpus.max()), sum(sizes))
         used_gpus += gpus
         # the fewest nodes holding g GPUs: the largest nodes first
         capacity = np.cumsum(sorted(sizes, reverse=True))
@@ -164,7 +182,7 @@ def from_trace(jobs: pl.DataFrame, cluster: ClusterSpec, sample: int = SAMPLE, u
         "time": np.arange(n, dtype=np.int64) * sample + t0,
         "used": used, "total": np.full(n, total, dtype=np.int64),
         "used_gpus": used_gpus, "total_gpus": np.full(n, cluster.total_gpus, dtype=np.int64),
-    })
+    }), capped
 
 
 def _busy(part: pl.DataFrame, t0: int, n: int, sample: int) -> np.ndarray:

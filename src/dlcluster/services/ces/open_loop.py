@@ -66,7 +66,7 @@ def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_d
     n = series.height
     if not math.isfinite(test_days):
         raise ConfigError(f"--test-days must be a number of days, got {test_days}")
-    test = int(round(test_days * per_day))
+    test = int(round(min(test_days * per_day, n + 1)))  # (more than the series holds: refused below)
     if test < 1:
         raise ConfigError(f"--test-days must cover at least one step, got {test_days}")
     first = n - test
