@@ -309,3 +309,28 @@ def test_an_option_the_format_does_not_take_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^--map does not apply to the openb format"):
         read_trace(path, mapping={"job_id": "name"})
     assert read_trace(path).jobs.height == 1
+
+
+def test_info_ends_a_trace_without_end_times_at_its_last_submit_plus_duration(tmp_path: Path) -> None:
+    # (the span ended at the last submission, while the GPU-hours counted the runs after it)
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time,gpu_num,duration\na,1600000000,2,3600\nb,1600000100,1,60\n")
+    got = json.loads(subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "--format", "csv", "--tz",
+                                     "UTC", "--json"], capture_output=True, text=True, check=True).stdout)
+    assert (got["start"], got["end"], got["gpu_hours"]) == ("2020-09-13T12:26:40Z", "2020-09-13T13:26:40Z", 2.0)
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    (["convert", "IN"], "is a folder, expected a file name ending .parquet/.swf/.csv\n"),
+    (["synth", "--preset", "philly", "--days", "1"],
+     "is a folder, expected a file name ending .parquet/.swf/.csv (or --format helios or philly, written as a folder)\n"),
+])
+def test_an_existing_folder_as_a_file_output_says_so(tmp_path: Path, command: list[str], message: str) -> None:
+    # (it said "cannot tell the output format from suffix ''")
+    source = tmp_path / "t.csv"
+    source.write_text("job_id,submit_time,gpu_num,duration\na,1600000000,2,3600\n")
+    (tmp_path / "adir").mkdir()
+    args = [str(source) if a == "IN" else a for a in command]
+    done = subprocess.run([sys.executable, "-m", "dlcluster", *args, "-o", str(tmp_path / "adir")], capture_output=True,
+                          text=True)
+    assert (done.returncode, done.stderr) == (2, f"error: -o {tmp_path / 'adir'}: {message}")

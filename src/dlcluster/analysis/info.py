@@ -27,7 +27,9 @@ def trace_info(trace: Trace) -> dict[str, Any]:
         pl.col("vc").n_unique().alias("vcs"),
         pl.col("user").drop_nulls().n_unique().alias("users"),
         pl.col("submit_time").min().alias("start"),
-        pl.max_horizontal(pl.col("end_time").max(), pl.col("submit_time").max()).alias("end"),
+        # (a trace with durations but no end times, such as the Philly table, still runs past its last submission)
+        pl.max_horizontal(pl.col("end_time").max(), (pl.col("submit_time") + pl.col("duration")).max(),
+                          pl.col("submit_time").max()).alias("end"),
         gpu_seconds().sum().alias("gpu_seconds"),
     ).row(0, named=True)
     counts = dict(jobs.get_column("status").cast(pl.String).value_counts().iter_rows())

@@ -69,6 +69,9 @@ def output_format(output: Path, fmt: str | None, format_flag: str | None = "--fo
             raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(WRITERS)}")
         return fmt
     suffix = output.suffix.lower()
+    if suffix not in SUFFIXES and output.is_dir():
+        folder = f" (or {format_flag} {' or '.join(FOLDER_FORMATS)}, written as a folder)" if format_flag else ""
+        raise ConfigError(f"-o {output}: is a folder, expected a file name ending .parquet/.swf/.csv{folder}")
     if suffix not in SUFFIXES:
         forced = f" or pass {format_flag} ({', '.join(WRITERS)})" if format_flag else ""
         raise ConfigError(f"-o {output}: cannot tell the output format from suffix {suffix!r}; "
