@@ -56,7 +56,8 @@ def _table(rows: list[dict[str, Any]], title: str) -> Table:
     for name in ("VC", "jobs", "MAE", "MdAPE", "±10%", "±50%", "±100%", "±1000%", "Spearman", "Kendall"):
         table.add_column(name, justify="left" if name == "VC" else "right")
     for i, r in enumerate(rows):
-        table.add_row(OVERALL if i == len(rows) - 1 else r["vc"], f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
+        label = OVERALL if i == len(rows) - 1 else r["vc"]  # (the whole trace's row has no VC)
+        table.add_row(label, f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
                       *(_fmt_share(r[f"within_{b}"]) for b in (10, 50, 100, 1000)),
                       _fmt_corr(r["spearman"]), _fmt_corr(r["kendall"]), end_section=i == len(rows) - 2,
                       style="bold" if i == len(rows) - 1 else None)
