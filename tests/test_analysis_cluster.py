@@ -61,6 +61,15 @@ def test_vc_utilization_counts_idle_hours() -> None:
     assert out.filter(pl.col("vc") == "v2")["mean"].item() == pytest.approx(0.25)
 
 
+def test_vc_utilization_counts_the_idle_days_after_its_last_gpu_job() -> None:
+    # (a VC whose one GPU job ran 2 h of an 8-day trace was 100% busy: only the hours some job ran counted)
+    rows = [("g", "v1", "u", 4, 1, T0, T0, T0 + 7200, "completed")]
+    rows += [(f"c{d}", "v1", "u", 0, 1, T0 + d * 86400, T0 + d * 86400, T0 + d * 86400 + 600, "completed")
+             for d in range(1, 9)]
+    v1 = cluster.vc_utilization(_jobs(rows), ClusterSpec({"v1": (4,)})).row(0, named=True)
+    assert v1["hours"] == 8 * 24 + 1 and v1["p95"] == 0.0 and v1["mean"] == pytest.approx(2 / 193)
+
+
 def test_users_and_failures() -> None:
     df = _jobs([("a", "v", "heavy", 4, 2, T0, T0 + 10, T0 + 1010, "completed"),
                 ("b", "v", "light", 1, 1, T0, T0, T0 + 1000, "failed"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -83,9 +84,10 @@ def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
     if running.height == 0:
         return pl.DataFrame(schema={"vc": pl.String, "gpus": pl.Int64, "hours": pl.UInt32, **{
             k: pl.Float64 for k in ("p5", "p25", "p50", "p75", "p95", "mean")}})
-    # every hour of the trace up to the last submission counts for every VC, idle hours included
-    last = int(jobs["submit_time"].max()) // 3600 * 3600
-    hours = running.select("hour_start").unique().filter(pl.col("hour_start") <= last)
+    # every hour of the trace, from its first submission to its last, counts for every VC, idle hours included (not
+    # only the hours some job ran: a VC idle for days was 100% busy)
+    first, last = (int(cast(int, v)) // 3600 * 3600 for v in (jobs["submit_time"].min(), jobs["submit_time"].max()))
+    hours = pl.DataFrame({"hour_start": pl.int_range(first, last + 3600, 3600, eager=True, dtype=pl.Int64)})
     full = caps.join(hours, how="cross").join(running, on=["vc", "hour_start"], how="left").with_columns(
         (pl.col("running_gpus").fill_null(0.0) / pl.col("gpus")).alias("u"))
     u = pl.col("u")
