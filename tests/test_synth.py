@@ -207,6 +207,14 @@ SHARES = "; shares must be finite and at least 0"
     (("users", "count"), 10**12, "users count must be a whole number from 1 to 50,000,000, got 1000000000000"),
     (("users", "zipf"), float("nan"), "users zipf must be a finite number at least 0, got nan"),
     (("users", "zipf"), None, "users top_share must be at least two non-decreasing shares from 0 to 1 (or give zipf)"),
+    # (internal errors: a status the trace schema lacks, a negative rate NumPy's Poisson draw refused)
+    (("buckets", "1", "status_mix"), {"exploded": 1.0},
+     "bucket 1 status_mix: unknown status 'exploded' (known: completed, failed, cancelled, timeout, node_fail, other)"),
+    (("batches", "day_rates"), [-1.0] * 101,
+     "batches day_rates are quantiles of a daily rate multiplier: finite, from 0, non-decreasing"),
+    (("batches", "day_rates"), [float("nan")] * 101,
+     "batches day_rates are quantiles of a daily rate multiplier: finite, from 0, non-decreasing"),
+    (("batches", "day_corr"), 2.0, "batches day_corr is a correlation: from -1 to 1, got 2.0"),
 ])
 def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
                                                                        message: str) -> None:
@@ -220,6 +228,26 @@ def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tu
     with pytest.raises(InputError) as refused:
         Model.from_json(json.dumps(raw), source="m.json")
     assert str(refused.value) == "m.json: model 'philly': " + message
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    # (a trace of negative or int64-overflowed run times was written with exit 0)
+    ({"quantiles": [1000.0] * 101, "tail": [1000.0] * 20}, "distribution quantiles are log1p(seconds): each must be "
+                                                            "from 0 to 21.87 (100 years)"),
+    ({"quantiles": [-5.0] * 101, "tail": [-5.0] * 20}, "distribution quantiles are log1p(seconds)"),
+    ({"quantiles": [], "tail": [], "mu": 1e4, "sigma": 1.0}, "a lognormal needs a finite mu of at most 21.87"),
+    # a lognormal's far tail, drawn (no warning from NumPy's cast either)
+    ({"quantiles": [], "tail": [], "mu": 10.0, "sigma": 100.0}, "generated job(s) drew a run time or wait of more "
+                                                               "than 100 years: the model's distributions reach too far"),
+])
+def test_a_model_whose_run_times_leave_whole_seconds_is_refused(tmp_path: Path, change: dict[str, object],
+                                                                message: str) -> None:
+    raw = json.loads(load_preset("philly").to_json())
+    raw["buckets"]["1"]["durations"]["any"].update(change)
+    (tmp_path / "m.json").write_text(json.dumps(raw))
+    done = _cli("synth", "--model", str(tmp_path / "m.json"), "--days", "1", "-o", str(tmp_path / "x.parquet"))
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert message in " ".join(done.stderr.split()) and not (tmp_path / "x.parquet").exists()
 
 
 def test_cli_refuses_a_model_file_with_an_empty_gpu_mix_in_one_line(tmp_path: Path) -> None:

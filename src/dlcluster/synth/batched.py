@@ -18,7 +18,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from dlcluster.synth.calendar import DAY, HOUR, hour_bins
-from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Dist, Model, bucket_of
+from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, TOO_LONG, Batches, Dist, Model, bucket_of
 
 
 def p_norm(weights: list[float] | np.ndarray) -> np.ndarray:
@@ -35,7 +35,8 @@ def quantile_draw(dist: Dist, u: np.ndarray) -> np.ndarray:
     assert dist.mu is not None and dist.sigma is not None
     if dist.max_seconds is not None and dist.sigma > 0:
         u = u * ndtr((math.log(dist.max_seconds) - dist.mu) / dist.sigma)
-    return np.rint(np.exp(dist.mu + dist.sigma * ndtri(np.clip(u, 1e-15, 1 - 1e-15)))).astype(np.int64)
+    seconds = np.exp(dist.mu + dist.sigma * ndtri(np.clip(u, 1e-15, 1 - 1e-15)))
+    return np.rint(np.minimum(seconds, TOO_LONG)).astype(np.int64)  # (a far tail past int64: refused once drawn)
 
 
 def mean_batch(sizes: dict[int, float]) -> float:

@@ -16,7 +16,7 @@ from dlcluster.schema import conform
 from dlcluster.sim.prepare import LOAD_RANGE, check_load, check_seed  # (synth's load limits: the simulator's)
 from dlcluster.synth import batched
 from dlcluster.synth.calendar import HOUR, hour_bins
-from dlcluster.synth.model import BUCKETS, Dist, Model, Users, bucket_of, check_window
+from dlcluster.synth.model import BUCKETS, MAX_SECONDS, TOO_LONG, Dist, Model, Users, bucket_of, check_window
 from dlcluster.trace import Trace
 
 
@@ -39,7 +39,7 @@ def sample_seconds(dist: Dist, rng: np.random.Generator, size: int) -> np.ndarra
     if dist.max_seconds is not None and dist.sigma > 0:
         # exact truncation: draw the uniform below the CDF at the cap instead of clipping
         u = u * ndtr((math.log(dist.max_seconds) - dist.mu) / dist.sigma)
-    return np.rint(np.exp(dist.mu + dist.sigma * ndtri(u))).astype(np.int64)
+    return np.rint(np.minimum(np.exp(dist.mu + dist.sigma * ndtri(u)), TOO_LONG)).astype(np.int64)
 
 
 def _user_weights(users: Users) -> np.ndarray:
@@ -219,7 +219,12 @@ def _finish(model: Model, cols: dict[str, object]) -> Trace:
 
 
 def _check_ends(jobs: pl.DataFrame) -> None:
-    """Refuse jobs that would end after the last time the trace readers accept."""
+    """Refuse jobs that would end after the last time the trace readers accept, or run or wait more than 100 years."""
+    # (a lognormal's far tail reaches past int64 seconds: drawn, such values are capped at TOO_LONG)
+    bad = jobs.filter((pl.col("duration") > MAX_SECONDS) | (pl.col("queue_delay") > MAX_SECONDS)).height
+    if bad:
+        raise ConfigError(f"{bad:,} generated job(s) drew a run time or wait of more than 100 years: the model's "
+                          "distributions reach too far")
     # the window itself was checked; its last jobs can still run past MAX_TIME when it ends close to it
     last = jobs.select(pl.col("end_time").max()).item()
     if last is not None and last > MAX_TIME:

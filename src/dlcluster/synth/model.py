@@ -33,6 +33,8 @@ OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
 MAX_USERS = 50_000_000  # users of a model (no more than the jobs a trace may hold: synth.generate.MAX_JOBS)
 TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
+MAX_SECONDS = 3_155_760_000  # 100 years: the longest run time or wait a distribution may give
+TOO_LONG = 2 * MAX_SECONDS  # where a lognormal's draws are capped (refused when generated, not cast past int64)
 
 
 def check_window(start: float, days: float) -> None:
@@ -77,6 +79,17 @@ class Dist:
             raise ConfigError("a lognormal distribution needs sigma >= 0")
         if self.quantiles and any(b < a for a, b in zip(self.quantiles, self.quantiles[1:], strict=False)):
             raise ConfigError("distribution quantiles must be non-decreasing")
+        top = math.log1p(MAX_SECONDS)
+        # (out of range, they drew negative or int64-overflowing seconds into a trace written with exit 0)
+        if not all(0 <= q <= top for q in (*self.quantiles, *self.tail)):  # (NaN fails every comparison)
+            raise ConfigError(f"distribution quantiles are log1p(seconds): each must be from 0 to {top:.2f} "
+                              "(100 years)")
+        if self.mu is not None and not (math.isfinite(self.mu) and self.mu <= math.log(MAX_SECONDS)
+                                        and self.sigma is not None and math.isfinite(self.sigma)):
+            raise ConfigError(f"a lognormal needs a finite mu of at most {math.log(MAX_SECONDS):.2f} (100 years) "
+                              "and a finite sigma")
+        if self.max_seconds is not None and not 0 < self.max_seconds <= MAX_SECONDS:
+            raise ConfigError(f"max_seconds must be from 0 to {MAX_SECONDS:,} (100 years), got {self.max_seconds}")
 
     @classmethod
     def lognormal(cls, mean: float, median: float, max_seconds: float | None = None) -> Dist:
@@ -242,6 +255,10 @@ class Model:
             self._check_shares("vc_share", self.vc_share)
         for b, m in self.buckets.items():
             self._check_shares(f"bucket {b} status_mix", m.status_mix)
+            unknown = sorted(set(m.status_mix) - set(OUTCOMES))
+            if unknown:  # (it stopped generation with an internal error)
+                raise ConfigError(f"model {self.name!r}: bucket {b} status_mix: unknown status {unknown[0]!r} "
+                                  f"(known: {', '.join(OUTCOMES)})")
             self._check_share(f"bucket {b} queue zero_share", m.queue.zero_share)
         self._check_gpu_counts("gpu_mix", self.gpu_mix)
         if self.users is not None:
@@ -250,6 +267,14 @@ class Model:
         if needed - set(self.buckets):
             raise ConfigError(f"model {self.name!r}: no bucket for GPU counts in {sorted(needed - set(self.buckets))}")
         if self.batches is not None:
+            rates = self.batches.day_rates
+            # (a negative or NaN rate stopped generation with an internal error from NumPy's Poisson draw)
+            if not all(0 <= r < 1e6 for r in rates) or any(b < a for a, b in zip(rates, rates[1:], strict=False)):
+                raise ConfigError(f"model {self.name!r}: batches day_rates are quantiles of a daily rate multiplier: "
+                                  "finite, from 0, non-decreasing")
+            for what, corr in (("day_corr", self.batches.day_corr), ("vc_day_corr", self.batches.vc_day_corr)):
+                if not -1 <= corr <= 1:
+                    raise ConfigError(f"model {self.name!r}: batches {what} is a correlation: from -1 to 1, got {corr}")
             self._check_share("batches gaps zero_share", self.batches.gaps.zero_share)
             self._check_share("batches session_same", self.batches.session_same)
             self._check_shares("batch sizes", self.batches.sizes, verb="sum")
