@@ -141,3 +141,13 @@ def test_cli_missing_column_exits_2(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "no column for canonical 'submit_time'" in out.stderr and "--map submit_time=COLUMN" in out.stderr
+
+
+def test_a_table_of_starts_and_durations_gets_its_ends(tmp_path: Path) -> None:
+    # (without end times no job was ever running: characterize put every job at load 0 and drew no utilisation)
+    path = tmp_path / "sd.csv"
+    path.write_text("job_id,submit_time,start_time,duration,gpu_num,status\na,100,160,3600,4,completed\n"
+                    "b,200,,,1,pending\nc,300,400,50,2,running\nd,500,500,60,1,failed\n")
+    jobs = read_trace(path, format="csv").jobs
+    assert jobs["end_time"].to_list() == [3760, None, None, 560]
+    assert jobs["duration"].to_list() == [3600, None, 50, 60]

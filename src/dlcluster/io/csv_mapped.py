@@ -3,7 +3,8 @@
 Unmapped canonical columns are taken from same-named source columns when present. Only
 ``submit_time`` and ``gpu_num`` must exist; job_id defaults to the 0-based data row
 index, cluster to the file's stem (the ``cluster`` option overrides), vc to ``default``,
-status to ``other``, duration to end − start and queue_delay to start − submit.
+status to ``other``, duration to end − start, queue_delay to start − submit and (unless the job is
+running or pending) end to start + duration.
 
 A time column is numeric epochs in ``time_unit`` (s, ms, us; default s) when ``time_unit``
 is given or its first value is a number, else date-time text in ``timezone`` (text with an
@@ -243,6 +244,11 @@ def read(
         pl.coalesce(have("queue_delay"), have("start_time") - have("submit_time")).alias("queue_delay"),
         (have("status") if "status" in src else pl.lit("other")).alias("status"),
     ))
+    # a job that is not still running or pending ended its run time after its start (without it, a table of starts
+    # and durations had no running GPUs to show: every job at load 0)
+    ended = ~pl.col("status").cast(pl.String).is_in(["running", "pending"])
+    jobs = jobs.with_columns(pl.when(ended).then(pl.coalesce("end_time", pl.col("start_time") + pl.col("duration")))
+                             .otherwise("end_time").alias("end_time"))
     return Trace(jobs, format="csv", timezone=timezone, source=str(path), dropped=dropped, zoneless=zoneless)
 
 
