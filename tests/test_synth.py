@@ -591,3 +591,15 @@ def test_gpu_time_shares_put_large_jobs_first_and_balance_vc_load() -> None:
     # heavy run-time tails keep single runs noisy, but every seed lands closer to the VC sizes
     for seed in range(4):
         assert distance(model, seed) < distance(by_jobs, seed)
+
+
+def test_fitting_a_trace_of_mostly_running_jobs_says_how_many_were_left_out(tmp_path: Path) -> None:
+    # (an openb pod list is mostly running pods: the model had a quarter of its jobs, and nothing said so)
+    rows = [f"j{i},{1_600_000_000 + 3600 * i},{1_600_000_000 + 3600 * i},600,1,u{i % 3},"
+            f"{'completed' if i % 4 == 0 else 'running'}" for i in range(40)]
+    source = tmp_path / "t.csv"
+    source.write_text("job_id,submit_time,start_time,duration,gpu_num,user,status\n" + "\n".join(rows) + "\n")
+    done = _cli("synth", "--fit", str(source), "--fit-format", "csv", "-o", str(tmp_path / "g.parquet"))
+    assert done.returncode == 0, done.stderr
+    assert (f"note: {source}: the model is fitted to its 10 finished jobs; 30 running or pending left out"
+            in " ".join(done.stderr.split()))

@@ -77,8 +77,18 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         model = Model.from_json(model_file.read_text(encoding="utf-8"), source=str(model_file))
     else:
         assert fit_trace is not None  # (exactly one source was given)
-        model = fit(load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
-                               format_option="--fit-format"))
+        source = load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
+                            format_option="--fit-format")
+        model = fit(source)
+        import polars as pl
+
+        from dlcluster.synth.model import OUTCOMES
+
+        unfinished = int((~source.jobs["status"].cast(pl.String).is_in(OUTCOMES)).sum())
+        if unfinished:  # (an openb pod list is mostly running pods: the model had a quarter of its jobs, unsaid)
+            err_console.print(f"note: {fit_trace}: the model is fitted to its {source.jobs.height - unfinished:,} "
+                              f"finished jobs; {unfinished:,} running or pending left out", soft_wrap=True,
+                              highlight=False, markup=False)
     if calendar is not None and model.batches is None:
         raise ConfigError(f"--calendar: the {model.name} model has no calendar (batched models have one: the philly "
                           "preset, and models fitted to a per-job trace)")
