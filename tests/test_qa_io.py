@@ -245,6 +245,11 @@ def test_a_csv_job_ending_in_the_repeated_autumn_hour_is_not_a_negative_duration
     jobs = read_trace(path, format="csv", timezone="America/New_York").jobs
     assert jobs["duration"].to_list() == [1800, 1800]
     assert jobs["start_time"].to_list() == [1636263600, 1636261500]
+    # submitted 01:50 EDT, started 01:10 EST: 20 minutes in the queue (it was refused as starting before its submit)
+    path.write_text("job_id,submit_time,start_time,end_time,gpu_num,vc\n"
+                    "c,2021-11-07 01:50:00,2021-11-07 01:10:00,2021-11-07 01:20:00,1,v\n")
+    jobs = read_trace(path, format="csv", timezone="America/New_York").jobs
+    assert jobs.select("queue_delay", "duration").row(0) == (1200, 600)
 
 
 def test_convert_to_csv_says_how_to_read_the_time_zone_back(tmp_path: Path) -> None:

@@ -67,6 +67,15 @@ def test_a_job_ending_in_the_repeated_autumn_hour_keeps_its_true_duration(tmp_pa
     assert jobs["start_time"].to_list() == [1636263600, 1636261800]  # 05:40 and 05:10 UTC
 
 
+def test_a_job_submitted_before_the_clocks_went_back_and_started_in_the_repeated_hour(tmp_path: Path) -> None:
+    # submitted 01:50 EDT, started 01:10 EST (20 minutes later, the clocks went back at 02:00 EDT): it was refused as
+    # starting before its submit
+    body = f"300|a|alice|lab|gpu|2021-11-07T01:50:00|2021-11-07T01:10:00|2021-11-07T01:20:00|00:10:00|COMPLETED|1|8|{TRES}|\n"
+    jobs = read_trace(_write(tmp_path, body), timezone="America/New_York").jobs
+    assert jobs.select("submit_time", "start_time", "end_time", "queue_delay", "duration").row(0) == (
+        1636264200, 1636265400, 1636266000, 1200, 600)
+
+
 def test_state_vocabulary(tmp_path: Path) -> None:
     states = ["TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "FAILED"]
     body = "".join(f"{i}|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|{s}|1|1||\n" for i, s in enumerate(states))

@@ -309,8 +309,8 @@ def parse_datetime(col: str, fmt: str, tz: str, after: pl.Expr | None = None) ->
     """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
 
     A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous: it reads as the earliest
-    instant, except, for an end time with ``after`` (its job's start), where that would come before ``after``: the
-    job ran while the clocks went back, and ended in the repeated hour (see :func:`localize`).
+    instant, except where that would come before ``after`` (for an end time its job's start, for a start time its
+    submit): the job waited or ran while the clocks went back (see :func:`localize`).
     """
     check_timezone(tz)
     return localize(cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us"), tz, after)

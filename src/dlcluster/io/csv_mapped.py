@@ -116,7 +116,8 @@ def _time(df: pl.DataFrame, source: str, unit: str | None, timezone: str, path: 
     its checks before parsing: its range (on the unrounded number for numeric epochs, so 1e20 is out of range,
     not unparsable) and, for wall-clock text, the hour that daylight saving skips; and whether it was wall-clock
     text without a zone (read in ``timezone``).
-    ``after``: for end times, their jobs' starts (see :func:`~dlcluster.io._common.localize`)."""
+    ``after``: for start times their jobs' submits, for end times their starts (see
+    :func:`~dlcluster.io._common.localize`)."""
     raw_s = df.select(cell_text(source)).to_series()
     present = raw_s.drop_nulls()
     first = present[0] if present.len() else None
@@ -206,8 +207,10 @@ def read(
     zoneless = False
     for c in TIMES:
         if c in src:
-            series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f"_{c}",
-                                                     times.get("start_time") if c == "end_time" else None)
+            # (a start in the autumn's repeated hour is the later instant where the earlier is before its submit;
+            # an end, where the earlier is before its start)
+            before = times.get({"start_time": "submit_time", "end_time": "start_time"}.get(c, ""))
+            series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f"_{c}", before)
             zoneless |= naive
             times[c] = series
             parsed.append(pl.lit(series.alias(f"_{c}")))

@@ -103,7 +103,6 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     df = jobs.with_columns(
         pl.col("JobID").str.strip_chars().alias("job_id"),
         parse_datetime("Submit", TIME_FORMAT, timezone).alias("submit_time"),
-        parse_datetime("Start", TIME_FORMAT, timezone).alias("start_time"),
         _elapsed().alias("elapsed"),
         parse_int("NCPUS").alias("cpu_num"),
         parse_int("NNodes").alias("node_num"),
@@ -115,6 +114,9 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         pl.col("State").str.strip_chars().str.split(" ").list.first().alias("_state"),
     ).with_columns(
         map_status("_state", STATES).alias("status"),
+        # (in the autumn's repeated hour a start before its submit is the later instant: see parse_datetime)
+        parse_datetime("Start", TIME_FORMAT, timezone, after=pl.col("submit_time")).alias("start_time"),
+    ).with_columns(
         parse_datetime("End", TIME_FORMAT, timezone, after=pl.col("start_time")).alias("end_time"),
     )
     checks = [
