@@ -128,6 +128,23 @@ def test_cli_compare_without_a_cluster_still_exits_0(tmp_path: Path) -> None:
     assert "no downstream queueing" in done.stderr and "inter-arrival CV" in done.stdout
 
 
+def test_cli_compare_reads_the_real_trace_with_the_input_options(tmp_path: Path) -> None:
+    # (a real trace needing --map or --tz could be fitted by synth --fit, then not compared: "No such option")
+    real = tmp_path / "real.csv"
+    real.write_text("id,submitted,gpus,runtime\n" + "".join(
+        f"j{i},2021-11-0{1 + i // 24} {i % 24:02d}:00:00,1,600\n" for i in range(48)))
+    generated = tmp_path / "g.parquet"
+    write_parquet(generate(load_preset("helios-venus"), days=2, seed=1), generated)
+    args = ["--real-format", "csv", "--map", "job_id=id,submit_time=submitted,gpu_num=gpus,duration=runtime"]
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(generated), *args,
+                           "--tz", "America/New_York", "--loads", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "UTC assumed" not in done.stderr and "inter-arrival CV" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(generated), *args,
+                           "--loads", "2"], capture_output=True, text=True)
+    assert done.returncode == 0 and "UTC assumed" in done.stderr
+
+
 @pytest.mark.parametrize(("loads", "message"), [
     ("1e10", "error: --loads 1e+10 is outside the supported range 1e-09..1e+09"),
     ("2,1e-10", "error: --loads 1e-10 is outside the supported range 1e-09..1e+09"),

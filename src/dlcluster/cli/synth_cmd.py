@@ -121,8 +121,10 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
 @click.option("--generated-format", help="Force the generated traces' format.")
 @click.option("--loads", default="2,3", show_default=True, help="Loads (inter-arrival divisors) of the queueing "
               "comparison.")
+@reading_options  # (REAL's: a generated trace is read as written)
 def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | None, cluster_file: Path | None,
-            real_format: str | None, generated_format: str | None, loads: str) -> None:
+            real_format: str | None, generated_format: str | None, loads: str, lenient: bool, mapping: str | None,
+            time_unit: str | None, tz: str | None) -> None:
     """Fidelity of generated traces: marginals, arrival process, per-size and per-user structure, and the FIFO/SJF
     queueing each produces on the same cluster as the real one. Several GENERATED traces (seeds of one model) are
     summarised by their median, their range and where the real value falls among them. Exit status 0 whatever
@@ -143,13 +145,15 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         check_load(level, option="--loads")
     output_folder(output)
 
-    def read(path: Path, fmt: str | None, option: str) -> Trace:
-        trace = load_trace(path, fmt, lenient=False, format_option=option)
+    def read(path: Path, fmt: str | None, option: str, lenient: bool = False, mapping: str | None = None,
+             time_unit: str | None = None, tz: str | None = None) -> Trace:
+        trace = load_trace(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
+                           format_option=option)
         if trace.jobs["submit_time"].drop_nulls().len() == 0:
             raise InputError("no job with a submission time: nothing to compare", path=path)
         return trace
 
-    real = read(real_path, real_format, "--real-format")
+    real = read(real_path, real_format, "--real-format", lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     real_view = compare_report.summarize(real) if output is not None else None
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster
     real_cases = None
