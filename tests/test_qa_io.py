@@ -323,6 +323,11 @@ def test_info_ends_a_trace_without_end_times_at_its_last_submit_plus_duration(tm
     got = json.loads(subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "--format", "csv", "--tz",
                                      "UTC", "--json"], capture_output=True, text=True, check=True).stdout)
     assert (got["start"], got["end"], got["gpu_hours"]) == ("2020-09-13T12:26:40Z", "2020-09-13T13:26:40Z", 2.0)
+    # a job still running (no end) ran its duration so far from its start, not from its submit
+    path.write_text("job_id,submit_time,start_time,gpu_num,duration,status\na,1600000000,1600036000,1,3600,running\n")
+    got = json.loads(subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "--format", "csv", "--tz",
+                                     "UTC", "--json"], capture_output=True, text=True, check=True).stdout)
+    assert got["end"] == "2020-09-13T23:26:40Z"
 
 
 @pytest.mark.parametrize(("command", "message"), [

@@ -28,7 +28,8 @@ def trace_info(trace: Trace) -> dict[str, Any]:
         pl.col("user").drop_nulls().n_unique().alias("users"),
         pl.col("submit_time").min().alias("start"),
         # (a trace with durations but no end times, such as the Philly table, still runs past its last submission)
-        pl.max_horizontal(pl.col("end_time").max(), (pl.col("submit_time") + pl.col("duration")).max(),
+        pl.max_horizontal(pl.col("end_time").max(),
+                          (pl.coalesce("start_time", "submit_time") + pl.col("duration")).max(),
                           pl.col("submit_time").max()).alias("end"),
         gpu_seconds().sum().alias("gpu_seconds"),
     ).row(0, named=True)
