@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -72,6 +73,9 @@ def test_info_says_that_openb_times_are_relative_and_a_dated_trace_gets_no_such_
     assert res.returncode == 0 and "1970-01-01T00:00:10Z" in res.stdout
     assert res.stderr.strip() == (f"note: {path}: its times count from the trace's own start, not from a date: "
                                   "1970-01-01 is its first day")
+    res = cli("info", str(path), "--json")  # (the note was left out)
+    assert res.returncode == 0 and json.loads(res.stdout)["start"] == "1970-01-01T00:00:10Z"
+    assert res.stderr.strip().startswith(f"note: {path}: its times count from the trace's own start")
     dated = tmp_path / "dated.csv"
     dated.write_text("job_id,vc,gpu_num,submit_time,start_time,end_time,status\n"
                      "a,v,1,1700000000,1700000010,1700000100,completed\n")

@@ -22,6 +22,11 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
     """Summarise a trace: jobs, GPU jobs, VCs, users, time span, statuses, GPU-hours."""
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     summary = trace_info(trace)
+    if summary["start"] is not None and summary["start"] < "1971":  # (ISO strings compare as times)
+        # e.g. openb and SWF files without UnixStartTime count seconds from the trace's own start (said on stderr:
+        # with --json too)
+        err_console.print(f"note: {path}: its times count from the trace's own start, not from a date: "
+                          "1970-01-01 is its first day", soft_wrap=True, highlight=False, markup=False)
     if as_json:
         echo(json.dumps(summary, sort_keys=False))
         return
@@ -37,10 +42,6 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
             value = f"{value:,.1f}"
         table.add_row(key, str(value))
     Console().print(table)
-    if summary["start"] is not None and summary["start"] < "1971":  # (ISO strings compare as times)
-        # e.g. openb and SWF files without UnixStartTime count seconds from the trace's own start
-        err_console.print(f"note: {path}: its times count from the trace's own start, not from a date: "
-                          "1970-01-01 is its first day", soft_wrap=True, highlight=False, markup=False)
 
 
 @app.command()
