@@ -94,6 +94,14 @@ def test_attempt_ending_in_the_repeated_hour_takes_the_later_instant(tmp_path: P
     assert trace.attempts["end_time"].to_list() == [1509873600]  # 09:20 UTC
 
 
+def test_attempt_starting_in_the_repeated_hour_after_its_submit_takes_the_later_instant(tmp_path: Path) -> None:
+    # submitted 01:50 PDT, started 01:10 PST (20 minutes later): it was refused as starting before its submit
+    jobs = [_job("e", "Pass", "2017-11-05 01:50:00", [_attempt("2017-11-05 01:10:00", "2017-11-05 02:30:00", ("m1", 1))])]
+    trace = read_trace(_folder(tmp_path, jobs))
+    assert trace.jobs.select("queue_delay", "duration").row(0) == (1200, 4800)
+    assert trace.attempts["start_time"].to_list() == [1509873000]  # 09:10 UTC
+
+
 def test_utilisation_is_lazy_utc_with_nulls(tmp_path: Path) -> None:
     folder = _folder(tmp_path, JOBS)
     (folder / "cluster_gpu_util").write_text(

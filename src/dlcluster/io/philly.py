@@ -295,9 +295,14 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
     raw_jobs, raw_att, errors, dropped = _stream(log, lenient)
     # The log's wall-clock times carry no zone: an attempt that ends in the repeated hour of
     # the autumn DST change reads as ending before it started unless its end takes the later instant.
-    att = raw_att.with_columns(parse_datetime("start_time", TIME_FORMAT, timezone).alias("start_time_")).with_columns(
+    # So does an attempt that starts in it after its job was submitted before the clocks went back: its start takes
+    # the later instant where the earlier comes before the submit.
+    submits = raw_jobs.select(ROW, parse_datetime("submitted_time", TIME_FORMAT, timezone).alias("_submit"))
+    att = raw_att.join(submits, on=ROW, how="left", maintain_order="left").with_columns(
+        parse_datetime("start_time", TIME_FORMAT, timezone, after=pl.col("_submit")).alias("start_time_"),
+    ).with_columns(
         parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.col("start_time_")).alias("end_time_"),
-    )
+    ).drop("_submit")
     first = att.filter(pl.col("attempt") == 0).select(
         ROW, pl.col("start_time_").alias("start_time"), pl.col("gpus").alias("gpu_num"),
         pl.col("servers").list.len().alias("node_num"))
