@@ -118,3 +118,33 @@ def test_lenient_drops_and_counts(tmp_path: Path) -> None:
     trace = read_trace(path, lenient=True)
     assert trace.jobs["job_id"].to_list() == ["100", "101_4", "102+0", "103"]
     assert trace.dropped == {"unparsable Submit": 1, "unknown State": 1}
+
+
+PENDING = "|x|erin|acct|gpu|2020-06-09T21:00:00|Unknown|Unknown|00:00:00|PENDING|1|4||cpu=4,gres/gpu=2,node=1\n"
+
+
+def test_a_record_of_pending_array_tasks_is_one_job_per_task(tmp_path: Path) -> None:
+    body = BODY + "104_[1-3,7%2]" + PENDING + "105_[9]" + PENDING
+    jobs = read_trace(_write(tmp_path, body)).jobs
+    assert jobs["job_id"].to_list()[4:] == ["104_1", "104_2", "104_3", "104_7", "105_9"]
+    tasks = jobs.filter(pl.col("job_id").str.starts_with("104_"))
+    assert tasks["status"].cast(pl.String).unique().to_list() == ["pending"]
+    assert tasks["gpu_num"].to_list() == [2, 2, 2, 2]
+    assert tasks["submit_time"].unique().to_list() == [1591736400]  # 2020-06-09T21:00:00Z
+
+
+@pytest.mark.parametrize(("job_id", "message"), [
+    ("104_[3-1]", "array tasks must be numbers and ranges"),
+    ("104_[1-x]", "array tasks must be numbers and ranges"),
+    ("104_[0-4000001]", "names more than 4,000,001 tasks"),
+])
+def test_an_unreadable_array_record_names_its_line(tmp_path: Path, job_id: str, message: str) -> None:
+    path = _write(tmp_path, BODY + job_id + PENDING)
+    with pytest.raises(InputError, match=rf"line 9.*JobID.*{message}"):
+        read_trace(path)
+    assert read_trace(path, lenient=True).jobs.height == 4
+
+
+def test_an_array_task_listed_twice_is_a_duplicate(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"line 10.*'104_2' occurs more than once"):
+        read_trace(_write(tmp_path, BODY + "104_2" + PENDING + "104_[1-3]" + PENDING))

@@ -1,7 +1,8 @@
 """Slurm accounting exports (``sacct --parsable2``): ``|``-separated, one header line.
 
 Job steps (``123.batch``, ``123.extern``, ``123.0``) are skipped; array (``123_4``) and
-heterogeneous (``123+0``) ids are jobs. GPUs come from ``AllocTRES`` (``ReqTRES`` when the
+heterogeneous (``123+0``) ids are jobs, and a record of array tasks still pending
+(``123_[5-7,9%2]``) is one job per task (``123_5`` … ``123_9``). GPUs come from ``AllocTRES`` (``ReqTRES`` when the
 allocation is empty): the untyped ``gres/gpu=N`` entry, else the sum of typed
 ``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
 (default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
@@ -52,6 +53,9 @@ STATES = {
 }
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 _ELAPSED = r"^(?:(\d{1,9})-)?(\d{1,9}):([0-5]\d):([0-5]\d)$"  # digits bounded: no sum can overflow
+_ARRAY = r"^(.+)_\[(.*)\]$"  # a record of array tasks: id_[tasks]
+_TASKS = r"^\d{1,9}(?:-\d{1,9})?(?:,\d{1,9}(?:-\d{1,9})?)*(?:%\d{1,9})?$"  # 1-3,8 and a %N throttle
+MAX_ARRAY_TASKS = 4_000_001  # Slurm's largest MaxArraySize: a record naming more tasks is not Slurm's
 # columns an export may leave out (sacct --format picks them): read as all empty
 OPTIONAL = ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition", "Account",
             "User", "JobName")
@@ -91,13 +95,43 @@ def _elapsed() -> pl.Expr:
     return parts[0].fill_null(0) * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
 
 
+def _expand_arrays(jobs: pl.DataFrame) -> pl.DataFrame:
+    """One row per task of each array record (``7_[1-3,8%2]``: 7_1, 7_2, 7_3, 7_8), in the listed order; a record
+    whose tasks cannot be read (``_array_bad``) or that names more than Slurm allows (``_array_big``) stays one row."""
+    jobs = jobs.with_columns(pl.lit(False).alias("_array_bad"), pl.lit(False).alias("_array_big"))
+    jid = pl.col("JobID").str.strip_chars()
+    is_array = jid.str.contains(_ARRAY).fill_null(False)
+    if not jobs.select(is_array.any()).item():
+        return jobs
+    arrays = jobs.filter(is_array).with_columns(jid.str.extract(_ARRAY, 1).alias("_base"),
+                                                 jid.str.extract(_ARRAY, 2).alias("_tasks"))
+    parts = arrays.filter(pl.col("_tasks").str.contains(_TASKS)).select(
+        ROW, "_base", pl.col("_tasks").str.replace(r"%\d+$", "").str.split(",").alias("_part")
+    ).explode("_part").with_columns(
+        pl.col("_part").str.extract(r"^(\d+)", 1).cast(pl.Int64).alias("_lo"),
+        pl.col("_part").str.extract(r"(\d+)$", 1).cast(pl.Int64).alias("_hi"),
+    )
+    sizes = parts.group_by(ROW).agg(((pl.col("_hi") - pl.col("_lo")).min() < 0).alias("_reversed"),
+                                    (pl.col("_hi") - pl.col("_lo") + 1).sum().alias("_count"))
+    arrays = arrays.join(sizes, on=ROW, how="left").with_columns(
+        (pl.col("_count").is_null() | pl.col("_reversed").fill_null(False)).alias("_array_bad"),
+        (pl.col("_count") > MAX_ARRAY_TASKS).fill_null(False).alias("_array_big"))
+    good = arrays.filter(~pl.col("_array_bad") & ~pl.col("_array_big"))
+    tasks = parts.join(good.select(ROW), on=ROW).with_columns(
+        pl.int_ranges("_lo", pl.col("_hi") + 1).alias("_task")).explode("_task").select(
+        ROW, (pl.col("_base") + "_" + pl.col("_task").cast(pl.String)).alias("JobID"))
+    expanded = tasks.join(good.drop("JobID"), on=ROW, how="left", maintain_order="left").select(jobs.columns)
+    kept = arrays.filter(pl.col("_array_bad") | pl.col("_array_big")).select(jobs.columns)
+    return pl.concat([jobs.filter(~is_array), expanded, kept]).sort(ROW, maintain_order=True)
+
+
 def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     """Read a ``sacct --parsable2`` export into the canonical schema."""
     raw = read_csv_text(path, separator="|", quote_char=None)
     require_columns(raw, ("JobID", "Submit", "State"), path)
     raw = raw.with_columns(pl.lit(None, pl.String).alias(c) for c in OPTIONAL if c not in raw.columns)
     # a row without a JobID is not a step: keep it so the checks below report it
-    jobs = raw.filter(~pl.col("JobID").str.contains(".", literal=True).fill_null(False))
+    jobs = _expand_arrays(raw.filter(~pl.col("JobID").str.contains(".", literal=True).fill_null(False)))
     alloc, alloc_bad = _gpus("AllocTRES")
     req, req_bad = _gpus("ReqTRES")
     df = jobs.with_columns(
@@ -121,6 +155,10 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     )
     checks = [
         required_value("job_id", "JobID"),
+        Check("JobID", pl.col("_array_bad"), "unreadable array JobID",
+              lambda v: f"array tasks must be numbers and ranges (e.g. 7_[1-3,8%2]), got {v!r}"),
+        Check("JobID", pl.col("_array_big"), "array of too many tasks",
+              lambda v: f"{v!r} names more than {MAX_ARRAY_TASKS:,} tasks (Slurm's largest array size)"),
         duplicate("job_id", "JobID"),
         skipped_time("Submit", "submit_time", TIME_FORMAT, timezone),
         unparsable("Submit", "submit_time", f"a time ({TIME_FORMAT})"),
