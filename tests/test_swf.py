@@ -81,6 +81,17 @@ def test_round_trip_keeps_what_swf_holds(tmp_path: Path) -> None:
     assert ordered["user"].to_list() == ["bob", None, "alice", "alice"]
 
 
+def test_what_swf_cannot_hold_is_as_the_readme_says(tmp_path: Path) -> None:
+    trace = _trace()
+    trace = trace.with_jobs(trace.jobs.with_columns(pl.lit("train").alias("name"), pl.lit(16).alias("cpu_num"),
+                                                    pl.lit(2).alias("node_num"), pl.col("status").replace("cancelled",
+                                                                                                            "pending")))
+    back = read_trace(write(trace, tmp_path / "other.swf")).jobs
+    assert back["cluster"].unique().to_list() == ["other"]
+    assert back.select(pl.col("name", "cpu_num", "node_num").is_null().all()).row(0) == (True, True, True)
+    assert back["status"].cast(pl.String).to_list() == ["failed", "other", "completed", "other"]
+
+
 def test_non_integer_ids_are_numbered_in_submit_order(tmp_path: Path) -> None:
     trace = _trace()
     trace = trace.with_jobs(trace.jobs.with_columns(pl.col("job_id") + "x"))
