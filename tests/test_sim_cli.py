@@ -83,6 +83,19 @@ def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
     assert summary["unschedulable_jobs"] == [{"job_id": "e", "vc": "x", "reason": "VC not in the cluster spec"}]
 
 
+def test_a_vc_with_0_gpus_on_the_helios_day_is_named_as_such(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, ("e", "x", 1, 1004, 5))
+    spec = tmp_path / "cluster_gpu_number.csv"
+    spec.write_text("date,v,w,x,total\n2020-04-01,8,8,0,16\n")
+    res = cli("simulate", str(trace), "--cluster", str(spec), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert "VC 'x' of job 'e' has 0 GPUs in the cluster spec (known: v, w)" in res.stderr
+    res = cli("simulate", str(trace), "--cluster", str(spec), "--skip-unknown-vcs", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["unschedulable_jobs"] == [{"job_id": "e", "vc": "x", "reason": "VC has 0 GPUs in the cluster spec"}]
+
+
 def test_bad_estimates_file_names_the_line(tmp_path: Path) -> None:
     est = tmp_path / "est.csv"
     est.write_text("job_id,duration\na,10\nb,soon\n")

@@ -25,6 +25,8 @@ class ClusterSpec:
     vcs: dict[str, tuple[int, ...]]
     cpus: dict[str, tuple[int, ...]] | None = None
     source: str = field(default="", compare=False)
+    # VCs the source names without GPUs (a Helios day's 0), left out of ``vcs``: their jobs are told so
+    empty: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
         where = f"cluster spec {self.source}" if self.source else "cluster spec"
@@ -57,7 +59,7 @@ class ClusterSpec:
             raise ConfigError(f"--cpus-per-gpu {cpus_per_gpu:,}: a node of {largest} GPUs would have "
                               f"{largest * cpus_per_gpu:,} CPUs; at most {MAX_CPUS_PER_NODE:,} are supported")
         cpus = {vc: tuple(g * cpus_per_gpu for g in nodes) for vc, nodes in self.vcs.items()}
-        return ClusterSpec(self.vcs, cpus, self.source)
+        return ClusterSpec(self.vcs, cpus, self.source, self.empty)
 
     def gpus(self, vc: str) -> int:
         """Total GPUs of one VC."""

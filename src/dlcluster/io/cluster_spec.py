@@ -134,7 +134,7 @@ def _helios(raw: pl.DataFrame, path: Path, date: str | None) -> ClusterSpec:
         if gpus > 0:
             full, rest = divmod(gpus, GPUS_PER_NODE)
             spec[vc] = (GPUS_PER_NODE,) * full + ((rest,) if rest else ())
-    return ClusterSpec(spec, source=str(path))
+    return ClusterSpec(spec, source=str(path), empty=frozenset(vc for vc in vcs if vc not in spec))
 
 
 def _machine_list(raw: pl.DataFrame, path: Path) -> ClusterSpec:

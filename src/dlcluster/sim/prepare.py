@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -80,6 +80,11 @@ def _scale(df: pl.DataFrame, load: float) -> pl.DataFrame:
     return df.with_columns((first + ((pl.col("submit") - first) / load).floor()).cast(pl.Int64).alias("submit"))
 
 
+def _missing(vc: str, spec: ClusterSpec) -> str:
+    """Why ``vc`` has no nodes: the spec gives it 0 GPUs, or does not name it."""
+    return "has 0 GPUs in the cluster spec" if vc in spec.empty else "is not in the cluster spec"
+
+
 def prepare(
     jobs: pl.DataFrame,
     spec: ClusterSpec,
@@ -100,7 +105,7 @@ def prepare(
     ``keep_status`` keeps each job's ``status`` (for replaying failures).
     """
     if spec.cpus is not None and "cpu_num" not in jobs.columns:
-        spec = ClusterSpec(spec.vcs, None, spec.source)
+        spec = replace(spec, cpus=None)
     _check(jobs, source, spec.cpus is not None)
     if keep_status and "status" not in jobs.columns:
         raise InputError("job table has no status column: failures cannot be replayed", path=source, field="status")
@@ -135,7 +140,7 @@ def prepare(
         df = df.sort("submit", maintain_order=True)
     if unknown.height and unknown_vc == "error":
         vc, job = unknown["vc"][0], unknown["job_id"][0]
-        raise UnknownVCError(f"VC {vc!r} of job {job!r} is not in the cluster spec "
+        raise UnknownVCError(f"VC {vc!r} of job {job!r} {_missing(vc, spec)} "
                              f"(known: {', '.join(sorted(spec.vcs))})", path=source, field="vc")
     df = _scale(df, load)
     if pooled:
@@ -148,7 +153,8 @@ def prepare(
     too_big = pl.col("gpu_num") > pl.col("vc_gpus")
     unschedulable = pl.concat([
         unknown.select("job_id", "vc", pl.col("vc").alias("group"), "gpu_num", "user",
-                       pl.lit("VC not in the cluster spec").alias("reason")),
+                       pl.when(pl.col("vc").is_in(list(spec.empty))).then(pl.lit("VC has 0 GPUs in the cluster spec"))
+                       .otherwise(pl.lit("VC not in the cluster spec")).alias("reason")),
         df.filter(too_big).select(
             "job_id", "vc", "group", "gpu_num", "user",
             pl.format("needs {} GPUs, its VC has {}", "gpu_num", "vc_gpus").alias("reason"),
