@@ -186,6 +186,17 @@ def test_degenerate_windows_write_no_figure_and_say_why(trace_file: Path, tmp_pa
     assert "calibration.svg/.png not written: no job with a positive duration" in res.stderr
     assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["metrics.csv", "predictions.parquet"]
     assert pl.read_parquet(tmp_path / "empty" / "predictions.parquet").height == 0
+    assert "note: no job was scored: no GPU job with a duration was submitted from 2030-01-01" in res.stderr
+
+
+def test_a_window_of_zero_length_jobs_says_why_nothing_is_scored(tmp_path: Path) -> None:
+    trace = tmp_path / "z.csv"
+    trace.write_text("job_id,vc,submit_time,gpu_num,duration\na,v,1600000000,2,0\nb,v,1600000100,1,0\n")
+    res = cli("predict", "eval", str(trace), "--format", "csv", "--tz", "UTC", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["vcs"]["v"]["jobs"] == 0  # the VC has jobs in the window, none scored
+    assert res.stderr.strip() == ("note: no job was scored: the 2 GPU job(s) with a duration all lasted 0 s "
+                                  "(a zero-length job has no relative error)")
 
 
 def test_all_equal_durations_skip_the_calibration_plot(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -17,6 +17,9 @@ from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_ins
 from dlcluster.cli.options import PATH, load, output_folder, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @app.group(no_args_is_help=True)
@@ -115,10 +118,24 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
             console.width = 120
         console.print(_table(list(result.table.iter_rows(named=True)), title))
         console.print(_cost(result.stats), highlight=False)
+    if not result.overall["jobs"]:
+        notes.append(_nothing_scored(result.predictions, start))
     for note in notes:
         err_console.print(f"[yellow]{note}[/]", soft_wrap=True)
     if output is not None:
         err_console.print(f"wrote {', '.join(p.name for p in written)} to {output}", soft_wrap=True)
+
+
+def _nothing_scored(predictions: pl.DataFrame, start: str | None) -> str:
+    """Why no job was scored: none in the window, every one lasted 0 s, or none had an estimate."""
+    window = f" from {start}" if start else ""
+    if not predictions.height:
+        return f"note: no job was scored: no GPU job with a duration was submitted{window}"
+    if (predictions["duration"] == 0).all():
+        return (f"note: no job was scored: the {predictions.height:,} GPU job(s) with a duration{window} all lasted "
+                "0 s (a zero-length job has no relative error)")
+    return (f"note: no job was scored: none of the {predictions.height:,} GPU job(s) with a duration{window} has both "
+            "a positive duration and a finite estimate")
 
 
 @predict.command("run")
