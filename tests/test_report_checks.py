@@ -78,6 +78,19 @@ def test_zero_queueing_from_placeholder_starts_draws_no_queueing_figure(tmp_path
     assert "GPUs demanded (mean)" in titles and "GPUs in use (mean)" not in titles
 
 
+def test_a_one_job_trace_draws_no_distribution_and_says_why(tmp_path: Path) -> None:
+    page = _page(_trace([("a", 4, 0, 600, 600 + 2 * HOUR, "completed", "u1")], ClusterSpec({"a": (8,)})), tmp_path)
+    absent = _absent(page)
+    assert {k: absent.get(k) for k in QUEUE_FIGURES} == dict.fromkeys(
+        QUEUE_FIGURES - {"users-queue"}, "hand.csv: a single GPU job has a queueing delay, so there is no queueing to "
+        "show.") | {"users-queue": "hand.csv: every job belongs to one user, so there is no spread over users to show."}
+    assert absent["jobs-duration-cdf"] == "hand.csv: the trace has a single job, too few for a distribution."
+    assert absent["jobs-duration-by-size"] == "hand.csv: the trace has a single GPU job, too few for a distribution."
+    assert absent["users-concentration"] == absent["users-completion"] == absent["users-queue"]
+    assert not QUEUE_FIGURES & _figures(page)
+    assert "jobs-size-mix" in _figures(page)  # a bar of one size still says something
+
+
 def test_constant_queueing_is_named_and_not_drawn(tmp_path: Path) -> None:
     rows = [("a", 1, i * 1800, i * 1800 + 60, i * 1800 + 60 + HOUR, "completed", "u") for i in range(40)]
     absent = _absent(_page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path))

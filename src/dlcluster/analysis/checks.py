@@ -35,6 +35,8 @@ def queue_problem(jobs: pl.DataFrame, generated: bool = False) -> str | None:
     ``generated``: the trace was generated (its jobs start when submitted, as on an unlimited cluster).
     """
     q = _gpu(jobs).get_column("queue_delay").drop_nulls()
+    if q.len() == 1:
+        return "a single GPU job has a queueing delay, so there is no queueing to show"
     if q.len() < 2 or q.min() != q.max():
         return None
     if q.min() == 0:

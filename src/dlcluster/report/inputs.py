@@ -94,6 +94,12 @@ class Input:
         reasons: dict[str, Callable[[], str | bool]] = {
             "jobs": lambda: j.height == 0 and "the trace has no jobs",
             "gpu_jobs": lambda: not (j["gpu_num"] > 0).any() and "the trace has no GPU jobs",
+            # a distribution of one value is a single step: a sentence says more
+            "jobs_2": lambda: j.height < 2 and "the trace has a single job, too few for a distribution",
+            "gpu_jobs_2": lambda: (j["gpu_num"] > 0).sum() < 2
+            and "the trace has a single GPU job, too few for a distribution",
+            "users_2": lambda: j["user"].drop_nulls().n_unique() < 2
+            and "every job belongs to one user, so there is no spread over users to show",
             "duration": lambda: not has_values(j, "duration") and "the trace records no run times",
             "queue": lambda: not has_values(j, "queue_delay")
             and "the trace records no start times, so no queueing delay",

@@ -61,7 +61,7 @@ def _doc_body(module: ModuleType) -> str:
 def jobs_section(inputs: list[Input]) -> Section:
     """Section 1: run times, size mix, outcomes per size, queueing delay."""
     s = Section("jobs", "1. Jobs", "How long jobs run and wait, how large they are and how they end.")
-    t, n = per_trace(inputs, ("jobs", "duration"), lambda i: jobs.duration_cdf(i.jobs))
+    t, n = per_trace(inputs, ("jobs", "jobs_2", "duration"), lambda i: jobs.duration_cdf(i.jobs))
     s.items.append(figure_item(
         "jobs-duration-cdf", "Run time of GPU and CPU jobs",
         "Empirical CDF of run time (duration: end − start, or the sum of attempts) in seconds, log scale; "
@@ -87,7 +87,7 @@ def jobs_section(inputs: list[Input]) -> Section:
             t, n, lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
                                                   cats=BUCKETS_ALL, percent=True, n="jobs", base="base"),
             findings=tiny))
-    t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
+    t, n = per_trace(inputs, ("gpu_jobs", "gpu_jobs_2", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
     med, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_by_size(i.jobs))
     shown = _in_units(med, ["p10", "p50", "p90", "mean"], 60).rename(
         {"p10": "p10 (min)", "p50": "median (min)", "p90": "p90 (min)", "mean": "mean (min)"}) if med.height else None
@@ -190,19 +190,20 @@ def cluster_section(inputs: list[Input]) -> Section:
 def users_section(inputs: list[Input]) -> Section:
     """Section 3: concentration of use, per-user waiting, per-user completion."""
     s = Section("users", "3. Users", "How few users consume most of the cluster, and how their experience varies.")
-    t, n = per_trace(inputs, ("user", "duration"), lambda i: users.resource_concentration(i.jobs))
+    t, n = per_trace(inputs, ("user", "users_2", "duration"), lambda i: users.resource_concentration(i.jobs))
     s.items.append(figure_item(
         "users-concentration", "Share of resources used by the top users",
         "Users ranked by their total use (largest first): x = top fraction of users, y = their share of all GPU "
         "time (GPUs × run time) or CPU time (CPU cores × run time, jobs with a CPU count).", t, n,
         lambda d: plots.cdf(d.rename({"resource_share": "p"}), "user_share", "fraction of users (largest first)",
                             group="resource", order=["GPU time", "CPU time"], logx=False)))
-    t, n = per_trace(inputs, ("user", "gpu_jobs", "queue", "real_queue"), lambda i: users.user_queue_cdf(i.jobs))
+    t, n = per_trace(inputs, ("user", "users_2", "gpu_jobs", "queue", "real_queue"),
+                    lambda i: users.user_queue_cdf(i.jobs))
     s.items.append(figure_item(
         "users-queue", "Queueing delay per user",
         "CDF over users of each user's mean queueing delay of GPU jobs (seconds; zero drawn at 1 s).", t, n,
         lambda d: plots.cdf(d, "mean_queue_delay", "mean queueing delay (s)")))
-    t, n = per_trace(inputs, ("user", "gpu_jobs", "status"), lambda i: users.user_completion_cdf(i.jobs))
+    t, n = per_trace(inputs, ("user", "users_2", "gpu_jobs", "status"), lambda i: users.user_completion_cdf(i.jobs))
     s.items.append(figure_item(
         "users-completion", "Completion ratio per user",
         "CDF over users of the share of their finished GPU jobs that completed (finished = completed, cancelled "
