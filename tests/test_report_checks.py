@@ -161,6 +161,18 @@ def test_jobs_of_vcs_the_spec_lacks_are_named(tmp_path: Path) -> None:
         "or utilisation")
 
 
+def test_pooled_counts_jobs_of_any_label_against_the_whole_cluster(tmp_path: Path) -> None:
+    # pods labelled by QoS class, nodes in one VC (as openb's): only --pooled can draw their utilisation
+    rows = [("BE" if k % 2 else "LS", 4, k * HOUR, k * HOUR, k * HOUR + HOUR // 2, "completed", "u1") for k in range(40)]
+    trace = _trace(rows, ClusterSpec({"openb": (8, 8)}))
+    assert "cluster-vc-utilization" in _absent(_page(trace, tmp_path / "plain"))
+    page = build_report([trace], tmp_path / "out", pooled=True).read_text(encoding="utf-8")
+    assert "pooled: every job in one VC, the whole cluster" in page.split("</header>")[0]
+    vcu = pl.read_csv(tmp_path / "out" / "tables" / "cluster-vc-utilization.csv")
+    # every hour from the first submission to the last, each with one 4-GPU job for half of it, over 16 GPUs
+    assert vcu.select("vc", "gpus", "hours", "mean").row(0) == ("all", 16, 40, pytest.approx(0.125))
+
+
 def test_characterize_picks_a_day_of_a_helios_gpu_count_file(tmp_path: Path, capsys) -> None:
     counts = tmp_path / "cluster_gpu_number.csv"
     counts.write_text("date,a,b,total\n2020-04-01,8,16,24\n2020-04-02,16,16,32\n")

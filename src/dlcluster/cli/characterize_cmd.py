@@ -23,10 +23,12 @@ MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]?i?B", re.IGNORECASE)  # the sizes Duc
 @click.option("--sim-jobs", type=PATH, help="Simulator per-job Parquet for the queueing decomposition (job_id, vc, "
               "gpu_num, submit, start, end); a placements.parquet beside it adds the fragmentation / queue-order split.")
 @click.option("--memory-limit", default="1GB", show_default=True, help="DuckDB memory limit for the utilisation join.")
+@click.option("--pooled", is_flag=True, help="Count every job against the whole cluster as one VC, `all` (for VC "
+              "labels that are not the spec's, such as openb's QoS classes).")
 @trace_options
 def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cluster_date: str | None,
-                 sim_jobs: Path | None, memory_limit: str, fmt: str | None, lenient: bool, mapping: str | None,
-                 time_unit: str | None, tz: str | None) -> None:
+                 sim_jobs: Path | None, memory_limit: str, pooled: bool, fmt: str | None, lenient: bool,
+                 mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Write a self-contained HTML characterisation report (figures also as SVG/PNG, tables as CSV).
 
     PATHS: one or more trace files or folders, overlaid in every figure.
@@ -48,6 +50,6 @@ def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cl
     # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
     sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
     page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,
-                        memory_limit=memory_limit, sim_summary=summary)
+                        memory_limit=memory_limit, sim_summary=summary, pooled=pooled)
     Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
 

@@ -62,19 +62,27 @@ def read_sim_summary(jobs_path: str | Path) -> dict | None:
     return summary
 
 
+POOL = "all"  # the one VC of a pooled report (as simulate --pooled names it)
+
+
 def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec | None = None,
                  sim_jobs: pl.DataFrame | None = None, sim_placements: pl.DataFrame | None = None,
                  sim_name: str = "simulation", memory_limit: str = MEMORY_LIMIT,
-                 sim_summary: dict | None = None) -> Path:
+                 sim_summary: dict | None = None, pooled: bool = False) -> Path:
     """Write ``out/index.html`` plus figure and table files; return the page's path.
 
     ``cluster`` replaces every trace's own spec; without it each trace uses the spec it
-    carries, if any. ``sim_jobs`` (the simulator's per-job table) feeds section 6, and
+    carries, if any. ``pooled`` makes each trace's whole cluster one VC, ``all``, and every job
+    one of its (VC labels that are not the spec's, such as openb's QoS classes). ``sim_jobs`` (the simulator's per-job table) feeds section 6, and
     ``sim_placements`` (its per-node segments) splits fragmentation from queue order there, by
     the placement rule its ``sim_summary`` (the run's summary.json) names.
     """
     out = Path(out)
-    inputs = [Input.of(n, t, cluster or t.cluster) for n, t in zip(_names(traces), traces, strict=True)]
+    specs = [cluster or t.cluster for t in traces]
+    if pooled:
+        traces = [t.with_jobs(t.jobs.with_columns(pl.lit(POOL, pl.String).alias("vc"))) for t in traces]
+        specs = [s.pooled(POOL) if s is not None else None for s in specs]
+    inputs = [Input.of(n, t, s) for n, t, s in zip(_names(traces), traces, specs, strict=True)]
     sim_spec = cluster or next((t.cluster for t in traces if t.cluster is not None), None)
     parts = [
         sections.jobs_section(inputs),
@@ -87,5 +95,6 @@ def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec |
     ]
     subtitle = [f"{i.name}: {i.jobs.height:,} jobs, format {i.trace.format}, time zone {i.trace.timezone}"
                 + (f", {i.total_gpus:,} GPUs in the cluster spec" if i.spec is not None else ", no cluster spec")
-                + (f" ({i.coverage})" if i.coverage else "") for i in inputs]
+                + (f" ({i.coverage})" if i.coverage else "")
+                + (", pooled: every job in one VC, the whole cluster" if pooled else "") for i in inputs]
     return write_report(parts, out, "Workload characterisation: " + ", ".join(i.name for i in inputs), subtitle)
