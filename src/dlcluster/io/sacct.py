@@ -2,9 +2,9 @@
 
 Job steps (``123.batch``, ``123.extern``, ``123.0``) are skipped; array (``123_4``) and
 heterogeneous (``123+0``) ids are jobs, and a record of array tasks still pending
-(``123_[5-7,9%2]``) is one job per task (``123_5`` … ``123_9``). GPUs come from ``AllocTRES`` (``ReqTRES`` when the
-allocation is empty): the untyped ``gres/gpu=N`` entry, else the sum of typed
-``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
+(``123_[5-7,9%2]``) is one job per task (``123_5`` … ``123_9``). GPUs come from
+``AllocTRES`` (``ReqTRES`` when the allocation is empty): the untyped ``gres/gpu=N`` entry,
+else the sum of typed ``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
 (default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
 (``[D-]HH:MM:SS``) when either is missing; none for a job still pending when the export was
 taken (its ``Elapsed`` of 0 is no run time). vc = Partition (else Account, else ``default``);
