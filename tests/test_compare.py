@@ -564,3 +564,22 @@ def test_docs_command_runs_on_a_sweep(sweep: Path, tmp_path: Path) -> None:
     page = (tmp_path / "report" / "index.html").read_text()
     assert page.count('<figure class="report-figure"') == 3
     assert not math.isnan(pl.read_csv(tmp_path / "report" / "tables" / "mean_jct.csv")["mean"][0])
+
+
+@pytest.mark.parametrize(("policies", "estimates", "lines"), [
+    # qssf_philly.toml: qssf with two estimators, the others with none: one panel, four lines
+    (["fifo", "sjf", "qssf", "qssf"], [None, None, "history", "lgbm"],
+     ["fifo", "sjf", "qssf (estimates=history)", "qssf (estimates=lgbm)"]),
+    (["fifo", "qssf"], [None, "lgbm"], ["fifo", "qssf (estimates=lgbm)"]),
+    # an estimator two policies share: the panels split by it, so each compares the policies under one estimator
+    (["sjf", "sjf", "qssf", "qssf"], ["history", "lgbm", "history", "lgbm"], None),
+])
+def test_a_setting_that_comes_with_the_policy_names_its_lines(policies: list[str], estimates: list[str | None],
+                                                             lines: list[str] | None) -> None:
+    from dlcluster.sweep.compare import _policy_line_name, _tied
+
+    table = pl.DataFrame({"policy": policies, "estimates": estimates}, schema={"policy": pl.String,
+                                                                               "estimates": pl.String})
+    assert _tied(table, "policy", "estimates") is (lines is not None)
+    if lines is not None:
+        assert [_policy_line_name("policy", row, ["estimates"]) for row in table.rows(named=True)] == lines

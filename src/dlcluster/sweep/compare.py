@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -296,9 +297,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
     jobs = jobs.join(settings.table, on="setting", how="left", maintain_order="left")
     series_key = _series_key(settings)
     panel_keys = [k for k in settings.varying if k != series_key] if series_key != "label" else []
-    # a setting that follows from the line's (qssf's estimator) names the line instead of splitting panels
-    tied = [k for k in panel_keys if series_key and settings.table.group_by(series_key).agg(
-        pl.col(k).n_unique())[k].max() == 1]
+    tied = [k for k in panel_keys if series_key and _tied(settings.table, series_key, k)]
     panel_keys = [k for k in panel_keys if k not in tied]
     note = f" {missing} successful cell(s) had no jobs.parquet and are left out." if missing else ""
     per = series_key.replace("_", " ") if series_key not in (None, "label") else "setting"
@@ -327,10 +326,10 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
             items.append(Item(ident, title, definition, absent="no successful cell has completed jobs to draw."))
             continue
         panels = part.select(panel_keys).unique(maintain_order=True) if panel_keys else pl.DataFrame({"_": [0]})
-        series = (part.select(series_key).unique(maintain_order=True)[series_key].to_list()
-                  if series_key else [None])
-        shown = settings.varying if series_key == "label" else tied
-        names = [_line_name(settings.table, series_key, s, shown) if series_key else "all cells" for s in series]
+        line_keys = [series_key, *tied] if series_key else []
+        series = part.select(line_keys).unique(maintain_order=True).rows(named=True) if line_keys else [{}]
+        names = [_line_name(settings.table, series_key, s, settings.varying) if series_key == "label" else
+                 _policy_line_name(series_key, s, tied) if series_key else "all cells" for s in series]
         rows = []
         chunks = [panels.slice(i, MAX_PANELS) for i in range(0, panels.height, MAX_PANELS)]
         for c, chunk in enumerate(chunks):
@@ -340,7 +339,7 @@ def _cdf_items(sweep: Sweep, settings: Settings) -> list[Item]:
                 grid = np.geomspace(1.0, max(2.0, float(sel[metric].to_numpy().max())), CDF_POINTS) \
                     if kind == "ccdf" else None
                 for i, s in enumerate(series):
-                    d = sel if series_key is None else _line(sel, [series_key], {series_key: s})
+                    d = _line(sel, line_keys, s)
                     if d.height == 0:
                         continue
                     values = d[metric].to_numpy()
@@ -404,15 +403,27 @@ def _series_key(settings: Settings) -> str | None:
     return max(settings.varying, key=lambda k: settings.table[k].n_unique())  # (the first of equals)
 
 
-def _line_name(table: pl.DataFrame, key: str, value: object, shown: list[str]) -> str:
-    """A line's label, read off the settings table: a whole setting (``label``) by the values of ``shown`` it sets
-    (a legend has no room for every default); a policy by its name, another setting as ``key=value``, followed by
-    the ``shown`` settings that come with it (e.g. ``qssf (estimates=lgbm)``)."""
-    row = _line(table, [key], {key: value}).row(0, named=True)
-    named = ", ".join(f"{k}={_value(row[k])}" for k in shown if row[k] is not None)
-    if key == "label":
-        return named or str(value)
-    name = _value(value) if key == "policy" else f"{key}={_value(value)}"
+def _tied(table: pl.DataFrame, series_key: str, key: str) -> bool:
+    """Whether setting ``key`` comes with the line's ``series_key`` (qssf's estimator): each line takes one value
+    of it, or each value it takes (other than the default) belongs to one line. It then names the line instead of
+    splitting panels."""
+    one_each = table.group_by(series_key).agg(pl.col(key).n_unique())[key].max() == 1
+    owners = table.filter(pl.col(key).is_not_null()).group_by(key).agg(pl.col(series_key).n_unique())[series_key]
+    return bool(one_each or owners.max() == 1)
+
+
+def _line_name(table: pl.DataFrame, key: str, line: dict[str, Any], shown: list[str]) -> str:
+    """A whole setting's line label (``key`` is ``label``), read off the settings table: the values of ``shown``
+    it sets (a legend has no room for every default), else the label itself."""
+    row = _line(table, [key], line).row(0, named=True)
+    return ", ".join(f"{k}={_value(row[k])}" for k in shown if row[k] is not None) or str(line[key])
+
+
+def _policy_line_name(key: str, line: dict[str, Any], tied: list[str]) -> str:
+    """A line's label: a policy by its name, another setting as ``key=value``, followed by the settings that come
+    with it (e.g. ``qssf (estimates=lgbm)``)."""
+    name = _value(line[key]) if key == "policy" else f"{key}={_value(line[key])}"
+    named = ", ".join(f"{k}={_value(line[k])}" for k in tied if line[k] is not None)
     return name + (f" ({named})" if named else "")
 
 
