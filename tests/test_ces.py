@@ -564,7 +564,11 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--buffer", "4"), "--buffer needs --power ces"),
              (("--power", "solar"), "--power 'solar': choose none, on or ces"),
              (("--power", "on", "--risk", "0.1"), "--risk needs --power ces"),
-             (("--boot-seconds", "10",), "--boot-seconds needs --power on or ces"),
+             (("--boot-seconds", "10",), "--boot-seconds needs --power ces"),
+             # options that would change nothing: with --power on no node boots; the quantile rule has no preset
+             (("--power", "on", "--boot-seconds", "10"), "--boot-seconds needs --power ces"),
+             (("--power", "ces", "--ces-rule", "quantile", "--ces-preset", "venus"),
+              "--ces-preset is an option of the helios rule"),
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
              (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be from 1e-06 to 0.999999"),
              (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"),

@@ -225,8 +225,7 @@ def settings(options: dict[str, Any]) -> Settings:
               "jobs).")
 @click.option("--ces-rule", default="helios", show_default=True, help="ces controller: helios (the study's rule) or "
               "quantile (keep the forecast peak's 1-risk quantile powered).")
-@click.option("--ces-preset", default="philly", show_default=True, help="helios rule hyperparameters: philly, venus, "
-              "earth, saturn, uranus.")
+@click.option("--ces-preset", help="helios rule hyperparameters: philly (the default), venus, earth, saturn, uranus.")
 @ces_options
 @click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs "
               "(default: the power model's, 300).")
@@ -271,7 +270,7 @@ def simulate(
     csv: bool,
     power: str,
     ces_rule: str,
-    ces_preset: str,
+    ces_preset: str | None,
     buffer: int | None,
     risk: float | None,
     boot_seconds: int | None,
@@ -455,16 +454,18 @@ def _failure_model(failures: str, retries: int, no_retry_within: float | None, v
     return model
 
 
-def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk: float | None,
+def _power_manager(power: str, rule: str, preset: str | None, buffer: int | None, risk: float | None,
                    boot_seconds: int | None, power_model: Path | None, holidays: str | None, events: str | None,
                    ) -> Callable[[], tuple[PowerManager | None, PowerModel]] | None:
     """A factory of a fresh power manager (None for ``--power on``) and the power model, per run; None for
     ``--power none``. Checks every option before any run."""
     if power not in ("none", "on", "ces"):
         raise ConfigError(f"--power {power!r}: choose none, on or ces")
-    ces_only = {"--ces-rule": rule != "helios", "--ces-preset": preset != "philly", "--buffer": buffer is not None,
-                "--risk": risk is not None, "--holidays": holidays is not None, "--events": events is not None}
-    model_only = {"--boot-seconds": boot_seconds is not None, "--power-model": power_model is not None}
+    ces_only = {"--ces-rule": rule != "helios", "--ces-preset": preset is not None, "--buffer": buffer is not None,
+                "--risk": risk is not None, "--holidays": holidays is not None, "--events": events is not None,
+                # (with --power on no node is ever off, so none boots)
+                "--boot-seconds": boot_seconds is not None}
+    model_only = {"--power-model": power_model is not None}
     for flags, needed, allowed in ((ces_only, "--power ces", ("ces",)), (model_only, "--power on or ces", ("on", "ces"))):
         given = [flag for flag, set_ in flags.items() if set_]
         if given and power not in allowed:
@@ -477,8 +478,11 @@ def _power_manager(power: str, rule: str, preset: str, buffer: int | None, risk:
     from dlcluster.services.ces.rules import make_controller
     from dlcluster.sim.power import PowerModel, read_power_model
 
-    if preset not in PRESET_NAMES:
+    if preset is not None and preset not in PRESET_NAMES:
         raise ConfigError(f"--ces-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
+    if preset is not None and rule == "quantile":  # (it would change nothing: refused, as --buffer is)
+        raise ConfigError("--ces-preset is an option of the helios rule (its hyperparameters); the quantile rule "
+                          "sizes its margin by --risk")
     if power_model is not None:
         model = read_power_model(power_model, boot_seconds)
     else:
