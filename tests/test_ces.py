@@ -517,6 +517,32 @@ def test_energy_in_a_run_matches_its_node_states(tmp_path: Path) -> None:
     assert e["saved_pct"] > 0
 
 
+def test_powered_utilization_counts_a_vc_after_its_last_job() -> None:
+    # VC a's one job ends at 600, VC b's at 3000: a's timeline stops at 600, but its node stays on until 3000
+    t = jobs(("A", "a", 8, 0, 600), ("B", "b", 8, 0, 3000))
+    result = simulate(t, spec(a=(8,), b=(8,)), "fifo", power=PowerModel())
+    assert result.timeline.group_by("vc").len().sort("vc")["len"].to_list() == [11, 51]  # samples 0, 60, ..
+    # both nodes busy at samples 0..540, one at 600..2940, none at 3000: over 2 powered nodes at each of 51
+    assert result.summary["energy"]["utilization_powered"] == pytest.approx((10 * 2 + 40 * 1) / (51 * 2))
+
+
+def test_the_reports_powered_nodes_count_a_vc_after_its_last_job() -> None:
+    from dlcluster.analysis.simruns import powered_timeline
+
+    # the controller powers the idle node of VC a off at 900, after a's job ended at 600; b's job runs to 7200
+    t = jobs(("A", "a", 8, 0, 600), ("B", "b", 8, 0, 7200))
+    result = simulate(t, spec(a=(8, 8), b=(8,)), "fifo", observers=[_manager([3, 3, 3, 3, 3, 2], step=180)],
+                      power=PowerModel())
+    assert result.node_states.select("time", "vc", "state").rows() == [(900, "a", "off")]
+    panel = powered_timeline(result.timeline, result.node_states, points=10_000)
+    # 3 nodes powered in hour 0 until 900 (15 samples), then 2 for its other 45 samples and in hours 1 and 2 (the
+    # sample at 7200, when nothing runs)
+    assert panel.rows() == [(0.0, pytest.approx((10 * 2 + 50 * 1) / 60), pytest.approx((15 * 3 + 45 * 2) / 60)),
+                            (1.0, 1.0, 2.0), (2.0, 0.0, 2.0)]
+    e = result.summary["energy"]
+    assert e["mean_powered_nodes"] == pytest.approx((900 * 3 + 6300 * 2) / 7200)
+
+
 def test_power_none_leaves_every_output_unchanged(tmp_path: Path) -> None:
     cluster = spec(v=(8, 8), w=(4,))
     t = jobs(*((f"j{i}", "vw"[i % 2], 1 + i % 4, 37 * i, 100 + 13 * i) for i in range(40)))

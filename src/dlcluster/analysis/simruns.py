@@ -12,6 +12,7 @@ enough to keep a VC's curve to about 400 points).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from dlcluster.analysis.common import cdf_points, ordered_mean
@@ -90,15 +91,41 @@ def energy(summary: dict) -> dict[str, object] | None:
     return None if e is None else {label: e.get(key) for key, label in ENERGY}
 
 
-def powered_timeline(timeline: pl.DataFrame, points: int = 400) -> pl.DataFrame:
+def powered_timeline(timeline: pl.DataFrame, node_states: pl.DataFrame | None = None,
+                     points: int = 400) -> pl.DataFrame:
     """The whole cluster's busy and powered (on or booting) nodes, means over bins of whole hours: ``hour, busy,
-    powered`` (the sums over the VCs' samples; needs the node-state columns of a run whose nodes changed state)."""
+    powered`` (the sums over the VCs' samples; needs the node-state columns of a run whose nodes changed state).
+
+    A VC's timeline ends at its last job's end, but its nodes stay powered: with the run's ``node_states`` each VC
+    counts at every sample of the run, from its node-state changes (else only while its timeline lasts).
+    """
     powered = pl.col("nodes_on") + (pl.col("nodes_booting") if "nodes_booting" in timeline.columns else 0)
     per_sample = timeline.group_by("time").agg(pl.col("nodes_busy").sum().alias("busy"),
                                                powered.sum().alias("powered"))
+    if node_states is not None and timeline.height:
+        per_sample = per_sample.drop("powered").join(_powered_nodes(timeline, node_states), on="time")
     return (per_sample.with_columns(_hour_bin(timeline, points))
             .group_by("hour").agg(ordered_mean("busy").alias("busy"), ordered_mean("powered").alias("powered"))
             .sort("hour"))
+
+
+def _powered_nodes(timeline: pl.DataFrame, node_states: pl.DataFrame) -> pl.DataFrame:
+    """``time, powered``: every VC of the timeline's powered nodes at each of its samples, from the node states."""
+    from dlcluster.sim.power import node_spans
+    from dlcluster.sim.results import NodeStates
+
+    times = timeline["time"].unique().sort()
+    t0, n = int(times[0]), len(times)
+    step = int(times[1] - times[0]) if n > 1 else 60
+    states = NodeStates(node_spans(node_states))
+    state_columns = [c for c in timeline.columns if c.startswith("nodes_") and c not in ("nodes_busy", "nodes_shared")]
+    # a VC's nodes: those in any state at its first sample
+    nodes = timeline.group_by("vc", maintain_order=True).agg(pl.sum_horizontal(state_columns).first())
+    powered = np.zeros(n, dtype=np.int64)
+    for vc, count in nodes.iter_rows():
+        counts = states.counts(vc, int(count), t0, n, step)
+        powered += counts["nodes_on"] + counts.get("nodes_booting", 0)
+    return pl.DataFrame({"time": times, "powered": powered})
 
 
 def busiest_vcs(timeline: pl.DataFrame, n: int) -> list[str]:

@@ -17,6 +17,7 @@ from dlcluster.errors import InputError
 
 JOB_COLUMNS = ("job_id", "vc", "gpu_num", "submit", "start", "end", "queue_delay", "jct")
 TIMELINE_COLUMNS = ("time", "vc", "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs")
+NODE_STATE_COLUMNS = ("time", "vc", "node", "state")
 TEXT_FIELDS = ("policy", "placement", "compat")  # of a summary.json, read by the reports as names
 WHOLE = 2**63  # a whole number beyond 64 bits fits no table column
 
@@ -30,6 +31,7 @@ class SimRun:
     jobs: pl.DataFrame
     summary: dict
     timeline: pl.DataFrame | None
+    node_states: pl.DataFrame | None = None  # node_states.parquet of a run that modelled power
 
 
 def _is_run(folder: Path) -> bool:
@@ -114,7 +116,9 @@ def read_run(folder: Path, name: str) -> SimRun:
     jobs = _parquet(folder / "jobs.parquet", JOB_COLUMNS)
     timeline_path = folder / "timeline.parquet"
     timeline = _parquet(timeline_path, TIMELINE_COLUMNS) if timeline_path.is_file() else None
-    return SimRun(name, folder, jobs, summary, timeline)
+    states_path = folder / "node_states.parquet"
+    states = _parquet(states_path, NODE_STATE_COLUMNS) if states_path.is_file() else None
+    return SimRun(name, folder, jobs, summary, timeline, states)
 
 
 def read_runs(paths: list[Path]) -> list[SimRun]:

@@ -230,7 +230,7 @@ def energy_section(runs: list[SimRun]) -> Section:
     if not changed:
         s.items.append(Item(item_id, title, tdef, absent="no run powered a node off: every node stayed on."))
         return s
-    t = pl.concat([simruns.powered_timeline(r.timeline).select(pl.lit(r.name).alias("run"), pl.all())
+    t = pl.concat([simruns.powered_timeline(r.timeline, r.node_states).select(pl.lit(r.name).alias("run"), pl.all())
                    for r in changed if r.timeline is not None])
     if t["hour"].n_unique() < 2:
         s.items.append(Item(item_id, title, tdef, absent=f"every run that powered nodes off {ONE_BIN}",

@@ -16,6 +16,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
+from dlcluster.cluster import ClusterSpec
 from dlcluster.sim.jobs import Record, Segments, checkpoint_overhead
 from dlcluster.sim.power import NEVER, NODE_STATES_SCHEMA, PowerModel, energy, node_spans
 from dlcluster.sim.prepare import Prepared
@@ -471,18 +472,20 @@ def build_results(
     timeline = _concat(per_vc, TIMELINE_SCHEMA if cpus is None else CPU_TIMELINE_SCHEMA)
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
-        summary["energy"] = _energy(power, prep, spans, ran, runs, per_vc, placements, sum(busy.values()))
+        summary["energy"] = _energy(power, prep, spans, ran, per_vc, placements, sum(busy.values()),
+                                    states, t0, step)
     return table, timeline, placements, summary, log
 
 
-def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, runs: list[GroupRun],
-            per_vc: list[pl.DataFrame], placements: pl.DataFrame, busy_gpu_seconds: float) -> dict[str, Any]:
+def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, per_vc: list[pl.DataFrame],
+            placements: pl.DataFrame, busy_gpu_seconds: float, states: NodeStates | None, t0: int,
+            step: int) -> dict[str, Any]:
     """The summary's ``energy`` object: energy by state, and what waiting for booting nodes cost the jobs
-    (``per_vc``: each run's timeline)."""
+    (``per_vc``: each run's timeline, sampled every ``step`` s from ``t0``)."""
     start = _int(ran["submit"].min()) if ran.height else 0
     end = _int(ran["end"].max()) if ran.height else 0
     out = energy(power, prep.spec, spans, busy_gpu_seconds, start, end)
-    out["utilization_powered"] = _powered_utilization(runs, per_vc)
+    out["utilization_powered"] = _powered_utilization(prep.spec, per_vc, states, t0, step)
     # a job waited for a boot if it started on a node in the very second that node came on
     ons = spans.filter((pl.col("state") == "on") & (pl.col("time") != NEVER)).select(
         pl.col("time").alias("start"), "vc", "node")
@@ -495,8 +498,11 @@ def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.Data
     return out
 
 
-def _powered_utilization(runs: list[GroupRun], per_vc: list[pl.DataFrame]) -> float | None:
-    """Mean over samples of the cluster's busy nodes over its powered (on or booting) nodes."""
+def _powered_utilization(spec: ClusterSpec, per_vc: list[pl.DataFrame], states: NodeStates | None, t0: int,
+                         step: int) -> float | None:
+    """Mean over samples of the cluster's busy nodes over its powered (on or booting) nodes: every VC's nodes at
+    every sample, also after its own last job (its timeline ends there, but its nodes stay powered, as energy
+    counts them)."""
     # every VC's timeline samples the same grid from the same first instant, each up to its own last job's end:
     # its k-th row is the grid's k-th sample (summed VC by VC: one copy of millions of rows costs more in page
     # faults than the sums themselves)
@@ -504,13 +510,16 @@ def _powered_utilization(runs: list[GroupRun], per_vc: list[pl.DataFrame]) -> fl
     if steps == 0:
         return None
     busy, on = np.zeros(steps), np.zeros(steps)
-    for run, t in zip(runs, per_vc, strict=True):
+    for t in per_vc:
         busy[: t.height] += t["nodes_busy"].to_numpy()
-        for column in ("nodes_on", "nodes_booting"):
-            if column in t.columns:
-                on[: t.height] += t[column].to_numpy()
-        if "nodes_on" not in t.columns:  # without state changes every node was on throughout
-            on[: t.height] += len(run.sizes)
+    for vc, sizes in spec.vcs.items():
+        if states is None:  # without state changes every node was on throughout
+            on += len(sizes)
+            continue
+        counts = states.counts(vc, len(sizes), t0, steps, step)
+        on += counts["nodes_on"]
+        if "nodes_booting" in counts:
+            on += counts["nodes_booting"]
     keep = on > 0
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
