@@ -235,6 +235,26 @@ def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_pat
     assert "mean_queue_delay" in (tmp_path / "rep/index.html").read_text()
 
 
+def test_the_guidelines_metrics_are_recorded(tmp_path: Path) -> None:
+    # docs/guidelines.md compares slowdown_gpu_hours across placements: a sweep could not record it
+    exp = _write(tmp_path, SMALL.replace("[grid]", '[simulate]\nspeed_model = "philly"\nfailures = "replay"\n'
+                                         'validation_minutes = 5\nvalidation_gpus = 4\n[grid]')
+                 .replace("seed = [1, 2]", "seed = [1]"))
+    res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
+    assert res.returncode == 0, res.stderr
+    table = pl.read_parquet(tmp_path / "out/results.parquet")
+    for cell in table.iter_rows(named=True):
+        summary = json.loads((tmp_path / "out" / "cells" / cell["cell_id"] / "summary.json").read_text())
+        assert cell["slowdown_gpu_hours"] == summary["overall"]["slowdown_gpu_hours"]
+        for key in ("validation_gpu_hours_saved", "validation_pool_gpu_hours"):
+            assert cell[key] == summary["failures"][key]
+    res = cli("compare", str(tmp_path / "out"), "-o", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stderr
+    best = pl.read_csv(tmp_path / "rep/tables/best.csv")
+    assert {"slowdown_gpu_hours": "lower", "validation_pool_gpu_hours": "lower",
+            "validation_gpu_hours_saved": "higher"}.items() <= dict(best.select("metric", "better").iter_rows()).items()
+
+
 def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_path: Path) -> None:
     # (each cell failed on them in turn: exit 3, and a results table of failed rows)
     (tmp_path / "t.csv").write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,0,60\nb,v,1\n")

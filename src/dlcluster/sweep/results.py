@@ -10,7 +10,7 @@ from dlcluster.sweep.experiment import Experiment
 
 OVERALL = ("jobs", "unschedulable", "mean_jct", "p50_jct", "p95_jct", "p99_jct", "mean_queue_delay",
            "p50_queue_delay", "p95_queue_delay", "p99_queue_delay", "mean_slowdown", "mean_bounded_slowdown",
-           "makespan", "utilization", "fairness", "preemptions")
+           "makespan", "utilization", "fairness", "preemptions", "slowdown_gpu_hours")
 # (summary object, its key, the column)
 NESTED = (
     ("energy", "energy_kwh", "energy_kwh"), ("energy", "always_on_kwh", "always_on_kwh"),
@@ -20,6 +20,8 @@ NESTED = (
     ("estimates", "mae", "estimates_mae"), ("estimates", "mdape", "estimates_mdape"),
     ("estimates", "spearman", "estimates_spearman"), ("estimates", "within_100", "estimates_within_100"),
     ("failures", "failed_gpu_hours", "failed_gpu_hours"), ("failures", "retries", "retries"),
+    ("failures", "validation_gpu_hours_saved", "validation_gpu_hours_saved"),
+    ("failures", "validation_pool_gpu_hours", "validation_pool_gpu_hours"),
 )
 METRICS = (*OVERALL, *(column for _, _, column in NESTED))
 
