@@ -691,6 +691,11 @@ def test_ces_on_the_whole_philly_file_replays_its_last_14_days(shared_data: Path
 def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     f = tmp_path / "short.csv"
     _daily(2).write_csv(f)
+    # two days hold no test day after the two training days, whatever --test-days says: lowering it cannot help
+    run = cli("ces", str(f), "--test-days", "0.01")
+    assert run.returncode == 2 and run.stderr.strip().endswith(
+        "training needs at least 2 days before the 0.01 test days (the series is too short: it needs more than 2 "
+        "days)"), run.stderr
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
                           (("--test-days", "nan"), "--test-days must be a number of days, got nan"),
                           (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
