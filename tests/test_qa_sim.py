@@ -184,7 +184,7 @@ def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     res = cli("simulate", str(trace), "-p", "qssf", "-o", str(tmp_path / "out"))
     assert res.returncode == 2
-    assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|oracle)\n"
+    assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)\n"
 
 
 def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:

@@ -57,8 +57,9 @@ def test_several_policies_one_subfolder_each(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["-p", "lottery"], "error: unknown policy 'lottery'; choose one of: fifo, sjf, qssf, srtf, las, tiresias, fifo-easy, qssf-easy"),
-        (["-p", "qssf"], "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|oracle)"),
+        (["-p", "qssf"], "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)"),
         (["--load", "0"], "error: --load must be a positive finite number, got 0.0"),
+        (["-p", "fifo,sjf,fifo"], "error: --policy: 'fifo' is named more than once"),
         (["--compat", "slurm"], "error: unknown compatibility mode 'slurm'; choose one of: helios-artifact"),
     ],
 )

@@ -171,9 +171,9 @@ def test_json_prints_the_summaries(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["-p", "fifo,sjf,qssf,srtf"],
-         "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|oracle)"),
+         "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)"),
         (["-p", "fifo,sjf,qssf-easy"],
-         "error: policy 'qssf-easy' needs duration estimates (--estimates FILE, or --estimates history|oracle)"),
+         "error: policy 'qssf-easy' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)"),
         (["-p", "fifo,las", "--compat", "helios-artifact"],
          "error: policy 'las' does not exist in compatibility mode helios-artifact; choose one of: fifo, sjf, qssf, "
          "srtf"),

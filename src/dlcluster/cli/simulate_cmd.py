@@ -98,7 +98,7 @@ def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estima
     for cls in classes.values():
         if cls.needs_estimates and estimates is None:
             raise ConfigError(f"policy {cls.name!r} needs duration estimates (--estimates FILE, or --estimates "
-                              "history|oracle)")
+                              "history|lgbm|oracle)")
     if estimates is not None and not any(c.needs_estimates or c.uses_estimates for c in classes.values()):
         raise ConfigError(f"--estimates: no policy given ({', '.join(classes)}) reads duration estimates "
                           "(`dlcluster policies` tells which do)")
@@ -160,6 +160,9 @@ def settings(options: dict[str, Any]) -> Settings:
     names = [p.strip() for p in o["policy"].split(",") if p.strip()]
     if not names:
         raise ConfigError("--policy: give at least one policy")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # (one run, written in the layout of several)
+        raise ConfigError(f"--policy: {', '.join(repr(n) for n in twice)} is named more than once")
     classes = {name: get_policy(name) for name in names}  # every name checked before the first run
     compat = o["compat"]
     _check_policies(classes, compat, o["estimates"])

@@ -98,9 +98,10 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         trace = generate(model, days=days, load=load, seed=seed, calendar=calendar or "source")
         written = writer.write(trace, output)
     gpu_jobs = int((trace.jobs["gpu_num"] > 0).sum())
+    span = days if days is not None else model.days
     err_console.print(
         f"synth {model.name}: {trace.jobs.height:,} jobs ({gpu_jobs:,} GPU jobs) over "
-        f"{days if days is not None else model.days:g} days, load {load:g}, seed {seed} -> {written} "
+        f"{span:g} day{'' if span == 1 else 's'}, load {load:g}, seed {seed} -> {written} "
         f"({time.perf_counter() - began:.1f} s)",
         soft_wrap=True,
     )

@@ -63,7 +63,7 @@ def _wall_text(origin: int | None) -> str | None:
 
 def _estimates(group: pl.DataFrame, estimates: pl.DataFrame | None, policy: str, source: str | None) -> list[float]:
     if estimates is None:
-        raise ConfigError(f"policy {policy!r} needs duration estimates (--estimates FILE, or --estimates history|oracle)")
+        raise ConfigError(f"policy {policy!r} needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)")
     joined = group.select("job_id").join(estimates, on="job_id", how="left", maintain_order="left")
     missing = joined.filter(pl.col("estimate").is_null())
     if missing.height:
