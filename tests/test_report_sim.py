@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -115,6 +116,18 @@ def test_degenerate_observed_queueing_is_not_compared(runs: Path, tmp_path: Path
     main(["report", str(tmp_path / "run"), "--trace", str(tmp_path / "p.parquet"), "-o", str(tmp_path / "rep")])
     page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
     assert absent(page)["sim-vs-observed"].startswith("p.parquet: every queueing delay is 0 (a generated trace")
+
+
+def test_a_trace_that_is_not_the_runs_own_is_not_compared(runs: Path, tmp_path: Path) -> None:
+    # another seed numbers its jobs alike: they were matched by id and drawn as if observed
+    other = tmp_path / "venus-seed2.parquet"
+    main(["synth", "--preset", "helios-venus", "--days", "2", "--seed", "2", "-o", str(other)])
+    main(["report", str(runs / "sim"), "--trace", str(other), "-o", str(tmp_path / "rep")])
+    page = html.unescape((tmp_path / "rep" / "index.html").read_text(encoding="utf-8"))
+    why = absent(page)["sim-vs-observed"]
+    assert why.startswith("Not compared: fifo: its job '0' ran in VC ") and why.endswith(
+        ": the trace is not the one it replayed.")
+    assert why.count("Not compared:") == 2  # fifo and srtf
 
 
 def _hand_run(folder: Path, queue: int, preemptions: int = 0) -> Path:

@@ -142,6 +142,20 @@ def preemptions_per_vc(jobs: pl.DataFrame) -> pl.DataFrame:
                                     (p > 0).sum().cast(pl.Int64).alias("preempted_jobs")).sort("vc"))
 
 
+def foreign_job(sim: pl.DataFrame, observed: pl.DataFrame) -> str | None:
+    """Why ``observed`` (a canonical job table) is not the trace ``sim`` (a run's jobs) replayed, or None: the first
+    job id both hold whose VC or GPU count differs (generated traces number their jobs alike, seed after seed)."""
+    both = sim.select("job_id", "vc", "gpu_num").join(
+        observed.select(pl.col("job_id").cast(pl.String), pl.col("vc").cast(pl.String).alias("vc_trace"),
+                        pl.col("gpu_num").alias("gpu_trace")), on="job_id")
+    differ = both.filter((pl.col("vc") != pl.col("vc_trace")) | (pl.col("gpu_num") != pl.col("gpu_trace")))
+    if differ.height == 0:
+        return None
+    job, vc, gpus, vc_t, gpus_t = differ.row(0)
+    return (f"its job {job!r} ran in VC {vc!r} on {gpus} GPU(s), the trace's is in VC {vc_t!r} with {gpus_t} "
+            f"({differ.height:,} of the {both.height:,} jobs both hold differ): the trace is not the one it replayed")
+
+
 def queue_vs_observed(sim: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
     """Simulated versus observed queueing per VC over the jobs in both: ``vc, source, jobs, mean, p50, p90`` (s).
 

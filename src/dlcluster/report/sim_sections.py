@@ -268,6 +268,11 @@ def observed_section(runs: list[SimRun], trace: Trace | None) -> Section:
     same = [r for r in runs if r.summary.get("load") in (1, 1.0)]
     note = (f"Runs at another arrival rate are not comparable with the observed waits: {', '.join(skipped)}."
             if skipped else "")
+    foreign = {r.name: why for r in same if (why := simruns.foreign_job(r.jobs, trace.jobs))}
+    if foreign:
+        same = [r for r in same if r.name not in foreign]
+        note = " ".join([*([note] if note else []),
+                         *(f"Not compared: {name}: {why}." for name, why in foreign.items())])
     if not same:
         s.items.append(Item(item_id, title, definition, absent=note))
         return s
