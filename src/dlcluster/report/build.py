@@ -73,9 +73,10 @@ def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec |
 
     ``cluster`` replaces every trace's own spec; without it each trace uses the spec it
     carries, if any. ``pooled`` makes each trace's whole cluster one VC, ``all``, and every job
-    one of its (VC labels that are not the spec's, such as openb's QoS classes). ``sim_jobs`` (the simulator's per-job table) feeds section 6, and
-    ``sim_placements`` (its per-node segments) splits fragmentation from queue order there, by
-    the placement rule its ``sim_summary`` (the run's summary.json) names.
+    one of its (VC labels that are not the spec's, such as openb's QoS classes). ``sim_jobs``
+    (the simulator's per-job table) feeds section 6, and ``sim_placements`` (its per-node
+    segments) splits fragmentation from queue order there, by the placement rule its
+    ``sim_summary`` (the run's summary.json) names.
     """
     out = Path(out)
     specs = [cluster or t.cluster for t in traces]
