@@ -110,6 +110,24 @@ def test_a_preempted_job_owes_its_checkpoint_not_slowness() -> None:
     assert out["L"]["mean_speed"] == 1.0 and r.summary["overall"]["slowdown_gpu_hours"] == 0
 
 
+def test_las_whose_quantum_a_slowed_job_cannot_outrun_its_checkpoint_is_refused() -> None:
+    # two 12-GPU jobs spread over 3 servers (at 0.97 of full speed) swapped every 61 s, each swap costing a 60 s
+    # checkpoint: work left grew with every swap and the run never ended
+    t = jobs(("a", "v", 1, 121, 10), ("b", "v", 12, 126, 61), ("c", "v", 12, 246, 601))
+    cluster = spec(v=(8, 2, 2))
+    slowest = PlacementSpeed().slowest()
+    assert slowest == pytest.approx(PHILLY_SPREAD[8] * PHILLY_COLOCATED_SPREAD)  # spread over 8 servers, colocated
+    with pytest.raises(ConfigError, match=r"policy 'las:61' with this speed model: a job may run at 0\.422 of full "
+                                          r"speed.*use a quantum of at least 143 s \(las:143\)"):
+        simulate(t, cluster, "las:61", speed=PlacementSpeed())
+    assert simulate(t, cluster, "las:61").jobs["end"].null_count() == 0  # at full speed 61 s is enough
+    done = simulate(t, cluster, "las:143", speed=PlacementSpeed()).jobs
+    assert done["end"].null_count() == 0 and done.height == 3
+    # a model slower still asks more of the default quantum: 60 s / (0.04 × 0.756 colocated) = 1,983.6 s
+    with pytest.raises(ConfigError, match=r"policy 'las' .* at least 1984 s"):
+        simulate(t, cluster, "las", speed=PlacementSpeed({2: 0.5, 3: 0.04}))
+
+
 def test_results_gain_columns_only_with_a_speed_model() -> None:
     t = jobs(("A", "v", 1, 0, 100), ("B", "v", 2, 5, 50), ("Z", "v", 1, 7, 0), ("big", "v", 64, 0, 5))
     plain = simulate(t, spec(v=(8,), w=(8,)), "fifo")

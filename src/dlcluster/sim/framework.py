@@ -82,6 +82,10 @@ class Policy:
         """An extra second at which to run a pass although nothing arrives or ends (None: no need)."""
         return None
 
+    @classmethod
+    def check_speed(cls, slowest: float) -> None:
+        """Refuse a speed model under which this policy could preempt jobs forever (``slowest``: its lowest rate)."""
+
     def reserve(self, head: int, now: int, free: int) -> tuple[int, int] | None:
         """For a blocked head job: (reserved start, GPUs spare at it) so later jobs may backfill; None: block."""
         return None

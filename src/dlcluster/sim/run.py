@@ -119,6 +119,9 @@ def simulate(
     if is_compat and speed is not None:
         raise ConfigError(f"compatibility mode {compat!r} runs every job at full speed: it takes no speed model")
     policy_cls = get_policy(policy) if isinstance(policy, str) else policy
+    slowest = getattr(speed, "slowest", None)  # (a speed model of a plug-in may not say)
+    if callable(slowest):
+        policy_cls.check_speed(slowest())
     if profile is not None:
         profile.check(policy_cls.name)
         if failures is not None:

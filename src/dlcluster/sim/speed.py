@@ -57,6 +57,10 @@ class PlacementSpeed:
         self._last = len(curve) - 1
         self._largest: dict[int, tuple[tuple[int, ...], int]] = {}  # id(sizes) -> (sizes, largest node)
 
+    def slowest(self) -> float:
+        """The lowest rate any job can get: spread over the most servers the curve names, and colocated."""
+        return min(self.colocated, self._curve[self._last] * self.colocated_spread)
+
     def factor(self, servers: int) -> float:
         """spread(servers): the speed of a job on ``servers`` servers relative to one server."""
         return self._curve[min(servers, self._last)]
