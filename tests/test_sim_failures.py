@@ -108,9 +108,13 @@ def test_a_retry_after_validation_kept_progress_redoes_the_whole_attempt() -> No
     model = FailureModel(retries=2, validation_seconds=300, validation_gpus=4, keep_progress=True)
     r = simulate(TRACE, CLUSTER, "fifo", failures=model)
     # late validates 20-320, fails 2,700 s later on the main cluster (its first attempt went on from the pool's
-    # 300 s), then twice after a whole 3,000 s each; the summary counts the same three attempts
+    # 300 s), then twice after a whole 3,000 s each; the summary counts the same three attempts, the first one's
+    # 300 s on the one pool GPU it ran on (they were counted on the 4-GPU gang)
     assert _rows(r)["late"][:2] == (320, 320 + 2_700 + 2 * 3_000)
-    assert r.summary["failures"]["failed_gpu_hours_late"] == pytest.approx(3 * 4 * 3_000 / 3600)
+    f = r.summary["failures"]
+    assert f["failed_gpu_hours_late"] == pytest.approx((4 * (2_700 + 2 * 3_000) + 1 * 300) / 3600)
+    held = r.placements.filter(pl.col("job_id") == "late").select((pl.col("end") - pl.col("start")) * pl.col("gpus"))
+    assert f["failed_gpu_hours_late"] == pytest.approx((held.sum().item() + 300) / 3600)  # the cluster's, the pool's
 
 
 def test_recorded_attempts_are_replayed_and_capped() -> None:

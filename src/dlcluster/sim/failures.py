@@ -134,6 +134,10 @@ def failure_summary(jobs: pl.DataFrame, ended: pl.DataFrame | None, model: Failu
         return float(frame.select((pl.col("gpu_num") * pl.col(column)).sum()).item() or 0) / 3600
 
     early, late = hours(jobs, "failed_early"), hours(jobs, "failed_late")
+    if "pool_failed" in jobs.columns:  # (failed_* count every attempt on its gang: the pool's part ran on one GPU)
+        gang_only = pl.col("pool_failed") * (pl.col("gpu_num") - 1)
+        early -= float(jobs.select(gang_only.filter(pl.col("pool_failed_early")).sum()).item() or 0) / 3600
+        late -= float(jobs.select(gang_only.filter(~pl.col("pool_failed_early")).sum()).item() or 0) / 3600
     out: dict[str, Any] = {
         "failed_jobs": int(jobs.filter(pl.col("outcome").is_in(FAILED)).height),
         "retries": int((jobs["tries"] - 1).sum()),
@@ -192,5 +196,8 @@ def after_validation(jobs: pl.DataFrame, pool: pl.DataFrame, ran: pl.DataFrame, 
         done = pl.min_horizontal(pl.col("first"), pl.col("pool_run"))
         # (a retry starts afresh: its work is the whole attempt's)
         main = main.with_columns(pl.col("first") - done, pl.col("work_total") - done,
-                                 pl.col("first").alias("retry_work"))
+                                 pl.col("first").alias("retry_work"),
+                                 # a first attempt that fails ran this much of itself on one pool GPU, not the gang
+                                 pl.when(first_attempt_fails()).then(done).otherwise(0).alias("pool_failed"),
+                                 (pl.col("first") <= model.early_seconds).alias("pool_failed_early"))
     return main.sort("submit", maintain_order=True), joined.filter(ended)
