@@ -510,16 +510,23 @@ def _powered_utilization(spec: ClusterSpec, per_vc: list[pl.DataFrame], states: 
     if steps == 0:
         return None
     busy, on = np.zeros(steps), np.zeros(steps)
+    seen = {}  # per VC with a timeline, its samples
     for t in per_vc:
         busy[: t.height] += t["nodes_busy"].to_numpy()
+        if states is not None and t.height:
+            seen[t["vc"][0]] = t.height
+            for column in ("nodes_on", "nodes_booting"):
+                if column in t.columns:
+                    on[: t.height] += t[column].to_numpy()
     for vc, sizes in spec.vcs.items():
         if states is None:  # without state changes every node was on throughout
             on += len(sizes)
             continue
-        counts = states.counts(vc, len(sizes), t0, steps, step)
-        on += counts["nodes_on"]
-        if "nodes_booting" in counts:
-            on += counts["nodes_booting"]
+        # after its timeline (or throughout, for a VC without jobs) the VC's node states give its powered nodes
+        head = seen.get(vc, 0)
+        if head < steps:
+            counts = states.counts(vc, len(sizes), t0 + head * step, steps - head, step)
+            on[head:] += counts["nodes_on"] + counts.get("nodes_booting", 0)
     keep = on > 0
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
