@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import long_runs, simulate_cmd
+from dlcluster.cli import Terminated, long_runs, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -187,7 +187,9 @@ def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)\n"
 
 
-def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_exits_and_leaves_no_output(tmp_path: Path, sig: signal.Signals, status: int) -> None:
+    # (SIGTERM: kill, timeout, a batch scheduler's cancel; it ended the process before its temporary files went)
     # hundreds of long 1-GPU jobs under LAS with a short quantum on one node: hours of simulation
     table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
     trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
@@ -198,27 +200,30 @@ def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path) -> None:
     try:
         assert proc.stdout.readline() == "ready\n"
         time.sleep(1.0)  # inside main() now: whatever it is doing, Ctrl-C must end it cleanly
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert err == "interrupted; no file was left half-written (a report has an index.html only once whole)\n"
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_ctrl_c_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("sig", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
+def test_ctrl_c_or_sigterm_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    sig: signal.Signals,
+                                                                    raised: type[BaseException]) -> None:
     result = simulate(jobs(("a", "v", 1, 0, 10)), spec(v=(8,)), "fifo")
     real = simulate_cmd.write_atomic
 
     def interrupted_write(target: Path, writer: object) -> Path:
         if target.name == "jobs.parquet":
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), sig)
         return real(target, writer)
 
     monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
-    with pytest.raises(KeyboardInterrupt), long_runs.deferring_interrupts():
+    with pytest.raises(raised), long_runs.deferring_interrupts():
         simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
     assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
     assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"

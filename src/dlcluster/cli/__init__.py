@@ -9,7 +9,9 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
+import signal
 import sys
+import threading
 
 # dlcluster does no large dense linear algebra; OpenBLAS's thread pool, started when NumPy is
 # imported, costs ~0.06 s of CPU per command (a tenth of a short simulation). A user's own
@@ -79,6 +81,14 @@ err_console = Console(stderr=True, highlight=False)
 INTERRUPTED = "interrupted; no file was left half-written (a report has an index.html only once whole)"
 
 
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM (``kill``, ``timeout``, a batch scheduler's cancel): stopped as a Ctrl-C is, exit status 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def _register(args: list[str] | None = None) -> None:
     """Register the command that ``args`` name (every command when they name none, e.g. for ``--help``)."""
     # building every command's options costs ~0.05 s of CPU, a tenth of a short simulation
@@ -96,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     _register(args)
     debug = "--debug" in args
+    # (the default ends the process before its temporary files are removed; only the main thread may set one)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         _check_paths(args)
         with app.make_context("dlcluster", list(args)) as ctx:
@@ -111,9 +124,9 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{exc.filename}: " if exc.filename else ""
         err_console.print(f"[bold red]error:[/] {_one_line(where + os_reason(exc))}", soft_wrap=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err_console.print(INTERRUPTED, soft_wrap=True)
-        sys.exit(130)
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
     except click.exceptions.Exit as exc:  # --help, or a command's own exit status
         if exc.exit_code:
             sys.exit(exc.exit_code)
@@ -133,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"[bold red]internal error:[/] {_one_line(f'{type(exc).__name__}: {exc}')} "
                           "(run with --debug for details)", soft_wrap=True)
         sys.exit(1)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 PATH_OPTIONS = ("-o", "--output", "--save-model", "--cluster", "--fit", "--model", "--power-model", "--sim-jobs",

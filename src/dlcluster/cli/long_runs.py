@@ -13,6 +13,7 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 
+from dlcluster.cli import Terminated
 from dlcluster.errors import ConfigError
 
 
@@ -84,12 +85,15 @@ def progress_bar(console: Console, *more: ProgressColumn) -> Progress:
 
 @contextmanager
 def deferring_interrupts() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block ends, then raise it: the block's files are written all or none."""
+    """Hold a Ctrl-C (or a SIGTERM) back until the block ends, then raise it: the block's files are written all or
+    none."""
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if caught:
-        raise KeyboardInterrupt
+        raise Terminated if signal.SIGTERM in caught else KeyboardInterrupt
