@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import Terminated, long_runs, simulate_cmd
+from dlcluster.cli import Terminated, long_runs, raise_terminated, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -193,8 +193,8 @@ def test_ctrl_c_or_sigterm_exits_and_leaves_no_output(tmp_path: Path, sig: signa
     # hundreds of long 1-GPU jobs under LAS with a short quantum on one node: hours of simulation
     table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
     trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
-    script = ("import sys; from dlcluster.cli import main; print('ready', flush=True); "
-              f"main(['simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}])")
+    script = (f"import sys; sys.argv = ['dlcluster', 'simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}]; "
+              "from dlcluster.cli import run; print('ready', flush=True); run()")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=interruptible)
     try:
@@ -223,8 +223,12 @@ def test_ctrl_c_or_sigterm_while_writing_finishes_the_folder_first(tmp_path: Pat
         return real(target, writer)
 
     monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
-    with pytest.raises(raised), long_runs.deferring_interrupts():
-        simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)  # (as the command's own process has it)
+    try:
+        with pytest.raises(raised), long_runs.deferring_interrupts():
+            simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
     assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"
 

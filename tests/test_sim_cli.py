@@ -97,6 +97,24 @@ def test_a_vc_with_0_gpus_on_the_helios_day_is_named_as_such(tmp_path: Path) -> 
     assert summary["unschedulable_jobs"] == [{"job_id": "e", "vc": "x", "reason": "VC has 0 GPUs in the cluster spec"}]
 
 
+def test_names_that_look_like_markup_are_printed_as_they_are(tmp_path: Path) -> None:
+    # rich read them as markup: 'x[/]' stopped the command with an internal error, '[gpu]' printed blank
+    names = ("x[/]", "[gpu]", "team[a]")
+    rows = "".join(f"j{i},{names[i % 3]},{1600000000 + 600 * i},1,{60 + 37 * i}\n" for i in range(30))
+    (tmp_path / "t.csv").write_text("job_id,vc,submit_time,gpu_num,duration\n" + rows)
+    (tmp_path / "c.csv").write_text("vc,nodes\n" + "".join(f"{n},1\n" for n in names))
+    out = tmp_path / "sim[v2]"
+    res = cli("simulate", str(tmp_path / "t.csv"), "--format", "csv", "--tz", "UTC", "--cluster",
+              str(tmp_path / "c.csv"), "--by-vc", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    vcs = [line.split()[0] for line in res.stdout.splitlines() if line.split()[:1] and line.split()[0] in names]
+    assert sorted(vcs) == sorted(names)
+    assert f"wrote {out} (simulated in fifo" in res.stderr
+    res = cli("predict", "eval", str(tmp_path / "t.csv"), "--format", "csv", "--tz", "UTC")
+    assert res.returncode == 0, res.stderr
+    assert all(f"│ {n} " in res.stdout for n in names)
+
+
 def test_bad_estimates_file_names_the_line(tmp_path: Path) -> None:
     est = tmp_path / "est.csv"
     est.write_text("job_id,duration\na,10\nb,soon\n")

@@ -11,7 +11,7 @@ import importlib
 import os
 import signal
 import sys
-import threading
+from typing import Any
 
 # dlcluster does no large dense linear algebra; OpenBLAS's thread pool, started when NumPy is
 # imported, costs ~0.06 s of CPU per command (a tenth of a short simulation). A user's own
@@ -24,7 +24,7 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 import click
 import rich.console
-from rich.markup import escape
+from rich.text import Text
 
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
@@ -46,7 +46,13 @@ def echo(text: str) -> None:
 
 class Console(rich.console.Console):
     """rich's console, except when the reader of the output goes away (``dlcluster ... | head``): the command then
-    finishes its work (its files) without printing more and exits 0, where rich would exit 1 on the spot."""
+    finishes its work (its files) without printing more and exits 0, where rich would exit 1 on the spot; and without
+    markup: printed text holds the user's names and paths (a VC ``[gpu]``, a folder ``sim[v2]``), so styles are
+    given as styles, never as ``[tags]``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("markup", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         """Print nothing more; carry on."""
@@ -85,7 +91,8 @@ class Terminated(KeyboardInterrupt):
     """A SIGTERM (``kill``, ``timeout``, a batch scheduler's cancel): stopped as a Ctrl-C is, exit status 143."""
 
 
-def _terminate(signum: int, frame: object) -> None:
+def raise_terminated(signum: int, frame: object) -> None:
+    """The SIGTERM handler of a dlcluster process (see :func:`run`)."""
     raise Terminated
 
 
@@ -106,9 +113,6 @@ def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     _register(args)
     debug = "--debug" in args
-    # (the default ends the process before its temporary files are removed; only the main thread may set one)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         _check_paths(args)
         with app.make_context("dlcluster", list(args)) as ctx:
@@ -116,13 +120,13 @@ def main(argv: list[str] | None = None) -> None:
     except DlclusterError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]error:[/] {_one_line(str(exc))}", soft_wrap=True)
+        _error("error:", _one_line(str(exc)))
         sys.exit(2)
     except OSError as exc:  # the machine's answer (no permission, disk full, a path through a file): not a bug
         if debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        err_console.print(f"[bold red]error:[/] {_one_line(where + os_reason(exc))}", soft_wrap=True)
+        _error("error:", _one_line(where + os_reason(exc)))
         sys.exit(2)
     except KeyboardInterrupt as exc:
         err_console.print(INTERRUPTED, soft_wrap=True)
@@ -137,18 +141,13 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
         else:
             command = getattr(getattr(exc, "ctx", None), "command_path", "dlcluster")
-            err_console.print(f"[bold red]error:[/] {_one_line(exc.format_message())} (see {command} --help)",
-                              soft_wrap=True)
+            _error("error:", f"{_one_line(exc.format_message())} (see {command} --help)")
         sys.exit(exc.exit_code)
     except Exception as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]internal error:[/] {_one_line(f'{type(exc).__name__}: {exc}')} "
-                          "(run with --debug for details)", soft_wrap=True)
+        _error("internal error:", f"{_one_line(f'{type(exc).__name__}: {exc}')} (run with --debug for details)")
         sys.exit(1)
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
 
 
 PATH_OPTIONS = ("-o", "--output", "--save-model", "--cluster", "--fit", "--model", "--power-model", "--sim-jobs",
@@ -165,12 +164,21 @@ def _check_paths(args: list[str]) -> None:
 
 
 def _one_line(text: str) -> str:
-    # a value quoted in a message may hold a line break, or brackets rich would take for markup
-    return escape(" ".join(text.splitlines()))
+    # a value quoted in a message may hold a line break
+    return " ".join(text.splitlines())
+
+
+def _error(label: str, message: str) -> None:
+    """``label`` in bold red, then ``message``, on one line of stderr."""
+    err_console.print(Text.assemble((label, "bold red"), " ", message), soft_wrap=True)
 
 
 def run() -> None:
     """Console-script entry point: :func:`main`, then exit without tearing the interpreter down."""
+    # A SIGTERM ends the command as a Ctrl-C does (the default ends the process before its temporary files are
+    # removed). Only here, in a process of its own: a sweep's worker runs main() for each cell, and its pool stops
+    # it with a SIGTERM that must end it.
+    signal.signal(signal.SIGTERM, raise_terminated)
     try:
         main()
         code = 0

@@ -13,7 +13,7 @@ import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 
-from dlcluster.cli import Terminated
+from dlcluster.cli import Terminated, raise_terminated
 from dlcluster.errors import ConfigError
 
 
@@ -79,8 +79,8 @@ def progress_bar(console: Console, *more: ProgressColumn) -> Progress:
     """A transient bar with a count, the elapsed time and ``more`` columns, shown only when ``console`` is a
     terminal."""
     # a bar that cannot redraw (stderr piped) only leaves a stray blank line before errors
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), *more,
-                    console=console, transient=True, disable=not console.is_terminal)
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), *more, console=console, transient=True, disable=not console.is_terminal)
 
 
 @contextmanager
@@ -88,8 +88,9 @@ def deferring_interrupts() -> Iterator[None]:
     """Hold a Ctrl-C (or a SIGTERM) back until the block ends, then raise it: the block's files are written all or
     none."""
     caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    # (a SIGTERM only where the process ends on it as on a Ctrl-C: not in a sweep's worker, which it must stop)
+    signals = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is raise_terminated else [])
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
     try:
         yield
     finally:

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from rich.text import Text
 
 from dlcluster.errors import ConfigError
 from dlcluster.io import FORMATS
@@ -135,7 +136,7 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
     if trace.dropped:
         total = sum(trace.dropped.values())
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(trace.dropped.items()))
-        err_console.print(f"[yellow]dropped {total} malformed row(s):[/] {reasons}")
+        err_console.print(Text.assemble((f"dropped {total} malformed row(s):", "yellow"), f" {reasons}"))
     if tz is None and zone_unknown(fmt):
         # times that name their instant (epoch numbers, ``+02:00``) still leave the local hour of day to a zone
         what = "times carry no time zone" if trace.zoneless else "times give no zone for the local hour of day"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import Console, app, echo, err_console
@@ -55,12 +56,12 @@ def _fmt_corr(value: float | None) -> str:
 def _table(rows: list[dict[str, Any]], title: str) -> Table:
     from dlcluster.predict.evaluate import OVERALL
 
-    table = Table(title=title)
+    table = Table(title=Text(title))  # (a VC or file name is not markup)
     for name in ("VC", "jobs", "MAE", "MdAPE", "±10%", "±50%", "±100%", "±1000%", "Spearman", "Kendall"):
         table.add_column(name, justify="left" if name == "VC" else "right")
     for i, r in enumerate(rows):
         label = OVERALL if i == len(rows) - 1 else r["vc"]  # (the whole trace's row has no VC)
-        table.add_row(label, f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
+        table.add_row(Text(label), f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
                       *(_fmt_share(r[f"within_{b}"]) for b in (10, 50, 100, 1000)),
                       _fmt_corr(r["spearman"]), _fmt_corr(r["kendall"]), end_section=i == len(rows) - 2,
                       style="bold" if i == len(rows) - 1 else None)
@@ -121,7 +122,7 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
     if not result.overall["jobs"]:
         notes.append(_nothing_scored(result.predictions, start))
     for note in notes:
-        err_console.print(f"[yellow]{note}[/]", soft_wrap=True)
+        err_console.print(note, style="yellow", soft_wrap=True)
     if output is not None:
         err_console.print(f"wrote {', '.join(p.name for p in written)} to {output}", soft_wrap=True)
 

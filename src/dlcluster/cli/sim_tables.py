@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 GAP = 2  # spaces between two columns
 
@@ -117,14 +118,15 @@ def _longest_word(text: str) -> int:
 
 def _table(title: str, label_headers: Sequence[str], label_widths: list[int], rows: Sequence[Row],
            metrics: list[Metric], widths: dict[str, int], cells: dict[str, list[str]]) -> Table:
-    table = Table(title=title, title_justify="left", box=None, padding=(0, GAP // 2), pad_edge=False,
+    table = Table(title=Text(title), title_justify="left", box=None, padding=(0, GAP // 2), pad_edge=False,
                   show_edge=False, header_style="bold")
     for header, w in zip(label_headers, label_widths, strict=True):
         table.add_column(header, width=w, no_wrap=True)
     for m in metrics:
         table.add_column(m.header, justify="right", width=widths[m.key])
     for i, r in enumerate(rows):
-        table.add_row(*r.labels, *(cells[m.key][i] for m in metrics))
+        # (names are the trace's: '[gpu]' is a VC, not markup)
+        table.add_row(*(Text(label) for label in r.labels), *(cells[m.key][i] for m in metrics))
     return table
 
 

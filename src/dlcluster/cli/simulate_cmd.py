@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.cli import Console, app, echo
@@ -133,8 +134,8 @@ def _simulable(trace: Trace, lenient: bool, path: Path) -> Trace:
     if bad.height == trace.jobs.filter(pl.col("gpu_num") > 0).height:
         raise InputError(f"no GPU job has both a duration and a submit time (all {bad.height:,} lack one): "
                          "nothing to simulate", path=path)
-    err_console.print(f"[yellow]left out {bad.height:,} GPU job(s) without a duration or submit time[/] "
-                      "(running or pending when the trace was taken)", soft_wrap=True)
+    err_console.print(Text.assemble((f"left out {bad.height:,} GPU job(s) without a duration or submit time",
+                                     "yellow"), " (running or pending when the trace was taken)"), soft_wrap=True)
     return replace(trace, jobs=trace.jobs.filter(~lacking))
 
 
