@@ -605,6 +605,21 @@ def test_output_under_a_file_is_one_line(tmp_path: Path) -> None:
         f"error: cannot write into {blocker}: {blocker} is a file, not a folder")
 
 
+def test_output_onto_a_link_or_a_device_is_refused_and_leaves_it(tmp_path: Path) -> None:
+    # the temporary file was renamed over it: as root, -o /dev/null replaced the system's /dev/null
+    jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
+    real = _write(tmp_path / "real.csv", "kept\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for target in (link, fifo):
+        assert refused("convert", str(jobs), "--format", "csv", "-o", str(target)) == (
+            f"error: cannot write {target}: it is a link or a device, not a regular file; outputs are written to a "
+            "temporary file renamed into place, so name a regular file")
+    assert link.is_symlink() and real.read_text() == "kept\n" and fifo.is_fifo()
+
+
 def _raises(exc: BaseException) -> Callable[..., None]:
     """A stand-in for a library function that fails with ``exc`` whatever it is given."""
 

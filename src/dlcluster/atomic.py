@@ -21,6 +21,10 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     target = Path(target)
     if not target.name or target.name in (".", ".."):
         raise OutputError(f"cannot write {str(target)!r}: expected a file name")
+    if target.is_symlink() or (target.exists() and not target.is_file() and not target.is_dir()):
+        # the rename would replace it (as root, /dev/null itself) rather than write through it
+        raise OutputError(f"cannot write {target}: it is a link or a device, not a regular file; outputs are written "
+                          "to a temporary file renamed into place, so name a regular file")
     try:
         make_folder(target.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
