@@ -61,3 +61,13 @@ def test_a_reader_that_went_away_ends_the_command_quietly_and_its_files_are_writ
         code, err = _closed_reader(*args)
         assert code == 0 and b"error" not in err, (args, err)
     assert all((tmp_path / "out" / p / "jobs.parquet").is_file() for p in ("fifo", "sjf"))
+
+
+def test_a_closed_stdout_ends_the_command_quietly_and_its_files_are_written(tmp_path) -> None:  # noqa: ANN001
+    # (>&-: Python leaves sys.stdout None, and the last flush ended every command in a traceback)
+    out = tmp_path / "t.parquet"
+    for args in (("policies",), ("synth", "--preset", "philly", "--days", "1", "-o", str(out))):
+        child = subprocess.run([sys.executable, "-m", "dlcluster", *args], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), check=False)
+        assert child.returncode == 0 and b"Traceback" not in child.stderr, (args, child.stderr)
+    assert out.is_file()

@@ -179,6 +179,9 @@ def run() -> None:
     # removed). Only here, in a process of its own: a sweep's worker runs main() for each cell, and its pool stops
     # it with a SIGTERM that must end it.
     signal.signal(signal.SIGTERM, raise_terminated)
+    for name in ("stdout", "stderr"):  # closed (>&-): Python leaves None, and what was to be printed is not wanted
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (open until the process exits)
     try:
         main()
         code = 0
