@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
@@ -94,7 +95,7 @@ def tables(title: str, label_headers: Sequence[str], rows: Sequence[Row], metric
     each); only metrics some row has are shown."""
     shown = [m for m in metrics if any(m.key in r.values for r in rows)]
     cells = {m.key: [m.fmt(r.values.get(m.key)) for r in rows] for m in shown}
-    label_widths = [max([len(h), *(len(r.labels[i]) for r in rows)]) for i, h in enumerate(label_headers)]
+    label_widths = [max([cell_len(h), *(cell_len(r.labels[i]) for r in rows)]) for i, h in enumerate(label_headers)]
     widths = {m.key: max([_longest_word(m.header), *(len(c) for c in cells[m.key])]) for m in shown}
     out: list[Table] = []
     used = sum(label_widths) + GAP * (len(label_widths) - 1)
