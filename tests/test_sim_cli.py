@@ -99,8 +99,8 @@ def test_a_vc_with_0_gpus_on_the_helios_day_is_named_as_such(tmp_path: Path) -> 
 
 def test_names_that_look_like_markup_are_printed_as_they_are(tmp_path: Path) -> None:
     # rich read them as markup: 'x[/]' stopped the command with an internal error, '[gpu]' printed blank; a wide
-    # name was cut to '研 …' (its column sized in characters, not terminal cells)
-    names = ("x[/]", "[gpu]", "team[a]", "研究组A")
+    # name was cut short (its column sized in characters, not terminal cells)
+    names = ("x[/]", "[gpu]", "team[a]", "研究组研究组")
     rows = "".join(f"j{i},{names[i % 4]},{1600000000 + 600 * i},1,{60 + 37 * i}\n" for i in range(40))
     (tmp_path / "t.csv").write_text("job_id,vc,submit_time,gpu_num,duration\n" + rows)
     (tmp_path / "c.csv").write_text("vc,nodes\n" + "".join(f"{n},1\n" for n in names))
