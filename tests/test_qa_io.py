@@ -200,6 +200,17 @@ def test_a_gzipped_csv_is_detected_and_read_with_its_line_numbers(tmp_path: Path
     assert str(err.value) == f"{wide}, line 3: has 6 fields, the header names 5"
 
 
+def test_a_compressed_trace_gets_the_cluster_name_of_the_plain_file(tmp_path: Path) -> None:
+    # (jobs.csv.gz was cluster 'jobs.csv' where jobs.csv is 'jobs')
+    text = "job_id,vc,gpu_num,submit_time,duration\na,v,1,1600000000,60\n"
+    (tmp_path / "jobs.csv").write_text(text)
+    (tmp_path / "z" / "jobs.csv.gz").parent.mkdir()
+    (tmp_path / "z" / "jobs.csv.gz").write_bytes(gzip.compress(text.encode()))
+    names = [read_trace(p, format="csv", timezone="UTC").jobs["cluster"].to_list()
+             for p in (tmp_path / "jobs.csv", tmp_path / "z" / "jobs.csv.gz")]
+    assert names == [["jobs"], ["jobs"]]
+
+
 def _zstd(path: Path, text: str) -> Path:
     """``text`` zstd-compressed into ``path`` (by pyarrow, a dependency: Python 3.11 has no zstd module)."""
     import pyarrow as pa

@@ -212,6 +212,17 @@ def first_file(folder: Path, name: str) -> Path | None:
     return next((folder / (name + s) for s in SUFFIXES if (folder / (name + s)).is_file()), None)
 
 
+def source_stem(path: Path) -> str:
+    """A file's name without its suffix, and without a compression suffix before that (``jobs.csv.gz``: ``jobs``,
+    as ``jobs.csv``)."""
+    name = path.name
+    for suffix in SUFFIXES[1:]:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(name).stem
+
+
 def compression(path: Path) -> str | None:
     """The name of the file's compression (``gzip``, ``zstd``), None for a plain file."""
     with path.open("rb") as fh:

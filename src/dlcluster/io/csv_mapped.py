@@ -46,6 +46,7 @@ from dlcluster.io._common import (
     required_value,
     seconds_limit,
     skipped_time,
+    source_stem,
     starts_before,
     time_limit,
     to_int,
@@ -226,7 +227,7 @@ def read(
         checks.append(unknown_status(src["status"], "_status"))
     text = {c: pl.col(src[c]) for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
     text.setdefault("job_id", pl.col("_index"))
-    text["cluster"] = pl.lit(cluster or path.stem) if cluster or "cluster" not in src else text["cluster"]
+    text["cluster"] = pl.lit(cluster or source_stem(path)) if cluster or "cluster" not in src else text["cluster"]
     text.setdefault("vc", pl.lit("default"))
     parsed += [expr.alias(f"_{c}") for c, expr in text.items()]
     df = df.with_columns(parsed)

@@ -36,6 +36,7 @@ from dlcluster.io._common import (
     required_value,
     seconds_limit,
     skipped_time,
+    source_stem,
     starts_before,
     time_limit,
     unknown_status,
@@ -192,7 +193,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
     out = conform(df.with_columns(
-        _text("Cluster").fill_null(pl.lit(path.stem)).alias("cluster"),
+        _text("Cluster").fill_null(pl.lit(source_stem(path))).alias("cluster"),
         pl.coalesce(_text("Partition"), _text("Account"), pl.lit("default")).alias("vc"),
         _text("User").alias("user"),
         _text("JobName").alias("name"),

@@ -39,6 +39,7 @@ from dlcluster.io._common import (
     out_of_range,
     read_csv_text,
     seconds_limit,
+    source_stem,
     time_limit,
 )
 from dlcluster.schema import conform
@@ -147,7 +148,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     queue_names = {str(k): name for k, name in queues.items()}
     jobs = conform(records.with_columns(
         v["job number"].cast(pl.String).alias("job_id"),
-        pl.lit(path.stem).alias("cluster"),
+        pl.lit(source_stem(path)).alias("cluster"),
         pl.when(v["queue number"] == -1).then(pl.lit("default")).otherwise(
             v["queue number"].cast(pl.String).replace(queue_names)).alias("vc"),
         pl.when(v["user id"] != -1).then(pl.lit("u") + v["user id"].cast(pl.String)).alias("user"),
