@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import Terminated, long_runs, raise_terminated, simulate_cmd
+from dlcluster.cli import Terminated, long_runs, main, raise_terminated, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -154,6 +154,26 @@ def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
                                           "jobs.csv", "timeline.csv", "notes", "notes/mine.txt"}
     assert run("-p", "srtf") == {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json", "notes",
                                  "notes/mine.txt"}
+
+
+def test_an_interrupted_rerun_leaves_no_policy_folder_of_the_earlier_run(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Ctrl-C after the new fifo folder left the earlier run's sjf beside it, and `report` compared the two)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    out = tmp_path / "out"
+    assert cli("simulate", str(trace), "-p", "fifo,sjf", "-o", str(out)).returncode == 0
+    real = simulate_cmd._write_outputs
+
+    def interrupted(result: object, outdir: Path, csv: bool) -> None:
+        real(result, outdir, csv)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_cmd, "_write_outputs", interrupted)
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", str(trace), "-p", "fifo,sjf", "--load", "2", "-o", str(out)])
+    assert exit_.value.code == 130
+    assert json.loads((out / "fifo" / "summary.json").read_text())["load"] == 2
+    assert not (out / "sjf").exists()
 
 
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:

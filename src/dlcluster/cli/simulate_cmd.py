@@ -41,12 +41,13 @@ OUTPUT_FILES = ("jobs.parquet", "timeline.parquet", "placements.parquet", "node_
 
 
 def _clear_earlier_run(output: Path, names: list[str]) -> None:
-    """Remove what an earlier run left in ``output`` that this one would not replace, so that no folder mixes two
-    runs: its files at the top when this run writes a folder per policy, its policy folders (those whose
-    ``summary.json`` names the folder's policy) that this run does not write."""
+    """Remove what an earlier run left in ``output``, so that no folder mixes two runs: its files at the top when this
+    run writes a folder per policy, and its policy folders (those whose ``summary.json`` names the folder's policy),
+    those this run writes too (interrupted after its first policy, it would leave that policy's folder beside the
+    earlier run's others). A single policy's files are replaced as a whole when it is written."""
     if not output.is_dir():
         return
-    mine = {output / name for name in names} if len(names) > 1 else {output}
+    mine = {output}
     earlier = [output]
     for folder in sorted(output.iterdir()):
         summary = folder / "summary.json"
