@@ -385,6 +385,28 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
     assert f"{cells} cells, {done} already done, {cells - done} run now, 0 failed" in res.stderr
 
 
+def test_an_interrupted_run_of_a_changed_experiment_leaves_no_results_of_the_earlier_one(tmp_path: Path) -> None:
+    # (the new experiment.toml sat beside the old results.parquet and sweep.json, and compare reported the old run)
+    from dlcluster.sweep.experiment import read_experiment
+    from dlcluster.sweep.run import run_sweep
+    from dlcluster.sweep.simulate_options import checks
+
+    exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1]"))
+    assert cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1").returncode == 0
+    assert (tmp_path / "out/results.parquet").is_file()
+
+    class Interrupted:
+        def run(self, tasks: list[Any]) -> Any:
+            raise KeyboardInterrupt
+            yield  # (a generator, as the executors are)
+
+    changed = _write(tmp_path, SMALL, name="exp2.toml")  # seeds 1 and 2
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(read_experiment(changed, checks()), tmp_path / "out", Interrupted())  # type: ignore[arg-type]
+    assert (tmp_path / "out/experiment.toml").read_text() == changed.read_text()
+    assert not (tmp_path / "out/results.parquet").exists() and not (tmp_path / "out/sweep.json").exists()
+
+
 def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dlcluster.io
     from dlcluster.cli import options

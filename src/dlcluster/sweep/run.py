@@ -126,7 +126,14 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     outdir.mkdir(parents=True, exist_ok=True)
     tasks = plan(exp, outdir)
     # (after the plan: an experiment it refuses must not replace the one a resumed folder's results came from)
-    write_text_atomic(outdir / "experiment.toml", exp.path.read_text(encoding="utf-8"))
+    text = exp.path.read_text(encoding="utf-8")
+    earlier = outdir / "experiment.toml"
+    if earlier.is_file() and earlier.read_text(encoding="utf-8") != text:
+        # the results of another experiment: gone before this one's file replaces its, so that an interrupted run
+        # leaves no results table its experiment file does not describe
+        for name in ("results.parquet", "sweep.json"):
+            (outdir / name).unlink(missing_ok=True)
+    write_text_atomic(earlier, text)
     outcomes: dict[int, dict[str, Any]] = {}
     todo = []
     for task in tasks:
