@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from test_sim_helpers import cli
 
 from dlcluster.cli import main
 from dlcluster.report.runs import read_runs
@@ -338,3 +339,15 @@ def test_demo_report_shows_the_simulated_runs_queueing(tmp_path: Path, monkeypat
         assert part.filter(pl.col("seconds") == 0)["p"].max() < 1.0 and part["seconds"].max() > 3600, run
     # FIFO's waits spread over many values (a curve, not a step)
     assert cdf.filter(pl.col("run") == "fifo")["seconds"].n_unique() > 100
+
+
+def test_a_vc_name_in_a_script_the_font_lacks_prints_no_warning(tmp_path: Path) -> None:
+    # (two lines of matplotlib's UserWarning per missing glyph: 145 lines for one Japanese VC name)
+    rows = "".join(f"j{i},{1600000000 + 300 * i},{600 + 60 * i},{1 + i % 4},日本語チーム\n" for i in range(60))
+    (tmp_path / "jobs.csv").write_text("job_id,submit_time,duration,gpu_num,vc\n" + rows)
+    (tmp_path / "spec.csv").write_text("vc,nodes\n日本語チーム,1\n")
+    run = tmp_path / "run"
+    assert cli("simulate", str(tmp_path / "jobs.csv"), "--format", "csv", "--tz", "UTC", "--cluster",
+               str(tmp_path / "spec.csv"), "-o", str(run)).returncode == 0
+    res = cli("report", str(run), "-o", str(tmp_path / "rep"))
+    assert res.returncode == 0 and res.stderr == f"wrote {tmp_path / 'rep' / 'index.html'}\n", res.stderr

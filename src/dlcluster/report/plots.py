@@ -6,6 +6,7 @@ absence instead of handing matplotlib an empty table.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import matplotlib
@@ -13,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np
 import polars as pl
+from matplotlib import font_manager
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -26,6 +28,13 @@ matplotlib.rcParams.update({
     "font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
     "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False,
 })
+# names from a trace (a Chinese lab's VCs) may need glyphs DejaVu lacks: a CJK font the machine has, if any, fills
+# them in; without one they draw as boxes (the tables beside the figures hold the names), and matplotlib's warning
+# for every missing glyph, two lines each, is not for the user
+_CJK = sorted({f.name for f in font_manager.fontManager.ttflist if "CJK" in f.name or "Han Sans" in f.name})
+if _CJK:
+    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans", *_CJK, *matplotlib.rcParams["font.sans-serif"]]
+warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
 
 
 def colour(i: int) -> str:
