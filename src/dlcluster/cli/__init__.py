@@ -26,6 +26,7 @@ import click
 import rich.console
 from rich.text import Text
 
+from dlcluster import SIGINT_IGNORED
 from dlcluster.errors import ConfigError, DlclusterError, os_reason
 
 
@@ -179,6 +180,8 @@ def run() -> None:
     # removed). Only here, in a process of its own: a sweep's worker runs main() for each cell, and its pool stops
     # it with a SIGTERM that must end it.
     signal.signal(signal.SIGTERM, raise_terminated)
+    if SIGINT_IGNORED:  # started with Ctrl-C ignored: so it stays (see dlcluster.SIGINT_IGNORED)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in ("stdout", "stderr"):  # closed (>&-): Python leaves None, and what was to be printed is not wanted
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (open until the process exits)

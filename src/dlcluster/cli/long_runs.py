@@ -89,7 +89,8 @@ def deferring_interrupts() -> Iterator[None]:
     none."""
     caught: list[int] = []
     # (a SIGTERM only where the process ends on it as on a Ctrl-C: not in a sweep's worker, which it must stop)
-    signals = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is raise_terminated else [])
+    signals = ([] if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else [signal.SIGINT]) + (
+        [signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is raise_terminated else [])
     previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
     try:
         yield
