@@ -270,12 +270,15 @@ def test_ctrl_c_or_sigterm_while_writing_finishes_the_folder_first(tmp_path: Pat
         return real(target, writer)
 
     monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
-    previous = signal.signal(signal.SIGTERM, raise_terminated)  # (as the command's own process has it)
+    # the handlers the command's own process has (a test worker may ignore Ctrl-C, which the command respects)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, raise_terminated),
+                signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler)}
     try:
         with pytest.raises(raised), long_runs.deferring_interrupts():
             simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
     assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"
 
