@@ -707,6 +707,8 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--compat", "helios-artifact", "--test-days", "3"), "drop --rule, --buffer, --step, "
                            "--test-days, --holidays and --events"),
                           (("--rule", "quantile", "--buffer", "5"), "--buffer is an option of the helios rule"),
+                          (("--rule", "quantile", "--cluster-preset", "venus"),
+                           "--cluster-preset is an option of the helios rule"),
                           (("--risk", "0.5",), "--risk is an option of the quantile rule"),
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)

@@ -72,8 +72,8 @@ def _fmt(value: Any) -> str:
 
 @app.command()
 @click.argument("source", type=PATH, metavar="SERIES_OR_TRACE")
-@click.option("--cluster-preset", "preset", default="philly", show_default=True, help=f"The study's rule hyperparameters: "
-              f"{', '.join(PRESET_NAMES)}.")
+@click.option("--cluster-preset", "preset", help=f"The study's rule hyperparameters: {', '.join(PRESET_NAMES)} "
+              "(default philly).")
 @click.option("--rule", default="helios", show_default=True, help="Controller: helios (the study's rule) or quantile "
               "(dlcluster's: keep the forecast peak's 1-risk quantile powered).")
 @ces_options
@@ -91,7 +91,7 @@ def _fmt(value: Any) -> str:
 @trace_options
 def ces(
     source: Path,
-    preset: str,
+    preset: str | None,
     rule: str,
     buffer: int | None,
     risk: float | None,
@@ -118,12 +118,14 @@ def ces(
     from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.rules import make_controller
 
-    if preset not in PRESET_NAMES:
+    if preset is not None and preset not in PRESET_NAMES:
         raise ConfigError(f"--cluster-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
     if compat is not None and compat not in COMPAT:
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
     output_folder(output)
-    controller = make_controller(rule, preset, buffer=buffer, risk=risk)  # checks the values before any work
+    # (checks the values before any work; the quantile rule takes no preset)
+    controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset")
+    preset = (preset or "philly") if rule == "helios" else None
     calendar = Calendar(holidays, parse_events(events))
     if not source.exists():
         raise InputError("no such file or folder", path=source)
@@ -196,7 +198,7 @@ def ces(
                               "drop --rule, --buffer, --step, --test-days, --holidays and --events")
         from dlcluster.services.ces.artifact import artifact_open_loop
 
-        run = artifact_open_loop(minutes, preset)
+        run = artifact_open_loop(minutes, preset or "philly")
         steps, horizons, stats, days = run.steps, None, run.stats, run.days
         label = "forecast (artifact's model)"
         summary["rule"] = "helios"
@@ -218,7 +220,8 @@ def ces(
         if output is not None:
             from dlcluster.services.ces.report import write_open_loop
 
-            title = f"CES open loop, {rule} rule, {preset} hyperparameters" + (f" ({compat})" if compat else "")
+            title = f"CES open loop, {rule} rule" + (f", {preset} hyperparameters" if preset else "") + (
+                f" ({compat})" if compat else "")
             write_open_loop(output, steps, summary, horizons, title, label)
     if as_json:
         echo(json.dumps(summary))

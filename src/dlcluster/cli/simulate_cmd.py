@@ -485,9 +485,6 @@ def _power_manager(power: str, rule: str, preset: str | None, buffer: int | None
 
     if preset is not None and preset not in PRESET_NAMES:
         raise ConfigError(f"--ces-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
-    if preset is not None and rule == "quantile":  # (it would change nothing: refused, as --buffer is)
-        raise ConfigError("--ces-preset is an option of the helios rule (its hyperparameters); the quantile rule "
-                          "sizes its margin by --risk")
     if power_model is not None:
         model = read_power_model(power_model, boot_seconds)
     else:

@@ -140,13 +140,17 @@ class QuantileRule:
 
 
 def make_controller(name: str, preset: str | None = None, *, buffer: int | None = None, risk: float | None = None,
-                    ) -> Controller:
-    """``helios`` (the study's rule with ``preset``'s hyperparameters, ``buffer`` overriding its buffer) or
-    ``quantile`` (dlcluster's rule, shortage risk ``risk``). An option of the other rule is refused, not ignored."""
+                    preset_flag: str = "--ces-preset") -> Controller:
+    """``helios`` (the study's rule with ``preset``'s hyperparameters, default philly, ``buffer`` overriding its
+    buffer) or ``quantile`` (dlcluster's rule, shortage risk ``risk``). An option of the other rule is refused, not
+    ignored (``preset_flag``: the command's name for ``preset``)."""
     if name == "helios" and risk is not None:
         raise ConfigError("--risk is an option of the quantile rule; the helios rule keeps --buffer idle nodes")
     if name == "quantile" and buffer is not None:
         raise ConfigError("--buffer is an option of the helios rule; the quantile rule sizes its margin by --risk")
+    if name == "quantile" and preset is not None:
+        raise ConfigError(f"{preset_flag} is an option of the helios rule (its hyperparameters); the quantile rule "
+                          "sizes its margin by --risk")
     if name == "helios":
         if (preset or "philly") not in PRESETS:
             raise ConfigError(f"unknown cluster preset {preset!r}; choose one of: {', '.join(PRESETS)}")
