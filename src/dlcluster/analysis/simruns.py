@@ -123,8 +123,7 @@ def _powered_nodes(timeline: pl.DataFrame, node_states: pl.DataFrame) -> pl.Data
     nodes = timeline.group_by("vc", maintain_order=True).agg(pl.sum_horizontal(state_columns).first())
     powered = np.zeros(n, dtype=np.int64)
     for vc, count in nodes.iter_rows():
-        counts = states.counts(vc, int(count), t0, n, step)
-        powered += counts["nodes_on"] + counts.get("nodes_booting", 0)
+        powered += states.powered(vc, int(count), t0, n, step)
     return pl.DataFrame({"time": times, "powered": powered})
 
 

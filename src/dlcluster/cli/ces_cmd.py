@@ -187,8 +187,7 @@ def ces(
             shown = ", ".join(f"{vc} ({busy:,} of {gpus:,})" for vc, (busy, gpus) in sorted(capped.items())[:5])
             more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
             err_console.print(f"note: {source}: {len(capped)} VC(s) had more GPUs busy at a time than the cluster spec "
-                              f"gives them, their demand capped at all their nodes: {shown}{more}", soft_wrap=True,
-                              highlight=False, markup=False)
+                              f"gives them, their demand capped at all their nodes: {shown}{more}", soft_wrap=True)
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     days: float
     if compat is not None:
@@ -257,4 +256,4 @@ def _note_vcs_left_out(jobs: pl.DataFrame, spec: ClusterSpec, source: Path) -> N
         raise InputError(f"no GPU job's VC is in the cluster spec ({spec.source or 'the trace'}): VCs {named}",
                          path=source, field="vc")
     err_console.print(f"note: {source}: {out.height:,} GPU job(s) of VCs not in the cluster spec left out of the "
-                      f"demand: {named}", soft_wrap=True, highlight=False, markup=False)
+                      f"demand: {named}", soft_wrap=True)

@@ -141,7 +141,7 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
         # times that name their instant (epoch numbers, ``+02:00``) still leave the local hour of day to a zone
         what = "times carry no time zone" if trace.zoneless else "times give no zone for the local hour of day"
         err_console.print(f"note: {path}: {fmt} {what}; UTC assumed (pass --tz ZONE)",
-                          soft_wrap=True, highlight=False, markup=False)
+                          soft_wrap=True)
     return trace
 
 

@@ -429,8 +429,7 @@ def _note_nothing_to_replay(trace: Trace, path: Path) -> None:
     if not status.is_in(FAILED).any() and not retried:
         what = "records no job outcome (status)" if status.is_in(["completed", "cancelled"]).sum() == 0 else \
             "records no failed job"
-        err_console.print(f"note: {path} {what}: --failures replay has no failure to replay", soft_wrap=True,
-                          highlight=False, markup=False)
+        err_console.print(f"note: {path} {what}: --failures replay has no failure to replay", soft_wrap=True)
 
 
 def _failure_model(failures: str, retries: int, no_retry_within: float | None, validation_minutes: float | None,

@@ -58,7 +58,7 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
     err_console.print(f"sweep {exp.name}: {report.total} cells, {report.skipped} already done, {report.ran} run now, "
                       f"{report.failed} failed -> {report.results}", soft_wrap=True)
     if report.failed:
-        err_console.print(f"first failure: {report.first_error}", soft_wrap=True, highlight=False, markup=False)
+        err_console.print(f"first failure: {report.first_error}", soft_wrap=True)
         err_console.print(f"failed cells are listed in {output / 'failed'}; re-running the sweep tries them again",
                           style="yellow", soft_wrap=True)
         # the table is written, but a script must not take a sweep with holes for a whole one (status 1 is for bugs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -87,8 +87,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         unfinished = int((~source.jobs["status"].cast(pl.String).is_in(OUTCOMES)).sum())
         if unfinished:  # (an openb pod list is mostly running pods: the model had a quarter of its jobs, unsaid)
             err_console.print(f"note: {fit_trace}: the model is fitted to its {source.jobs.height - unfinished:,} "
-                              f"finished jobs; {unfinished:,} running or pending left out", soft_wrap=True,
-                              highlight=False, markup=False)
+                              f"finished jobs; {unfinished:,} running or pending left out", soft_wrap=True)
     if calendar is not None and model.batches is None:
         raise ConfigError(f"--calendar: the {model.name} model has no calendar (batched models have one: the philly "
                           "preset, and models fitted to a per-job trace)")
@@ -108,8 +107,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
     too_big, largest = oversized(trace)
     if too_big:
         err_console.print(f"note: {too_big:,} GPU job(s) ask for more GPUs than their VC has (up to {largest:,}): a "
-                          "simulation on the model's cluster reports them unschedulable", soft_wrap=True,
-                          highlight=False, markup=False)
+                          "simulation on the model's cluster reports them unschedulable", soft_wrap=True)
 
 
 @synth.command("compare")
@@ -146,10 +144,8 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         check_load(level, option="--loads")
     output_folder(output)
 
-    def read(path: Path, fmt: str | None, option: str, lenient: bool = False, mapping: str | None = None,
-             time_unit: str | None = None, tz: str | None = None) -> Trace:
-        trace = load_trace(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
-                           format_option=option)
+    def read(path: Path, fmt: str | None, option: str, **options: Any) -> Trace:
+        trace = load_trace(path, fmt, format_option=option, **options)
         if trace.jobs["submit_time"].drop_nulls().len() == 0:
             raise InputError("no job with a submission time: nothing to compare", path=path)
         return trace
@@ -166,7 +162,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         if count:
             notes.append(f"the queueing leaves out the {count:,} GPU job(s) of {path.name} without a duration or "
                          "submit time (running or pending when the trace was taken)")
-            err_console.print(f"note: {notes[-1]}", soft_wrap=True, highlight=False, markup=False)
+            err_console.print(f"note: {notes[-1]}", soft_wrap=True)
 
     # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
     for i, path in enumerate(generated_paths):
@@ -194,7 +190,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
                   f"{len(generated_paths)} generated traces" if several else generated_paths[0].name)
     idle = never_ran(runs, [p.name for p in generated_paths]) if several and runs else None
     if idle is not None:
-        err_console.print(f"note: {idle}", soft_wrap=True, highlight=False, markup=False)
+        err_console.print(f"note: {idle}", soft_wrap=True)
         notes.append(idle)
     if output is not None and real_view is not None:
         page = compare_report.write(output, real_view, views, table, queueing,
@@ -233,7 +229,7 @@ def _print_tables(table: pl.DataFrame, queueing: pl.DataFrame | None, real: str,
                     _num(row["generated_s"]), _pct(row["relative_error"]), *extra)
     Console().print(sim)
     if (why := not_simulated(queueing)) is not None:
-        err_console.print(f"note: {why}", soft_wrap=True, highlight=False, markup=False)
+        err_console.print(f"note: {why}", soft_wrap=True)
 
 
 def _range(low: float | None, high: float | None) -> str:

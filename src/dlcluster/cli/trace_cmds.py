@@ -27,7 +27,7 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
         # e.g. openb and SWF files without UnixStartTime count seconds from the trace's own start (said on stderr:
         # with --json too)
         err_console.print(f"note: {path}: its times count from the trace's own start, not from a date: "
-                          "1970-01-01 is its first day", soft_wrap=True, highlight=False, markup=False)
+                          "1970-01-01 is its first day", soft_wrap=True)
     if as_json:
         echo(json.dumps(summary, sort_keys=False))
         return
@@ -58,4 +58,4 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")
     if output.suffix.lower() == ".csv" and trace.timezone != "UTC":  # (Parquet and SWF keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
-                          "hours and days", soft_wrap=True, highlight=False, markup=False)
+                          "hours and days", soft_wrap=True)

@@ -525,8 +525,7 @@ def _powered_utilization(spec: ClusterSpec, per_vc: list[pl.DataFrame], states: 
         # after its timeline (or throughout, for a VC without jobs) the VC's node states give its powered nodes
         head = seen.get(vc, 0)
         if head < steps:
-            counts = states.counts(vc, len(sizes), t0 + head * step, steps - head, step)
-            on[head:] += counts["nodes_on"] + counts.get("nodes_booting", 0)
+            on[head:] += states.powered(vc, len(sizes), t0 + head * step, steps - head, step)
     keep = on > 0
     return float(np.mean(busy[keep] / on[keep])) if keep.any() else None
 
@@ -558,3 +557,8 @@ class NodeStates:
             changed = mine.filter(pl.col("time") == NEVER).height
         out["nodes_on"] += nodes - changed  # nodes that never changed state are on throughout
         return out
+
+    def powered(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
+        """``vc``'s powered nodes (on or booting) at the samples t0 + step·k, k < n."""
+        counts = self.counts(vc, nodes, t0, n, step)
+        return counts["nodes_on"] + counts.get("nodes_booting", 0)

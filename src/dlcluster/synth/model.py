@@ -20,7 +20,7 @@ from scipy.special import ndtr
 
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
-from dlcluster.io._common import MAX_COUNT, MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
+from dlcluster.io._common import MAX_COUNT, MAX_SECONDS, MAX_TIME, MIN_TIME, TIME_RANGE, check_timezone
 from dlcluster.synth.calendar import DAY
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -33,7 +33,6 @@ OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
 MAX_USERS = 50_000_000  # users of a model (no more than the jobs a trace may hold: synth.generate.MAX_JOBS)
 TAIL_P = 1.0 - 0.01 * 10.0 ** (-np.arange(1, 21) / 10.0)  # 0.99206 .. 0.9999
-MAX_SECONDS = 3_155_760_000  # 100 years: the longest run time or wait a distribution may give
 TOO_LONG = 2 * MAX_SECONDS  # where a lognormal's draws are capped (refused when generated, not cast past int64)
 
 
