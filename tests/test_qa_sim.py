@@ -154,6 +154,9 @@ def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
                                           "jobs.csv", "timeline.csv", "notes", "notes/mine.txt"}
     assert run("-p", "srtf") == {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json", "notes",
                                  "notes/mine.txt"}
+    # and back to several policies: the single run's files at the top go
+    assert run("-p", "fifo,srtf") == {"fifo", "srtf", "notes", "notes/mine.txt", *(f"{p}/{f}" for p in ("fifo", "srtf")
+                                      for f in ("jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"))}
 
 
 def test_an_interrupted_rerun_leaves_no_policy_folder_of_the_earlier_run(tmp_path: Path,

@@ -44,11 +44,11 @@ def _clear_earlier_run(output: Path, names: list[str]) -> None:
     """Remove what an earlier run left in ``output``, so that no folder mixes two runs: its files at the top when this
     run writes a folder per policy, and its policy folders (those whose ``summary.json`` names the folder's policy),
     those this run writes too (interrupted after its first policy, it would leave that policy's folder beside the
-    earlier run's others). A single policy's files are replaced as a whole when it is written."""
+    earlier run's others)."""
     if not output.is_dir():
         return
-    mine = {output}
-    earlier = [output]
+    # (a single policy's files at the top are replaced as a whole when it is written)
+    earlier = [output] if len(names) > 1 else []
     for folder in sorted(output.iterdir()):
         summary = folder / "summary.json"
         if folder.is_dir() and summary.is_file():
@@ -56,8 +56,6 @@ def _clear_earlier_run(output: Path, names: list[str]) -> None:
                 if json.loads(summary.read_text(encoding="utf-8")).get("policy") == folder.name:
                     earlier.append(folder)
     for folder in earlier:
-        if folder in mine:
-            continue
         for name in OUTPUT_FILES:
             (folder / name).unlink(missing_ok=True)
         if folder != output:
