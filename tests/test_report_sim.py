@@ -351,3 +351,22 @@ def test_a_vc_name_in_a_script_the_font_lacks_prints_no_warning(tmp_path: Path) 
                str(tmp_path / "spec.csv"), "-o", str(run)).returncode == 0
     res = cli("report", str(run), "-o", str(tmp_path / "rep"))
     assert res.returncode == 0 and res.stderr == f"wrote {tmp_path / 'rep' / 'index.html'}\n", res.stderr
+
+
+def test_a_cjk_font_the_machine_has_fills_in_the_glyphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/characterization.md: names in a script DejaVu Sans lacks are drawn with a CJK font the machine has
+    import importlib
+
+    import matplotlib
+    from matplotlib import font_manager
+
+    from dlcluster.report import plots
+
+    saved = matplotlib.rcParams.copy()
+    fake = font_manager.FontEntry(fname="/nonexistent/NotoSansCJK.ttc", name="Noto Sans CJK JP")
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", [*font_manager.fontManager.ttflist, fake])
+    try:
+        importlib.reload(plots)
+        assert matplotlib.rcParams["font.sans-serif"][:2] == ["DejaVu Sans", "Noto Sans CJK JP"]
+    finally:
+        matplotlib.rcParams.update(saved)

@@ -229,3 +229,14 @@ def test_bad_models_and_missing_status() -> None:
         simulate(TRACE.drop("status"), CLUSTER, "fifo", failures=FailureModel())
     with pytest.raises(ConfigError, match="replays no failures"):
         simulate(TRACE, CLUSTER, "fifo", compat="helios-artifact", failures=FailureModel())
+
+
+def test_failed_gpu_hours_count_work_at_full_speed_not_gpu_time_held() -> None:
+    # docs/guidelines.md: an attempt's run time at full speed on its GPUs; slowdown is not in it. f shares its node
+    # with g, so it runs at the colocated rate and holds its 4 GPUs longer than its 100 s of work
+    t = jobs(("f", "v", 4, 0, 100), ("g", "v", 4, 0, 1000)).with_columns(pl.Series("status", ["failed", "completed"]))
+    r = simulate(t, spec(v=(8,)), "fifo", failures=FailureModel(retries=1), speed=speed_model("philly"))
+    held = r.placements.filter(pl.col("job_id") == "f").select((pl.col("end") - pl.col("start")) * pl.col("gpus"))
+    assert held.sum().item() > 4 * 2 * 100
+    assert r.summary["failures"]["failed_gpu_hours"] == 4 * 2 * 100 / 3600
+    assert r.summary["overall"]["slowdown_gpu_hours"] > 0
