@@ -79,6 +79,19 @@ def test_a_job_failing_at_minute_two_never_occupies_the_main_cluster() -> None:
     assert dict(r.jobs.select("job_id", "validation_wait").iter_rows()) == {"ok": 0, "bad": 0, "late": 110, "c": 270}
 
 
+def test_with_validation_the_jobs_table_keeps_the_order_of_a_run_without_it() -> None:
+    # two VCs, each with a job that validation catches: those are listed where a run without validation lists
+    # them (VC by VC, by submission), not after the jobs that reached the main cluster
+    t = pl.concat([TRACE, TRACE.with_columns(pl.lit("w").alias("vc"), pl.col("job_id") + "2")])
+    both = spec(v=(8, 8), w=(8, 8))
+    model = FailureModel(validation_seconds=300, validation_gpus=2)
+    validated = simulate(t, both, "fifo", failures=model).jobs
+    assert set(validated.filter(pl.col("validation_wait").is_not_null() & (pl.col("status") == "failed")
+                                & (pl.col("attempts") == 1))["job_id"]) >= {"bad", "bad2"}
+    assert list(validated["job_id"]) == list(simulate(t, both, "fifo").jobs["job_id"]) \
+        == ["ok", "bad", "late", "c", "ok2", "bad2", "late2", "c2"]
+
+
 def test_validation_can_keep_progress() -> None:
     model = FailureModel(validation_seconds=300, validation_gpus=4, keep_progress=True)
     rows = _rows(simulate(TRACE, CLUSTER, "fifo", failures=model))

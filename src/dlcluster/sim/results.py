@@ -419,7 +419,12 @@ def build_results(
         pl.col("outcome").alias("status") if replayed else pl.lit("completed").alias("status"))
     t0 = _int(ran["submit"].min()) if ran.height else 0
     # the jobs as their users see them (stats, table); ``ran`` stays the main cluster's (timeline, energy)
-    shown = _as_users_see_it(ran, caught) if caught is not None else ran
+    if caught is None:
+        shown = ran
+    else:  # in the order of a run without validation: VC by VC, each by (first) submission
+        vc_order = {name: i for i, name in enumerate(prep.spec.vcs)}
+        shown = _as_users_see_it(ran, caught).sort(
+            pl.col("group").replace_strict(vc_order, return_dtype=pl.Int64), "submit", "row")
     busy = {r.name: float(np.dot(r.seg["end"] - r.seg["start"], r.seg["gpus"])) for r in runs}
     cpus = prep.spec.cpus
     busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], np.asarray(r.node_cpus)))
