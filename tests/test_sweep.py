@@ -302,6 +302,11 @@ def test_an_output_that_is_a_file_is_refused_naming_the_option(tmp_path: Path) -
     ('[[case]]\nload = 1\n[[case]]\nload = 1.0\n', 0, 4),  # one number, spelt twice
     ('[[case]]\n[[case]]\nplacement = "consolidate"\n', 0, 4),  # a default, given or not
     ('[[case]]\nretries = 0\nfailures = "none"\n[[case]]\n', 0, 4),
+    # the same wait for locality, and CES settings left to their defaults or given them
+    ('[[case]]\nplacement = "relax:60"\n[[case]]\nplacement = "relax"\nrelax_after = 60\n', 0, 4),
+    ('[[case]]\npower = "ces"\n[[case]]\npower = "ces"\nces_preset = "philly"\nboot_seconds = 300\n', 0, 4),
+    ('[[case]]\npower = "ces"\nces_rule = "quantile"\n[[case]]\npower = "ces"\nces_rule = "quantile"\nrisk = 0.01\n',
+     0, 4),
 ])
 def test_two_cells_that_run_the_same_simulation_are_refused_before_any_runs(tmp_path: Path, cases: str, first: int,
                                                                            second: int) -> None:

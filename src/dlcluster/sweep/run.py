@@ -27,7 +27,7 @@ from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest
 from dlcluster.sweep.executors import Executor
 from dlcluster.sweep.experiment import Experiment, TraceSource
 from dlcluster.sweep.results import metric_columns, table
-from dlcluster.sweep.simulate_options import arguments, flag_of, parsed, resolve
+from dlcluster.sweep.simulate_options import arguments, cell_meaning, flag_of, resolve
 
 Progress = Callable[[int, int, int], None]  # (done, failed, total)
 
@@ -70,7 +70,7 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
     """Every cell as a task (traces generated as needed), in cell order."""
     digests: dict[Path, str] = {}
     tasks = []
-    meanings: dict[tuple[Any, ...], int] = {}  # (trace bytes, parsed options) → the first cell that runs them
+    meanings: dict[tuple[Any, ...], int] = {}  # (trace bytes, what the options mean) → the first cell that runs them
     for cell in exp.cells:
         # absolute: the cell's record and its worker (a Ray worker starts in its own folder) must not depend on
         # where the sweep was started
@@ -82,7 +82,7 @@ def plan(exp: Experiment, outdir: Path) -> list[CellTask]:
         resolved = {k: resolve(v, exp.path.parent) for k, v in cell.params.items()}
         reading = _read_arguments(cell.trace)
         args = [*reading, *arguments(resolved)]
-        meaning = (digests[path], cell.trace.read_options, tuple(parsed(resolved, exp.path.parent).items()))
+        meaning = (digests[path], cell.trace.read_options, cell_meaning(resolved, exp.path.parent))
         if meaning in meanings:
             raise ConfigError(f"{exp.path}: cells {meanings[meaning]} and {cell.index} are the same simulation "
                               "(the same trace, and options that mean the same); remove the repeat")

@@ -127,6 +127,24 @@ def parsed(params: dict[str, Any], base: Path) -> dict[str, Any]:
     return values
 
 
+def cell_meaning(params: dict[str, Any], base: Path) -> tuple[tuple[str, Any], ...]:
+    """What a cell's options make ``simulate`` run: :func:`parsed`, with the settings that two spellings can make
+    alike in one form (``relax:T``, or ``relax`` and ``relax_after``; a CES rule's or power model's values left to
+    their defaults or given them)."""
+    from dataclasses import asdict
+
+    from dlcluster.cli.simulate_cmd import settings
+
+    values = parsed(params, base)
+    made = settings(values)
+    values.update(placement=made.placement, relax_after=None)
+    if made.make_power is not None:
+        manager, model = made.make_power()
+        values.update(ces_rule=None, ces_preset=None, buffer=None, risk=None, boot_seconds=None,
+                      made_power=(repr(manager.describe()) if manager else None, repr(asdict(model))))
+    return tuple(values.items())
+
+
 def check_cell(params: dict[str, Any], path: Path) -> None:
     """Check one cell's options together, as ``simulate`` does before it reads a trace (so combinations such as
     ``ces_rule`` without ``power = "ces"`` are refused before any cell runs); file names are relative to the
