@@ -17,6 +17,9 @@ import polars as pl
 import pytest
 from test_sim_helpers import cli, interruptible
 
+from dlcluster.sweep.results import METRICS
+from dlcluster.sweep.simulate_options import checks
+
 # the issue's file, verbatim
 ISSUE_FILE = """\
 [[trace]]
@@ -237,22 +240,30 @@ def test_a_metric_the_experiment_names_is_kept_even_where_no_cell_has_it(tmp_pat
 
 def test_the_guidelines_metrics_are_recorded(tmp_path: Path) -> None:
     # docs/guidelines.md compares slowdown_gpu_hours across placements: a sweep could not record it
+    # (a swept retries count was overwritten by the summary's count of retries, and compare refused the folder)
     exp = _write(tmp_path, SMALL.replace("[grid]", '[simulate]\nspeed_model = "philly"\nfailures = "replay"\n'
-                                         'validation_minutes = 5\nvalidation_gpus = 4\n[grid]')
-                 .replace("seed = [1, 2]", "seed = [1]"))
+                                         'validation_minutes = 5\nvalidation_gpus = 4\n[grid]\nretries = [0, 2]')
+                 .replace("seed = [1, 2]", "seed = [1]").replace('policy = ["fifo", "sjf"]', 'policy = ["fifo"]'))
     res = cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1")
     assert res.returncode == 0, res.stderr
     table = pl.read_parquet(tmp_path / "out/results.parquet")
+    assert table["retries"].to_list() == [0, 2]
     for cell in table.iter_rows(named=True):
         summary = json.loads((tmp_path / "out" / "cells" / cell["cell_id"] / "summary.json").read_text())
         assert cell["slowdown_gpu_hours"] == summary["overall"]["slowdown_gpu_hours"]
+        assert cell["retries_made"] == summary["failures"]["retries"]
         for key in ("validation_gpu_hours_saved", "validation_pool_gpu_hours"):
             assert cell[key] == summary["failures"][key]
+    assert table["retries_made"].to_list()[0] == 0 < table["retries_made"].to_list()[1]
     res = cli("compare", str(tmp_path / "out"), "-o", str(tmp_path / "rep"))
     assert res.returncode == 0, res.stderr
     best = pl.read_csv(tmp_path / "rep/tables/best.csv")
     assert {"slowdown_gpu_hours": "lower", "validation_pool_gpu_hours": "lower",
             "validation_gpu_hours_saved": "higher"}.items() <= dict(best.select("metric", "better").iter_rows()).items()
+
+
+def test_no_option_a_sweep_sets_shares_its_column_name_with_a_metric() -> None:
+    assert not set(checks()) & set(METRICS)
 
 
 def test_a_trace_file_s_bad_options_rows_and_window_fail_before_any_cell(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ HIGHER_IS_BETTER = {"utilization", "utilization_powered", "fairness", "energy_sa
 LOWER_IS_BETTER = {"unschedulable", "mean_jct", "p50_jct", "p95_jct", "p99_jct", "mean_queue_delay",
                    "p50_queue_delay", "p95_queue_delay", "p99_queue_delay", "mean_slowdown",
                    "mean_bounded_slowdown", "makespan", "preemptions", "energy_kwh", "wakeups", "boot_delayed_jobs",
-                   "boot_delay_seconds", "estimates_mae", "estimates_mdape", "failed_gpu_hours", "retries",
+                   "boot_delay_seconds", "estimates_mae", "estimates_mdape", "failed_gpu_hours", "retries_made",
                    "slowdown_gpu_hours", "validation_pool_gpu_hours"}
 PALETTE = ("#1f6fb4", "#e0731b", "#2a9d4b", "#c8323c", "#7d5ab5", "#8c564b", "#d162b0", "#6b6b6b", "#17becf",
            "#bcbd22")

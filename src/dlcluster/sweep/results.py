@@ -19,7 +19,7 @@ NESTED = (
     ("energy", "boot_delay_seconds", "boot_delay_seconds"),
     ("estimates", "mae", "estimates_mae"), ("estimates", "mdape", "estimates_mdape"),
     ("estimates", "spearman", "estimates_spearman"), ("estimates", "within_100", "estimates_within_100"),
-    ("failures", "failed_gpu_hours", "failed_gpu_hours"), ("failures", "retries", "retries"),
+    ("failures", "failed_gpu_hours", "failed_gpu_hours"), ("failures", "retries", "retries_made"),
     ("failures", "validation_gpu_hours_saved", "validation_gpu_hours_saved"),
     ("failures", "validation_pool_gpu_hours", "validation_pool_gpu_hours"),
 )
