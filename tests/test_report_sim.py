@@ -266,6 +266,28 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     assert not (tmp_path / "rep").exists()
 
 
+def test_a_folder_of_runs_takes_multi_policy_outputs_and_names_a_damaged_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # runs/a, and runs/multi/{fifo,srtf} as simulate -p fifo,srtf writes them: the multi-policy runs were left out
+    for folder in ("a", "multi/fifo", "multi/srtf"):
+        _hand_run(tmp_path / "runs" / folder, 5)
+    (tmp_path / "runs" / ".a.partial").mkdir()  # (a hidden folder is no run, whatever it holds)
+    (tmp_path / "runs" / ".a.partial" / "summary.json").write_text("{}")
+    main(["report", str(tmp_path / "runs"), "-o", str(tmp_path / "rep")])
+    assert pl.read_csv(tmp_path / "rep/tables/sim-runs.csv")["run"].to_list() == ["a", "fifo", "srtf"]
+    assert capsys.readouterr().err == f"wrote {tmp_path / 'rep' / 'index.html'}\n"
+    # a run that lost its jobs table was left out without a word, inside a folder of runs or two levels in
+    for damaged in ("b", "multi/srtf"):
+        run = _hand_run(tmp_path / damaged / "runs" / damaged, 5)
+        (run / "jobs.parquet").unlink()
+        for given in (tmp_path / damaged / "runs", run):
+            with pytest.raises(SystemExit) as err:
+                main(["report", str(given), "-o", str(tmp_path / "rep2")])
+            assert err.value.code == 2
+            assert capsys.readouterr().err.strip() == (
+                f"error: {run}: a run folder without its jobs.parquet (written by dlcluster simulate -o)")
+    assert not (tmp_path / "rep2").exists()
+
 
 @pytest.mark.parametrize(("change", "field", "message"), [
     # (it stopped the report: internal error: TypeError: unsupported operand type(s) for /: 'str' and 'int')

@@ -34,20 +34,38 @@ class SimRun:
     node_states: pl.DataFrame | None = None  # node_states.parquet of a run that modelled power
 
 
+RUN_FILES = ("summary.json", "jobs.parquet")
+
+
 def _is_run(folder: Path) -> bool:
-    return (folder / "summary.json").is_file() and (folder / "jobs.parquet").is_file()
+    """Whether ``folder`` holds a run; an error for one with only half its files (a damaged run is named, not left
+    out)."""
+    has = [(folder / name).is_file() for name in RUN_FILES]
+    if any(has) and not all(has):
+        raise InputError(f"a run folder without its {RUN_FILES[has.index(False)]} (written by dlcluster simulate -o)",
+                         path=folder)
+    return all(has)
+
+
+def _runs_inside(folder: Path, depth: int) -> list[Path]:
+    """The run folders inside ``folder`` (by name; hidden ones skipped), down to ``depth`` levels."""
+    runs = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if _is_run(sub):
+            runs.append(sub)
+        elif depth > 1:
+            runs += _runs_inside(sub, depth - 1)
+    return runs
 
 
 def run_folders(paths: list[Path]) -> list[Path]:
-    """Each path that is a run folder, or the run folders directly inside it (by name), in the order given."""
+    """Each path that is a run folder, or the run folders inside it: directly, or in a folder of runs one level
+    further (``simulate -o OUT`` with several policies writes ``OUT/<policy>/``), in the order given."""
     found: list[Path] = []
     for path in paths:
         if not path.is_dir():
             raise InputError("not a folder (expected a folder that dlcluster simulate -o wrote)", path=path)
-        if _is_run(path):
-            found.append(path)
-            continue
-        inside = sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
+        inside = [path] if _is_run(path) else _runs_inside(path, 2)
         if not inside:
             raise InputError("no simulation run here: neither it nor a folder inside it holds summary.json and "
                              "jobs.parquet (written by dlcluster simulate -o)", path=path)
