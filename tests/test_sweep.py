@@ -391,6 +391,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
     assert "running the same command again runs only the others" in err and "Traceback" not in err
     done = len(list((out / "cells").glob("[0-9a-f]*")))
     assert 2 <= done < cells and not (out / "results.parquet").exists() and not (out / "failed").exists()
+    assert not list((out / "cells").glob(".*"))  # the cells that were running removed their staging folders
     # the process group empties: no worker is left running (multiprocessing's helper process exits on its own)
     deadline = time.monotonic() + 20
     with pytest.raises(ProcessLookupError):
@@ -399,6 +400,37 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
             time.sleep(0.1)
     res = cli("sweep", str(exp), "-o", str(out), "--workers", "2")
     assert f"{cells} cells, {done} already done, {cells - done} run now, 0 failed" in res.stderr
+
+
+def test_sigterm_stops_a_local_sweep_and_its_running_cells_remove_their_staging_folders(tmp_path: Path) -> None:
+    # (the pool's SIGTERM ended a worker on the spot: its cell's cells/.CELL_ID.partial stayed for good)
+    exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1, 2, 3]"))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not list((out / "cells").glob(".*.partial")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "running the same command again runs only the others" in err and "Traceback" not in err
+    assert not list((out / "cells").glob(".*"))
+
+
+def test_a_sweep_removes_the_staging_folders_earlier_runs_left(tmp_path: Path) -> None:
+    # (a killed run's cells/.CELL_ID.partial was removed only when that cell ran again: for good, once done or gone)
+    exp = _write(tmp_path, SMALL.replace("days = 2", "days = 1").replace("seed = [1, 2]", "seed = [1]"))
+    out = tmp_path / "out"
+    assert cli("sweep", str(exp), "-o", str(out), "--workers", "1").returncode == 0
+    done = sorted(c.name for c in (out / "cells").iterdir())
+    # a done cell's, and one of a cell the experiment no longer has
+    for name in (done[0], "0123456789abcdef"):
+        (out / "cells" / f".{name}.partial").mkdir()
+        (out / "cells" / f".{name}.partial/jobs.parquet").write_bytes(b"half")
+    res = cli("sweep", str(exp), "-o", str(out), "--workers", "1")
+    assert "2 cells, 2 already done, 0 run now, 0 failed" in res.stderr, res.stderr
+    assert sorted(c.name for c in (out / "cells").iterdir()) == done
 
 
 def test_an_interrupted_run_of_a_changed_experiment_leaves_no_results_of_the_earlier_one(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 HASH_CHARS = 16
+STAGING_SUFFIX = ".partial"
 
 
 def file_digest(path: Path) -> str:
@@ -64,12 +66,35 @@ class CellOutcome:
     wall_seconds: float
 
 
+_running: list[Path] = []  # the staging folder of the cell this process runs now, if any
+
+
+def stop_worker(signum: int, frame: object) -> None:
+    """The SIGTERM handler of a sweep's local worker (its pool stopping it): remove the running cell's staging folder,
+    then end at once, as the signal's default did (ending by an exception was seen to hang in the interpreter's
+    teardown, and the pool waits for its workers)."""
+    for folder in _running:
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(128 + signum)
+
+
+def staging_folder(cells: Path, key: str) -> Path:
+    """Where the cell ``key`` is written before it is renamed into ``cells/KEY`` (hidden: never taken for a cell)."""
+    return cells / f".{key}{STAGING_SUFFIX}"
+
+
+def remove_staging(cells: Path) -> None:
+    """Remove every staging folder in ``cells``: what runs that were killed, or stopped mid-cell by Ray, left."""
+    for folder in cells.glob(f".*{STAGING_SUFFIX}"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_cell(task: CellTask) -> CellOutcome:
     """Run ``dlcluster simulate`` for ``task`` in this process into the cell's folder; never raises for a cell's
     own error.
 
     The run is written under a temporary name beside the cell's folder and renamed when whole, so a cell
-    folder is either complete or absent, whatever stops the worker.
+    folder is either complete or absent, whatever stops the worker; an interrupted cell removes its temporary one.
     """
     from dlcluster.cli import main
     from dlcluster.cli.options import keep_traces
@@ -78,16 +103,25 @@ def run_cell(task: CellTask) -> CellOutcome:
     began = time.perf_counter()
     err = io.StringIO()
     cells = Path(task.cells)
-    staging, final = cells / f".{task.cell_id}.partial", cells / task.cell_id
+    staging, final = staging_folder(cells, task.cell_id), cells / task.cell_id
     shutil.rmtree(staging, ignore_errors=True)
     code: Any = 0
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        try:
-            main(["simulate", task.trace, *task.args, "-o", str(staging)])
-        except SystemExit as exc:
-            code = exc.code
-        except Exception as exc:  # an internal error of one cell must not stop the sweep
-            code, _ = 1, err.write(f"internal error: {type(exc).__name__}: {exc}\n")
+    _running[:] = [staging]
+    try:
+        # made now, not when the run writes its files: a staging folder exists exactly while its cell runs
+        staging.mkdir(parents=True)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            try:
+                main(["simulate", task.trace, *task.args, "-o", str(staging)])
+            except SystemExit as exc:
+                code = exc.code
+            except Exception as exc:  # an internal error of one cell must not stop the sweep
+                code, _ = 1, err.write(f"internal error: {type(exc).__name__}: {exc}\n")
+    except BaseException:  # stopped (a Ctrl-C): the unfinished cell leaves nothing behind
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        _running.clear()
     wall = time.perf_counter() - began
     if code:
         shutil.rmtree(staging, ignore_errors=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from dlcluster.errors import ConfigError
-from dlcluster.sweep.cells import CellOutcome, CellTask, run_cell
+from dlcluster.sweep.cells import CellOutcome, CellTask, run_cell, stop_worker
 
 EXECUTORS = ("local", "ray")
 WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
@@ -39,6 +39,8 @@ class Executor(Protocol):
 
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
+    # the pool stops its workers with a SIGTERM: the cell running removes its staging folder, and the worker ends
+    signal.signal(signal.SIGTERM, stop_worker)
     # what every cell runs, imported while the driver still reads the experiment and makes its traces
     import dlcluster.cli.simulate_cmd  # noqa: F401
     import dlcluster.sim.run  # noqa: F401

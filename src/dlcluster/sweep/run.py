@@ -23,7 +23,7 @@ from typing import Any
 
 from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.errors import ConfigError
-from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest
+from dlcluster.sweep.cells import CellOutcome, CellTask, cell_id, file_digest, remove_staging
 from dlcluster.sweep.executors import Executor
 from dlcluster.sweep.experiment import Experiment, TraceSource
 from dlcluster.sweep.results import metric_columns, table
@@ -146,6 +146,10 @@ def run_sweep(exp: Experiment, outdir: Path, executor: Executor, progress: Progr
     if progress:
         progress(skipped, 0, total)
     (outdir / "cells").mkdir(exist_ok=True)
+    # a results folder is written by one sweep at a time (as a cell's run replaces the cell's folders without asking
+    # whether another sweep writes them), so a staging folder now is one an earlier run left, of a cell that is done,
+    # will run again, or is in the experiment no more
+    remove_staging(outdir / "cells")
     for outcome in executor.run(todo):
         task = tasks[outcome.index]
         if outcome.error is None:
