@@ -372,6 +372,92 @@ def test_ray_executor_gives_the_local_pools_results(tmp_path: Path) -> None:
     assert _comparable(tmp_path / "local/results.parquet").equals(_comparable(tmp_path / "ray/results.parquet"))
 
 
+def _ray_sweep(exp: Path, out: Path) -> subprocess.Popen:
+    """``dlcluster sweep EXP -o OUT --executor ray`` on a local instance of two CPUs, started with Ctrl-C at its
+    default (as from a terminal), its stderr piped."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--executor", "ray",
+                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True, preexec_fn=interruptible)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs, as /proc lists them now."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # (ended while listed)
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _is_ray_agent(pid: int) -> bool:
+    """Whether ``pid`` is one of the agents a raylet starts (named by their script, or the title they set)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(a.endswith((b"dashboard/agent.py", b"runtime_env/agent/main.py")) or
+               (a.startswith(b"ray::") and a.endswith(b"Agent")) for a in args)
+
+
+def test_sigterm_stops_a_ray_sweep_as_a_local_one(tmp_path: Path) -> None:
+    # (ray.init put its own handler in place of the command's: exit status 15, and Ray's multi-line stack dump)
+    pytest.importorskip("ray", reason="Ray is installed by the test extra")
+    exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1, 2, 3]"))
+    out = tmp_path / "out"
+    proc = _ray_sweep(exp, out)
+    # a cell's staging folder exists while it runs: Ray has started, and the sweep has cells left
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not list((out / "cells").glob(".*.partial")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)  # `kill`, `timeout`: the command's process alone
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "running the same command again runs only the others" in err and "interrupted; " in err
+    assert "SIGTERM received" not in err and "PC: @" not in err and "Traceback" not in err
+    assert not (out / "results.parquet").exists()
+
+
+def test_ctrl_c_while_ray_starts_leaves_no_ray_process(tmp_path: Path) -> None:
+    # (interrupted inside ray.init, the sweep left the raylet's agents running, re-parented, for about 75 s)
+    pytest.importorskip("ray", reason="Ray is installed by the test extra")
+    exp = _write(tmp_path, SMALL)
+    proc = _ray_sweep(exp, tmp_path / "out")
+    # the raylet's agents have started: ray.init waits for them to report before it returns
+    started: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        started = _descendants(proc.pid)
+        if any(_is_ray_agent(pid) for pid in started):
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert started, "the sweep started no process"
+    # every process the sweep started, Ray's included, ends with it (Ray's processes take a moment to stop theirs)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_running(pid) for pid in started):
+        time.sleep(0.1)
+    assert not [pid for pid in started if _running(pid)]
+
+
 def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -> None:
     # 24 cells: enough that the workers cannot finish them all while the test, on a busy machine, waits to be
     # scheduled between seeing two cells done and sending the signal (8 cells once finished in that gap)

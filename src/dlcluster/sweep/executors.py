@@ -10,7 +10,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from dlcluster.errors import ConfigError
@@ -118,16 +120,10 @@ class RayExecutor:
             raise ConfigError("--executor ray needs Ray: pip install 'dlcluster[ray]'") from None
         if not tasks:
             return
-        address = os.environ.get("RAY_ADDRESS")
         started = not ray.is_initialized()
-        if started:
-            options: dict[str, Any] = {"runtime_env": {"env_vars": WORKER_ENV}, "configure_logging": False,
-                                       "log_to_driver": False, "include_dashboard": False}
-            if address:
-                ray.init(address=address, **options)
-            else:
-                ray.init(num_cpus=worker_count(self.workers, len(tasks)), _node_ip_address="127.0.0.1", **options)
         try:
+            if started:
+                self._init_ray(len(tasks))
             remote = ray.remote(num_cpus=1, max_retries=0)(run_cell)
             pending = [remote.remote(t) for t in tasks]
             try:
@@ -136,11 +132,44 @@ class RayExecutor:
                     for ref in done:
                         yield ray.get(ref)
             finally:  # stopped early: the cells still queued or running are not wanted any more
-                for ref in pending:
+                # (an instance this run started or attached to stops them as it shuts down or disconnects: cancelling
+                # them too raced a cell's end, which Ray's task manager then aborted the process on)
+                for ref in pending if not started else []:
                     ray.cancel(ref, force=True)
         finally:
             if started:
                 ray.shutdown()
+
+    def _init_ray(self, cells: int) -> None:
+        """Start (or attach to) Ray for ``cells`` cells, keeping this process's own Ctrl-C and SIGTERM handling."""
+        import ray
+
+        from dlcluster.cli.long_runs import deferring_interrupts
+
+        options: dict[str, Any] = {"runtime_env": {"env_vars": WORKER_ENV}, "configure_logging": False,
+                                   "log_to_driver": False, "include_dashboard": False}
+        address = os.environ.get("RAY_ADDRESS")
+        # Ctrl-C is held back until ray.init returns: interrupted half-way, it leaves processes (the raylet's agents)
+        # that ray.shutdown does not know of, and that outlive the command
+        with deferring_interrupts(), _keeping_sigterm_handler():
+            if address:
+                ray.init(address=address, **options)
+            else:
+                ray.init(num_cpus=worker_count(self.workers, cells), _node_ip_address="127.0.0.1", **options)
+
+
+@contextmanager
+def _keeping_sigterm_handler() -> Iterator[None]:
+    """Put this process's SIGTERM handler back after the block: ``ray.init`` replaces it with one that exits with
+    status 15, and Ray's failure-signal handler prints a stack dump on SIGTERM before calling it."""
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        # (re-installing a Python handler also takes the signal back from Ray's C++ handler, which does not
+        # otherwise let go of it; None: a handler not installed from Python, which cannot be put back)
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
 
 
 def worker_count(workers: int, cells: int | None) -> int:
