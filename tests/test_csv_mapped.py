@@ -107,6 +107,8 @@ def test_mapping_to_absent_column_and_unknown_key(tmp_path: Path) -> None:
         ("d,2020-06-09 20:00:00,,,,1.5,q,u,done", "line 5, field 'gpus': cannot parse '1.5' as a whole number"),
         ("d,2020-06-09 20:00:00,,,-3,1,q,u,done", "line 5, field 'runtime_s': negative value -3"),
         ("a,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': 'a' occurs more than once"),
+        (" a ,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': ' a ' occurs more than once"),  # (trimmed)
+        ("  ,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': value is empty"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: str) -> None:
@@ -114,6 +116,23 @@ def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: 
     with pytest.raises(InputError) as err:
         read_trace(path, format="csv", mapping=MAPPING)
     assert str(err.value) == f"{path}, {message}"
+
+
+def test_names_are_trimmed_so_predicted_estimates_find_their_jobs(tmp_path: Path) -> None:
+    # the estimates reader trims job ids, as the Helios reader does: "  x" in the trace matched no estimate
+    trace = _write(tmp_path, "job_id,vc,gpu_num,submit_time,duration,user\n  x , v ,1,0,60, u\ny,v,1,5,30,u\n")
+    jobs = read_trace(trace, format="csv").jobs
+    assert jobs.select("job_id", "vc", "user").rows() == [("x", "v", "u"), ("y", "v", "u")]
+    cluster = _write(tmp_path, "vc,nodes,gpus_per_node\nv,1,8\n", "cluster.csv")
+    run = [sys.executable, "-m", "dlcluster"]
+    est = tmp_path / "est.csv"
+    done = subprocess.run([*run, "predict", "run", str(trace), "--format", "csv", "-o", str(est)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*run, "simulate", str(trace), "--format", "csv", "--cluster", str(cluster), "-p", "qssf",
+                           "--estimates", str(est), "-o", str(tmp_path / "sim")], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def test_lenient_drops_and_counts(tmp_path: Path) -> None:

@@ -226,6 +226,9 @@ def read(
         parsed.append(map_status(src["status"], STATUS_WORDS).alias("_status"))
         checks.append(unknown_status(src["status"], "_status"))
     text = {c: pl.col(src[c]) for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
+    for c in ("job_id", "cluster", "vc", "user"):
+        if c in src:  # trimmed, as the Helios and estimates readers trim them (" x" matched no estimate of x)
+            text[c] = text[c].str.strip_chars().replace("", None)  # (only spaces: missing)
     text.setdefault("job_id", pl.col("_index"))
     text["cluster"] = pl.lit(cluster or source_stem(path)) if cluster or "cluster" not in src else text["cluster"]
     text.setdefault("vc", pl.lit("default"))
