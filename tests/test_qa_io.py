@@ -277,6 +277,18 @@ def test_convert_to_csv_says_how_to_read_the_time_zone_back(tmp_path: Path) -> N
     assert back.timezone == zone and back.jobs.equals(read_trace(tmp_path / "out.parquet").jobs)
 
 
+def test_convert_to_swf_says_it_keeps_no_gpu_shares(tmp_path: Path) -> None:
+    # a job at 250 per mille of a GPU came back from SWF as holding a whole GPU, without a word
+    src = tmp_path / "jobs.csv"
+    src.write_text("job_id,vc,gpu_num,gpu_milli,submit_time,duration\na,v,1,250,0,60\nb,v,1,1000,5,60\nc,v,2,,9,60\n")
+    for name, noted in (("out.swf", True), ("out.parquet", False), ("out.csv", False)):
+        res = _cli("convert", str(src), "--format", "csv", "-o", str(tmp_path / name))
+        note = (f"note: {name} keeps no GPU shares (gpu_milli): 1 job(s) that held part of a GPU read back as holding "
+                "whole GPUs")
+        assert res.returncode == 0 and (note in res.stderr) == noted, res.stderr
+    assert read_trace(tmp_path / "out.swf").jobs["gpu_milli"].null_count() == 3
+
+
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
     src = tmp_path / "jobs.csv"
     src.write_text(PHILLY_JOBS + ROW)

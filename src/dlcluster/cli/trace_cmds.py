@@ -59,3 +59,7 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     if output.suffix.lower() == ".csv" and trace.timezone != "UTC":  # (Parquet and SWF keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
                           "hours and days", soft_wrap=True)
+    shared = (trace.jobs["gpu_milli"] < 1000).sum()  # (1000: a whole GPU)
+    if output.suffix.lower() == ".swf" and shared:
+        err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
+                          "GPU read back as holding whole GPUs", soft_wrap=True)
