@@ -34,6 +34,19 @@ def test_running_gpus_are_exact_hourly_averages() -> None:
     assert by_vc.filter(pl.col("vc") == "v2")["running_gpus"].to_list() == pytest.approx([2.0, 0.0])
 
 
+def test_load_at_submission_leaves_out_the_job_itself() -> None:
+    # a on the whole 4-GPU cluster at once (it was counted: load 1.0, though nothing ran), c on half of it beside
+    # b, which started the same second; d waits for a
+    df = _jobs([("a", "v", "u", 4, 1, T0, T0, T0 + 600, "completed"),
+                ("b", "v", "u", 2, 1, T0 + 1000, T0 + 1000, T0 + 2000, "completed"),
+                ("c", "v", "u", 2, 1, T0 + 1000, T0 + 1000, T0 + 1500, "completed"),
+                ("d", "v", "u", 4, 1, T0 + 100, T0 + 600, T0 + 700, "completed")])
+    table = cluster.queue_vs_load(df, total_gpus=4, bins=4)
+    # a sees 0 GPUs in use, b and c each the other's 2 (starting in the same second), d all 4 of a's
+    # (a full cluster falls in the top bin)
+    assert table.select("load_lo", "jobs").rows() == [(0.0, 1), (0.5, 2), (0.75, 1)]
+
+
 def test_daily_pattern_uses_local_time() -> None:
     # one submission at 01:00 UTC on each of two days = 09:00 in Shanghai
     df = _jobs([("a", "v", "u", 1, 1, T0 + 3600, T0 + 3600, T0 + 7200, "completed"),

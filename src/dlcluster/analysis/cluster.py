@@ -99,11 +99,13 @@ def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
 def queue_vs_load(jobs: pl.DataFrame, total_gpus: int | None = None, bins: int = 10) -> pl.DataFrame:
     """Queueing delay of GPU jobs by cluster load at submission: ``load_bin, load_lo, jobs, mean, p50, p90, waited``.
 
-    Load = GPUs held by running jobs at the submit instant / cluster GPUs (the spec's
-    total, else the trace's peak running GPUs).
+    Load = GPUs held by running jobs at the submit instant, the job's own left out (one that starts at once is
+    running then) / cluster GPUs (the spec's total, else the trace's peak running GPUs).
     """
     g = jobs.filter((pl.col("gpu_num") > 0) & pl.col("queue_delay").is_not_null())
-    running = running_at(jobs, g["submit_time"].to_numpy())
+    own = g.select(pl.when((pl.col("start_time") == pl.col("submit_time")) & (pl.col("end_time") > pl.col("start_time")))
+                   .then(pl.col("gpu_num")).otherwise(0))
+    running = running_at(jobs, g["submit_time"].to_numpy()) - own.to_series().to_numpy()
     cap = total_gpus or int(running_at(jobs, jobs["start_time"].drop_nulls().to_numpy()).max(initial=0))
     if g.height == 0 or cap <= 0:
         return pl.DataFrame(schema={"load_bin": pl.Int64, "load_lo": pl.Float64, "jobs": pl.UInt32,
