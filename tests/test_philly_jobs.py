@@ -80,6 +80,12 @@ def test_lenient_drops_and_counts(tmp_path: Path) -> None:
     assert trace.dropped == {"unparsable timestamp": 1, "negative duration": 1}
 
 
+def test_job_ids_count_data_rows_not_lines(tmp_path: Path) -> None:
+    # a blank line made the ids skip a number (0, 1, 3): the id is the row's index among the table's rows
+    path = _write(tmp_path, "2017-10-09 07:01:55,66,1,66,a\n2017-10-09 07:02:55,6,1,6,a\n\n2017-10-09 07:03:55,3,1,3,a\n")
+    assert read_trace(path, format="philly-jobs").jobs["job_id"].to_list() == ["0", "1", "2"]
+
+
 def test_cli_error_is_one_line_exit_2(tmp_path: Path) -> None:
     path = _write(tmp_path, "2017-10-09 07:01:55,-5,1,66.0,a\n")
     out = subprocess.run([sys.executable, "-m", "dlcluster", "info", str(path), "-f", "philly-jobs"],

@@ -45,7 +45,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
     raw = read_csv_text(path)
     require_columns(raw, COLUMNS, path)
     df = raw.with_columns(
-        (pl.col(ROW) - 2).cast(pl.String).alias("job_id"),
+        pl.int_range(pl.len()).cast(pl.String).alias("job_id"),  # (data rows: a blank line is none, nor counted)
         parse_datetime("timestamp", "%Y-%m-%d %H:%M:%S", timezone).alias("submit_time"),
         parse_int("duration").alias("duration_"),
         parse_int("num_gpus").alias("gpu_num"),
