@@ -135,6 +135,17 @@ def test_names_are_trimmed_so_predicted_estimates_find_their_jobs(tmp_path: Path
     assert done.returncode == 0, done.stderr
 
 
+def test_a_column_mapped_elsewhere_does_not_also_fill_its_namesake(tmp_path: Path) -> None:
+    # the README's Philly example maps vc=cluster: the source column "cluster" also filled canonical cluster
+    path = _write(tmp_path, "timestamp,num_gpus,cluster,duration\n0,1,v1,60\n5,2,v2,60\n")
+    jobs = read_trace(path, format="csv", mapping={"submit_time": "timestamp", "gpu_num": "num_gpus",
+                                                    "vc": "cluster"}).jobs
+    assert jobs["vc"].to_list() == ["v1", "v2"] and jobs["cluster"].to_list() == ["jobs", "jobs"]
+    both = read_trace(path, format="csv", mapping={"submit_time": "timestamp", "gpu_num": "num_gpus",
+                                                   "vc": "cluster", "cluster": "cluster"}).jobs
+    assert both["cluster"].to_list() == ["v1", "v2"]  # (given both ways, it fills both)
+
+
 def test_lenient_drops_and_counts(tmp_path: Path) -> None:
     path = _write(tmp_path, SOURCE + "d,2020-06-09 20:00:00,,,,x,q,u,done\ne,2020-06-09 20:00:00,,,,1,q,u,lost\n"
                   "f,2020-06-09 20:00:00,,,,1,q,u,DONE\n")

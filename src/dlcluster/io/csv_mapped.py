@@ -103,7 +103,10 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
     for canonical, source in mapping.items():
         if source not in have:
             raise InputError(f"missing column '{source}' (mapped to {canonical}; found: {', '.join(have)})", path=path)
-    sources = {c: mapping.get(c, c) for c in JOB_SCHEMA if mapping.get(c, c) in have}
+    # a column named like a canonical one fills it, unless the mapping gives it to another (vc=cluster made every
+    # job's cluster its VC)
+    taken = set(mapping.values())
+    sources = {c: mapping.get(c, c) for c in JOB_SCHEMA if c in mapping or (c in have and c not in taken)}
     for needed in ("submit_time", "gpu_num"):
         if needed not in sources:
             raise InputError(f"no column for canonical '{needed}' (found: {', '.join(have)}); "
