@@ -173,7 +173,7 @@ def saturn(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
     """Saturn look-alike: FIFO, SJF, QSSF and EASY variants at load 1 and 0.5 (targets: < 60 s, < 3 GB each)."""
     trace = saturn_parquet(183)
     est = _noisy_estimates(trace)
-    print(f"saturn: Saturn look-alike, 183 days ({trace.name}; QSSF estimates: {est.name})")
+    print(f"saturn: Saturn look-alike, 183 days ({trace.name}; every policy given the estimates {est.name})")
     t = Table(("policy", 11), ("load", 5), *FIGURES, ("engine s", 10, ".1f"), ("util", 6, ".2f"),
               ("mean queue h", 14, ".1f"), ("p99 queue h", 13, ".1f"))
     for load in ("1", "0.5"):
