@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -325,6 +326,26 @@ def test_philly_equals_the_published_rerun_to_its_precision(philly_run: Artifact
                         ("mean_off_nodes", 1), ("utilization_total", 2), ("utilization_powered", 2),
                         ("shortages", 0)]:
         assert round(s[key], digits) == PUBLISHED[key], key
+
+
+def test_the_docs_compat_column_is_the_run_s_figures(philly_run: ArtifactRun) -> None:
+    """docs/ces.md's "compat mode" column gives more digits than the published one: each is the run's own."""
+    if not lgb.__version__.startswith(MEASURED_LIGHTGBM):
+        pytest.skip(f"figures measured with LightGBM {MEASURED_LIGHTGBM}x, not {lgb.__version__}")
+    s = _figures(philly_run)
+    days = 14
+    rows = {"RMSE": f"{s['rmse']:.4f}", "sMAPE": f"{s['smape']:.4f} %",
+            "changes per day": f"{s['changes_per_day']:.4f} ({round(s['changes_per_day'] * days)} in {days} days)",
+            "wake-ups per day": f"{s['wakeups_per_day']:.4f} ({round(s['wakeups_per_day'] * days)})",
+            "mean wake-up size": f"{s['mean_wakeup_size']:.1f}",
+            "mean / median \\|change\\|": f"{s['mean_abs_change']:.4f} / {s['median_abs_change']:.1f}",
+            "mean powered-off nodes (of 420)": f"{s['mean_off_nodes']:.2f}",
+            "utilisation of all nodes": f"{s['utilization_total']:.3f} %",
+            "utilisation of powered nodes": f"{s['utilization_powered']:.3f} %",
+            "shortage events": f"{s['shortages']:.0f}"}
+    table = (Path(__file__).parents[1] / "docs/ces.md").read_text()
+    for figure, value in rows.items():
+        assert re.search(rf"^\| {re.escape(figure)} \| [^|]+ \| {re.escape(value)} \|$", table, re.M), (figure, value)
 
 
 def test_philly_run_is_deterministic(philly_minutes: pl.DataFrame, philly_run: ArtifactRun) -> None:
