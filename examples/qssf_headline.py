@@ -71,28 +71,29 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:,.1f}"
 
 
-def main() -> None:
-    """Run every case and print the two tables (Markdown)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/headline")
-    parser.add_argument("--days", type=int, default=60, help="days of each generated look-alike (default 60)")
-    ns = parser.parse_args()
-    ns.output.mkdir(parents=True, exist_ok=True)
-    cases = traces(ns.output, ns.days)
-    print("| trace | policy | mean JCT h | p99 JCT h | mean queue h | p99 queue h | FIFO→SJF gap closed |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+QUEUE_HEADER = ("| trace | policy | mean JCT h | p99 JCT h | mean queue h | p99 queue h | FIFO→SJF gap closed |\n"
+                "|---|---|---:|---:|---:|---:|---:|")
+ACCURACY_HEADER = ("| trace | estimator | jobs | within ±10% | ±50% | ±100% | ±1000% | Spearman | Kendall |\n"
+                   "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def queue_rows(cases: list[tuple[str, list[str], list[str]]], out: Path) -> list[str]:
+    """The policy table's rows (Markdown), one per case and policy."""
+    rows = []
     for label, trace, options in cases:
-        s = simulate(trace, options, ns.output / label.replace(" ", "-"))
+        s = simulate(trace, options, out / label.replace(" ", "-"))
         fifo, sjf = s["fifo"]["overall"]["mean_jct"], s["sjf"]["overall"]["mean_jct"]
         for policy in POLICIES:
             o = s[policy]["overall"]
             gap = f"{(fifo - o['mean_jct']) / (fifo - sjf):.0%}" if fifo > sjf else "no gap"
-            print(f"| {label} | {policy} | {hours(o['mean_jct'])} | {hours(o['p99_jct'])} | "
-                  f"{hours(o['mean_queue_delay'])} | {hours(o['p99_queue_delay'])} | {gap} |")
-    print()
-    print("| trace | estimator | jobs | within ±10% | ±50% | ±100% | ±1000% | Spearman | Kendall |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    seen = set()
+            rows.append(f"| {label} | {policy} | {hours(o['mean_jct'])} | {hours(o['p99_jct'])} | "
+                        f"{hours(o['mean_queue_delay'])} | {hours(o['p99_queue_delay'])} | {gap} |")
+    return rows
+
+
+def accuracy_rows(cases: list[tuple[str, list[str], list[str]]]) -> list[str]:
+    """The estimators' accuracy rows (Markdown), one per trace and estimator."""
+    rows, seen = [], set()
     for label, trace, _ in cases:
         key = trace[0]
         if key in seen:
@@ -103,8 +104,21 @@ def main() -> None:
         name = label.rsplit(" load", 1)[0]
         for estimator in ("history", "lgbm"):
             m = json.loads(dlcluster("predict", "eval", *source, "--estimator", estimator, "--json"))
-            print(f"| {name} | {estimator} | {m['jobs']:,} | {m['within_10']:.0%} | {m['within_50']:.0%} | "
-                  f"{m['within_100']:.0%} | {m['within_1000']:.0%} | {m['spearman']:.2f} | {m['kendall']:.2f} |")
+            rows.append(f"| {name} | {estimator} | {m['jobs']:,} | {m['within_10']:.0%} | {m['within_50']:.0%} | "
+                        f"{m['within_100']:.0%} | {m['within_1000']:.0%} | {m['spearman']:.2f} | "
+                        f"{m['kendall']:.2f} |")
+    return rows
+
+
+def main() -> None:
+    """Run every case and print the two tables (Markdown)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-o", "--output", type=Path, default=ROOT / "bench-out/headline")
+    parser.add_argument("--days", type=int, default=60, help="days of each generated look-alike (default 60)")
+    ns = parser.parse_args()
+    ns.output.mkdir(parents=True, exist_ok=True)
+    cases = traces(ns.output, ns.days)
+    print("\n".join([QUEUE_HEADER, *queue_rows(cases, ns.output), "", ACCURACY_HEADER, *accuracy_rows(cases)]))
 
 
 if __name__ == "__main__":
