@@ -260,6 +260,30 @@ def test_a_command_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path)
     assert proc.returncode == 143, err
 
 
+def test_a_sigterm_that_a_library_turns_into_a_plain_keyboardinterrupt_still_exits_143(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ray's ray.wait raises KeyboardInterrupt for a signal whose handler raised while it waited: a Ray sweep stopped
+    # by SIGTERM exited 130 when the signal landed there
+    def interrupted_load(*args: object, **kwargs: object) -> None:
+        try:
+            raise_terminated(signal.SIGTERM, None)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt from None
+
+    monkeypatch.setattr(simulate_cmd, "load", interrupted_load)
+    with pytest.raises(SystemExit) as err:
+        main(["simulate", str(tmp_path / "t.csv"), "-o", str(tmp_path / "out")])
+    assert err.value.code == 143
+    # the next command of the same process is not taken for one that a SIGTERM stopped
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_cmd, "load", ctrl_c)
+    with pytest.raises(SystemExit) as err:
+        main(["simulate", str(tmp_path / "t.csv"), "-o", str(tmp_path / "out")])
+    assert err.value.code == 130
+
+
 @pytest.mark.parametrize(("sig", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
 def test_ctrl_c_or_sigterm_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     sig: signal.Signals,

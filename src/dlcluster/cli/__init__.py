@@ -91,9 +91,14 @@ INTERRUPTED = "interrupted; no file was left half-written (a report has an index
 class Terminated(KeyboardInterrupt):
     """A SIGTERM (``kill``, ``timeout``, a batch scheduler's cancel): stopped as a Ctrl-C is, exit status 143."""
 
+    # set by the handler: a library may turn the exception into a plain KeyboardInterrupt (Ray's ray.wait does
+    # when the signal lands in it), and the exit status must still say SIGTERM
+    received = False
+
 
 def raise_terminated(signum: int, frame: object) -> None:
     """The SIGTERM handler of a dlcluster process (see :func:`run`)."""
+    Terminated.received = True
     raise Terminated
 
 
@@ -114,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     _register(args)
     debug = "--debug" in args
+    Terminated.received = False  # (this command's SIGTERM only: a process may run several, as tests do)
     try:
         _check_paths(args)
         with app.make_context("dlcluster", list(args)) as ctx:
@@ -131,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except KeyboardInterrupt as exc:
         err_console.print(INTERRUPTED, soft_wrap=True)
-        sys.exit(143 if isinstance(exc, Terminated) else 130)
+        sys.exit(143 if isinstance(exc, Terminated) or Terminated.received else 130)
     except click.exceptions.Exit as exc:  # --help, or a command's own exit status
         if exc.exit_code:
             sys.exit(exc.exit_code)
