@@ -103,9 +103,9 @@ def queue_vs_load(jobs: pl.DataFrame, total_gpus: int | None = None, bins: int =
     running then) / cluster GPUs (the spec's total, else the trace's peak running GPUs).
     """
     g = jobs.filter((pl.col("gpu_num") > 0) & pl.col("queue_delay").is_not_null())
-    own = g.select(pl.when((pl.col("start_time") == pl.col("submit_time")) & (pl.col("end_time") > pl.col("start_time")))
-                   .then(pl.col("gpu_num")).otherwise(0))
-    running = running_at(jobs, g["submit_time"].to_numpy()) - own.to_series().to_numpy()
+    started_at_once = (pl.col("start_time") == pl.col("submit_time")) & (pl.col("end_time") > pl.col("start_time"))
+    own = g.select(pl.when(started_at_once).then(pl.col("gpu_num")).otherwise(0)).to_series().to_numpy()
+    running = running_at(jobs, g["submit_time"].to_numpy()) - own
     cap = total_gpus or int(running_at(jobs, jobs["start_time"].drop_nulls().to_numpy()).max(initial=0))
     if g.height == 0 or cap <= 0:
         return pl.DataFrame(schema={"load_bin": pl.Int64, "load_lo": pl.Float64, "jobs": pl.UInt32,
