@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 import pytest
+from test_sim_helpers import load_example
 
 from dlcluster.predict.demand import read_series, resample
 from dlcluster.predict.forecast import Calendar
@@ -22,14 +21,6 @@ DOCS = (ROOT / "docs/ces.md").read_text()
 pytestmark = pytest.mark.skipif(not (PHILLY / "jobs_processed.csv").exists(), reason="../shared/data/philly absent")
 
 
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ces_closed_loop", ROOT / "examples/ces_closed_loop.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder for every simulation of the example (shared by the headline and the sweep)."""
@@ -37,7 +28,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_closed_loop_table_in_readme(runs: Path) -> None:
-    example = _example()
+    example = load_example("ces_closed_loop")
     rows = example.headline(runs)
     text = example.table(rows)
     assert text in README and text in DOCS
@@ -60,7 +51,7 @@ def test_closed_loop_table_in_readme(runs: Path) -> None:
 
 
 def test_tradeoff_table_in_docs(runs: Path) -> None:
-    example = _example()
+    example = load_example("ces_closed_loop")
     rows = example.sweep(runs)
     assert example.table(rows) in DOCS
     # "lowering the risk trades energy for mean delay steadily"; "at any buffer its p99 delay is worse than the

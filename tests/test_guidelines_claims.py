@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
+from test_sim_helpers import load_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"examples/{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_early_validation_table(tmp_path: Path) -> None:
-    example = _example("early_validation")
+    example = load_example("early_validation")
     rows = example.rows(tmp_path, 30)
     text = example.table(rows)
     readme, guide = (ROOT / "README.md").read_text(), (ROOT / "docs/guidelines.md").read_text()

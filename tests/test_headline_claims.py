@@ -3,23 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
+
+from test_sim_helpers import load_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("qssf_headline", ROOT / "examples/qssf_headline.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_row_of_the_headline_tables_is_in_the_readme(tmp_path: Path) -> None:
-    example = _example()
+    example = load_example("qssf_headline")
     cases = example.traces(tmp_path, 30)
     readme = (ROOT / "README.md").read_text()
     rows = [*example.queue_rows(cases, tmp_path), *example.accuracy_rows(cases)]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import polars as pl
@@ -54,6 +56,15 @@ def interruptible() -> None:
 def cli(*args: str) -> subprocess.CompletedProcess:
     """Run ``dlcluster ARGS`` in a child process, capturing its output."""
     return subprocess.run([sys.executable, "-m", "dlcluster", *args], check=False, capture_output=True, text=True)
+
+
+def load_example(name: str) -> ModuleType:
+    """The script ``examples/NAME.py`` as a module (the docs' tables are its output)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / f"examples/{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def by_id(result_jobs: pl.DataFrame) -> dict[str, dict]:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_helpers import by_id, check_invariants, cli, jobs, scenarios, spec, write_trace
+from test_sim_helpers import by_id, check_invariants, cli, jobs, load_example, scenarios, spec, write_trace
 
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
@@ -359,12 +359,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.skipif(not (ROOT.parent / "shared/data/philly/jobs_processed.csv").exists(),
                     reason="../shared/data/philly absent")
 def test_locality_sweep_table_in_docs(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec_ = importlib.util.spec_from_file_location("locality_sweep", ROOT / "examples/locality_sweep.py")
-    assert spec_ is not None and spec_.loader is not None
-    example = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(example)
+    example = load_example("locality_sweep")
     rows = example.sweep(tmp_path)
     assert example.table(rows) in (ROOT / "docs/simulator.md").read_text()
     example.figure(rows, tmp_path / "locality")
