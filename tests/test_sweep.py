@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import cli, interruptible
 
+from dlcluster.sweep.experiment import read_experiment
 from dlcluster.sweep.results import METRICS
 from dlcluster.sweep.simulate_options import checks
 
@@ -260,6 +261,15 @@ def test_the_guidelines_metrics_are_recorded(tmp_path: Path) -> None:
     best = pl.read_csv(tmp_path / "rep/tables/best.csv")
     assert {"slowdown_gpu_hours": "lower", "validation_pool_gpu_hours": "lower",
             "validation_gpu_hours_saved": "higher"}.items() <= dict(best.select("metric", "better").iter_rows()).items()
+
+
+def test_the_demo_sweep_has_the_cells_the_readme_names() -> None:
+    # README: "a 20-cell sweep (FIFO, SJF, QSSF on LightGBM, Tiresias, FIFO-EASY; with and without CES; two loads)"
+    exp = read_experiment(Path(__file__).resolve().parents[1] / "examples/sweeps/demo.toml", checks())
+    assert len(exp.cells) == 20
+    assert {c.params["policy"] for c in exp.cells} == {"fifo", "sjf", "qssf", "tiresias", "fifo-easy"}
+    assert {c.params.get("estimates") for c in exp.cells if c.params["policy"] == "qssf"} == {"lgbm"}
+    assert len({c.params["power"] for c in exp.cells}) == len({c.params["load"] for c in exp.cells}) == 2
 
 
 def test_no_option_a_sweep_sets_shares_its_column_name_with_a_metric() -> None:
@@ -521,9 +531,7 @@ def test_a_sweep_removes_the_staging_folders_earlier_runs_left(tmp_path: Path) -
 
 def test_an_interrupted_run_of_a_changed_experiment_leaves_no_results_of_the_earlier_one(tmp_path: Path) -> None:
     # (the new experiment.toml sat beside the old results.parquet and sweep.json, and compare reported the old run)
-    from dlcluster.sweep.experiment import read_experiment
     from dlcluster.sweep.run import run_sweep
-    from dlcluster.sweep.simulate_options import checks
 
     exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1]"))
     assert cli("sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", "1").returncode == 0
