@@ -847,3 +847,26 @@ def test_a_series_whose_name_holds_a_star_is_that_file(tmp_path: Path) -> None:
     (tmp_path / "a*.csv").write_text("time,used,total\n0,1,5\n60,2,5\n")
     (tmp_path / "ab.csv").write_text("time,used,total\n0,4,5\n60,4,5\n120,4,5\n")
     assert read_series(tmp_path / "a*.csv").rows() == [(0, 1, 5), (60, 2, 5)]
+
+
+def test_the_docs_preset_table_and_defaults_are_the_code_s() -> None:
+    """docs/ces.md's preset table, the quantile rule's defaults and the forecaster's size, as the code has them."""
+    import dataclasses
+    import re
+
+    docs = (Path(__file__).resolve().parents[1] / "docs/ces.md").read_text()
+    header = "| preset | history | future | his_threshold | fut_threshold | de_threshold | buffer | keep |"
+    table = docs[docs.index(header):].split("\n\n")[0].splitlines()[2:]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in table)}
+    assert set(rows) == set(PRESETS)
+    for name, values in rows.items():
+        params = dataclasses.asdict(PRESETS[name])
+        assert list(params) == header.strip("| ").split(" | ")[1:]  # (the columns are RuleParams' fields)
+        assert [float(v) for v in values] == list(params.values()), name
+    q = QuantileRule()
+    for phrase in (f"the next `lookahead` steps ({q.lookahead}:", f"a `margin` of {q.margin}",
+                   f"with {q.headroom} nodes of `headroom`", f"at least {q.de_threshold} below the powered nodes",
+                   f"within {q.keep} steps of a wake-up", f"(`--risk`, default {q.risk})"):
+        assert phrase in re.sub(r"\s+", " ", docs), phrase
+    fc = DemandForecaster(600, 0, (horizon(1),))
+    assert f"{fc.trees} trees of {fc.leaves} leaves" in docs
