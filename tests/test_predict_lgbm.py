@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -133,3 +135,16 @@ def test_the_public_prediction_path_gives_the_same_numbers(predicted: np.ndarray
 
     monkeypatch.setattr(single_row, "FastPredictor", unavailable)
     assert _lgbm(TRACE).tobytes() == predicted.tobytes()
+
+
+def test_the_docs_describe_the_model_the_code_trains() -> None:
+    """docs/predict.md's lgbm row: its size, windows and limits, as lgbm.py sets them."""
+    from dlcluster.predict import lgbm
+
+    row = next(line for line in (Path(__file__).resolve().parents[1] / "docs/predict.md").read_text().splitlines()
+               if line.startswith("| `lgbm`"))
+    for phrase in (f"{lgbm.ROUNDS} trees of {lgbm.PARAMS['num_leaves']} leaves",
+                   f"over their last {lgbm.RECENT} ended jobs", f"over its last {lgbm.CLUSTER_RECENT} ended jobs",
+                   f"(at most {lgbm.MAX_TRAIN:,} most recent)", f"`history` answers until {lgbm.MIN_TRAIN} jobs"):
+        assert phrase in row, phrase
+    assert lgbm.PARAMS["num_threads"] == 1 and lgbm.PARAMS["deterministic"] and "one thread, deterministic" in row
