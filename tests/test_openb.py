@@ -41,6 +41,10 @@ def test_real_default_list_has_8152_pods_and_node_gpus(shared_data: Path) -> Non
     assert trace.cluster.total_gpus == nodes["gpu"].sum() == 6212
     assert trace.cluster.total_nodes == nodes.height == 1213
     assert list(trace.cluster.vcs) == ["openb"]
+    # docs/simulator.md: "the openb default pod list (6,203 GPU pods with durations, one VC of 1,523 nodes)"
+    timed = jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_not_null() & pl.col("submit_time").is_not_null())
+    assert timed.height == 6203
+    assert pl.read_csv(shared_data / OPENB / "openb_node_list_all_node.csv").height == 1523
 
 
 def test_real_multigpu_variant_has_no_times(shared_data: Path) -> None:

@@ -115,5 +115,6 @@ def test_default_mode_at_load_4_matches_the_docs(shared_data: Path, shared_refer
                            unknown_vc="unschedulable").summary["overall"]
         figures[policy + ("-pooled" if pooled else "")] = (round(overall["mean_jct"]),
                                                             round(overall["mean_queue_delay"]), overall["preemptions"])
+        assert overall["jobs"] == 82_229  # "the whole Philly table, 82,229 jobs of the spec's VCs"
     assert figures == {"fifo": (40609, 27471, 0), "sjf": (17310, 4173, 0), "qssf": (17193, 4056, 0),
                        "srtf": (15738, 2599, 18680), "fifo-pooled": (13349, 212, 0)}
