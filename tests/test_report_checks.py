@@ -78,6 +78,18 @@ def test_zero_queueing_from_placeholder_starts_draws_no_queueing_figure(tmp_path
     assert "GPUs demanded (mean)" in titles and "GPUs in use (mean)" not in titles
 
 
+def test_queueing_by_load_spans_the_loads_whatever_the_points() -> None:
+    # every job in the lowest load bin: the axis ran from -0.04 to 0.04, a negative load
+    rows = [(*r[:3], r[3] + 1000 * i, *r[4:]) for i, r in enumerate(_waiting(4, gpus=1))]
+    spec = ClusterSpec({"a": (8, 8, 8, 8)})
+    items = {i.id: i for i in sections.cluster_section([Input.of("hand.csv", _trace(rows, spec), spec)]).items}
+    item = items["cluster-queue-vs-load"]
+    assert item.data["cluster-queue-vs-load"]["load_lo"].to_list() == [0.0]
+    for ax in (a for a in item.figure.axes if a.get_visible()):
+        lo, hi = ax.get_xlim()
+        assert -0.05 < lo < 0 and hi > 0.9 and min(ax.get_xticks()[(ax.get_xticks() >= lo)]) == 0
+
+
 def test_a_one_job_trace_draws_no_distribution_and_says_why(tmp_path: Path) -> None:
     page = _page(_trace([("a", 4, 0, 600, 600 + 2 * HOUR, "completed", "u1")], ClusterSpec({"a": (8,)})), tmp_path)
     absent = _absent(page)

@@ -206,8 +206,9 @@ def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None 
 
 
 def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
-          xticks: Sequence[str] | None = None) -> Figure | None:
-    """One panel per ``(column, label)`` in ``ys``, one line per trace; all-null columns are skipped."""
+          xticks: Sequence[str] | None = None, xlim: tuple[float, float] | None = None) -> Figure | None:
+    """One panel per ``(column, label)`` in ``ys``, one line per trace; all-null columns are skipped; ``xlim``: the
+    x range whatever the points (a single point otherwise gets an axis around it, negative values included)."""
     ys = [(c, label) for c, label in ys if df.height and df.get_column(c).null_count() < df.height]
     if not ys:
         return None
@@ -229,6 +230,8 @@ def lines(df: pl.DataFrame, x: str, ys: Sequence[tuple[str, str]], xlabel: str,
             if crowded:  # anchored at the tick's end, so a rotated label sits under its own tick
                 for t in ax.get_xticklabels():
                     t.set(rotation=45, horizontalalignment="right", rotation_mode="anchor")
+        if xlim is not None:
+            ax.set_xlim(*xlim)
         ax.set_title(label)
         ax.set_xlabel(xlabel)
         ax.set_ylim(bottom=0)

@@ -177,12 +177,13 @@ def cluster_section(inputs: list[Input]) -> Section:
                      lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
     s.items.append(figure_item(
         "cluster-queue-vs-load", "Who waits: queueing delay versus cluster load",
-        "GPU jobs grouped by the cluster load at their submission (GPUs held by running jobs / cluster GPUs from "
-        "the spec, or / the trace's peak GPUs in use when no spec is known), in tenths; per group the mean and "
-        "90th percentile queueing delay (minutes) and the share of jobs that waited at all.",
+        "GPU jobs grouped by the cluster load at their submission (GPUs held by the other running jobs / cluster "
+        "GPUs from the spec, or / the trace's peak GPUs in use when no spec is known), in tenths; per group the "
+        "mean and 90th percentile queueing delay (minutes) and the share of jobs that waited at all.",
         t, n, lambda d: plots.lines(_in_units(d, ["mean", "p90"], 60), "load_lo",
                                     [("mean", "mean queueing delay (min)"), ("p90", "p90 queueing delay (min)"),
-                                     ("waited", "share of jobs that waited")], "load at submission"),
+                                     ("waited", "share of jobs that waited")], "load at submission",
+                                    xlim=(-0.02, 0.92)),
         findings=_findings(inputs, util=False)))
     return s
 
