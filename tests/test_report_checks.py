@@ -90,6 +90,15 @@ def test_queueing_by_load_spans_the_loads_whatever_the_points() -> None:
         assert -0.05 < lo < 0 and hi > 0.9 and min(ax.get_xticks()[(ax.get_xticks() >= lo)]) == 0
 
 
+def test_a_log_axis_over_less_than_a_decade_labels_no_minor_ticks() -> None:
+    # run times of 900 to 6,900 s: matplotlib labelled 2, 3, 4, 6 × 10³, and "3×10³" ran into "4×10³"
+    df = pl.DataFrame({"trace": ["t"] * 4, "duration": [900.0, 1800.0, 4500.0, 6900.0], "p": [0.25, 0.5, 0.75, 1.0]})
+    ax = plots.cdf(df, "duration", "run time (s)").axes[0]
+    FigureCanvasAgg(ax.figure).draw()
+    assert ax.get_xlim() == (100.0, 10_000.0)
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
+
+
 def test_a_one_job_trace_draws_no_distribution_and_says_why(tmp_path: Path) -> None:
     page = _page(_trace([("a", 4, 0, 600, 600 + 2 * HOUR, "completed", "u1")], ClusterSpec({"a": (8,)})), tmp_path)
     absent = _absent(page)

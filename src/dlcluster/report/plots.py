@@ -6,6 +6,7 @@ absence instead of handing matplotlib an empty table.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -130,6 +131,7 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
                 ax.step(np.r_[xs[0], xs], np.r_[0.0, d["p"].to_numpy()], where="post", color=colour(i), lw=1.6)
         if logx:
             ax.set_xscale("log")
+            _whole_decades(ax)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction")
@@ -140,6 +142,15 @@ def cdf(df: pl.DataFrame, x: str, xlabel: str, group: str | None = None, order: 
     if not per_panel:
         _legend(fig, names)
     return fig
+
+
+def _whole_decades(ax: Axes) -> None:
+    """A log x axis over less than a decade widened to the decades around it: matplotlib then labels minor ticks
+    (3×10³, 4×10³, ...), which run into each other."""
+    lo, hi = ax.get_xlim()
+    if 0 < lo and hi < 10 * lo:
+        first = math.floor(math.log10(lo))
+        ax.set_xlim(10.0 ** first, 10.0 ** max(math.ceil(math.log10(hi)), first + 1))
 
 
 def bars(df: pl.DataFrame, cat: str, value: str, ylabel: str, group: str | None = None,
