@@ -640,8 +640,14 @@ def test_ces_json_and_outputs(tmp_path: Path) -> None:
         assert key in got
     assert got["days"] == 3 and len(got["horizons"]) == 4 and got["events"] == ["2020-09-20", "2020-09-25"]
     steps = pl.read_parquet(out / "steps.parquet")
-    assert steps.height == 3 * 144 and {"used", "forecast", "active"} <= set(steps.columns)
-    assert (out / "ces.png").stat().st_size > 0 and json.loads((out / "summary.json").read_text()) == got
+    assert steps.height == 3 * 144
+    assert steps.columns == ["time", "used", "total", "forecast", "active", "change", "lack"]
+    assert all((out / name).stat().st_size > 0 for name in ("ces.png", "ces.svg", "horizons.parquet"))
+    assert json.loads((out / "summary.json").read_text()) == got
+    # the printed forecast error is the next step's, the first row of horizons.parquet (the steps' forecast is the
+    # rule's mean over its window, as docs/ces.md says)
+    horizons = pl.read_parquet(out / "horizons.parquet")
+    assert horizons.height == 4 and (horizons["rmse"][0], horizons["smape"][0]) == (got["rmse"], got["smape"])
     # the same series saved with a byte-order mark (as Excel saves CSV) is still a series, with the same figures
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
