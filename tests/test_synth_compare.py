@@ -119,6 +119,22 @@ def test_cli_compare_exits_0_and_prints_both_tables(tmp_path: Path) -> None:
     assert re.search(r"jobs per day\s+│[^│]+│[^│]+│\s+\+(4[0-9]|5[0-9])\.\d%", done.stdout)
 
 
+def test_a_generated_csv_says_it_keeps_no_zone_and_compare_says_what_to_compare_instead(tmp_path: Path) -> None:
+    # compare advised --tz for a generated CSV read as UTC, an option it refuses for generated traces
+    run = [sys.executable, "-m", "dlcluster"]
+    args = ["synth", "--preset", "helios-venus", "--days", "2", "--seed", "2"]
+    done = subprocess.run([*run, *args, "--format", "csv", "-o", str(tmp_path / "a.csv")], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0
+    assert "note: a.csv keeps no time zone: read it with --tz Asia/Shanghai for local hours and days" in done.stderr
+    assert subprocess.run([*run, *args, "-o", str(tmp_path / "a.parquet")], check=False).returncode == 0
+    done = subprocess.run([*run, "synth", "compare", str(tmp_path / "a.parquet"), str(tmp_path / "a.csv")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert (f"note: {tmp_path / 'a.csv'}: csv times give no zone for the local hour of day; UTC assumed (a generated "
+            "trace is read as written: compare its Parquet, which keeps its zone)") in done.stderr.replace("\n", " ")
+
+
 def test_cli_compare_without_a_cluster_still_exits_0(tmp_path: Path) -> None:
     a = tmp_path / "a.csv"
     _trace([i * 60 for i in range(50)]).jobs.select("job_id", "submit_time", "duration", "gpu_num").write_csv(a)

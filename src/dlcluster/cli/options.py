@@ -95,6 +95,19 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
     return importlib.import_module(WRITERS[fmt])
 
 
+def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
+    """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone, SWF its GPU shares."""
+    from dlcluster.cli import err_console
+
+    if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
+        err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
+                          "hours and days", soft_wrap=True)
+    shared = (trace.jobs["gpu_milli"] < 1000).sum()  # (1000: a whole GPU)
+    if fmt == "swf" and shared:
+        err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
+                          "GPU read back as holding whole GPUs", soft_wrap=True)
+
+
 def parse_mapping(spec: str | None) -> dict[str, str] | None:
     """Parse ``a=b,c=d`` into a dict, with a clear error for a malformed item."""
     if not spec:
@@ -123,10 +136,11 @@ def reader_options(lenient: bool, mapping: str | None, time_unit: str | None, tz
 
 
 def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | None = None,
-         time_unit: str | None = None, tz: str | None = None, format_option: str = "--format", **extra: Any) -> Trace:
+         time_unit: str | None = None, tz: str | None = None, format_option: str = "--format",
+         zone_advice: str = "pass --tz ZONE", **extra: Any) -> Trace:
     """Read a trace with the input options every trace-reading command shares (``--format``, ``--lenient``,
     ``--map``, ``--time-unit``, ``--tz``; ``format_option``: the command's name for ``--format``; ``extra``: other
-    reader keywords); report lenient drops, and a time zone assumed, on stderr."""
+    reader keywords); report lenient drops, and a time zone assumed (with ``zone_advice``), on stderr."""
     from dlcluster.cli import err_console
     from dlcluster.io import detect_format, read_trace
 
@@ -140,8 +154,7 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
     if tz is None and zone_unknown(fmt):
         # times that name their instant (epoch numbers, ``+02:00``) still leave the local hour of day to a zone
         what = "times carry no time zone" if trace.zoneless else "times give no zone for the local hour of day"
-        err_console.print(f"note: {path}: {fmt} {what}; UTC assumed (pass --tz ZONE)",
-                          soft_wrap=True)
+        err_console.print(f"note: {path}: {fmt} {what}; UTC assumed ({zone_advice})", soft_wrap=True)
     return trace
 
 

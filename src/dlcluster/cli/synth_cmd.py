@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dlcluster.cli import Console, app, err_console
-from dlcluster.cli.options import PATH, output_folder, reading_options
+from dlcluster.cli.options import PATH, note_what_is_lost, output_folder, output_format, reading_options
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError, InputError
@@ -104,6 +104,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         f"({time.perf_counter() - began:.1f} s)",
         soft_wrap=True,
     )
+    note_what_is_lost(trace, output, output_format(output, fmt))
     too_big, largest = oversized(trace)
     if too_big:
         err_console.print(f"note: {too_big:,} GPU job(s) ask for more GPUs than their VC has (up to {largest:,}): a "
@@ -166,7 +167,8 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
 
     # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
     for i, path in enumerate(generated_paths):
-        generated = read(path, generated_format, "--generated-format")
+        generated = read(path, generated_format, "--generated-format",
+                         zone_advice="a generated trace is read as written: compare its Parquet, which keeps its zone")
         if i == 0:  # (without VC sizes of its own or given, the real trace runs on the first generated one's)
             spec = spec or generated.cluster
             left_out(real, real_path)

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import Console, app, echo, err_console
-from dlcluster.cli.options import PATH, load, trace_options, writer
+from dlcluster.cli.options import PATH, load, note_what_is_lost, output_format, trace_options, writer
 
 
 @app.command()
@@ -56,10 +56,4 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
     Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")
-    if output.suffix.lower() == ".csv" and trace.timezone != "UTC":  # (Parquet and SWF keep it)
-        err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
-                          "hours and days", soft_wrap=True)
-    shared = (trace.jobs["gpu_milli"] < 1000).sum()  # (1000: a whole GPU)
-    if output.suffix.lower() == ".swf" and shared:
-        err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
-                          "GPU read back as holding whole GPUs", soft_wrap=True)
+    note_what_is_lost(trace, output, output_format(output, None, None))
