@@ -102,8 +102,8 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
                           "hours and days", soft_wrap=True)
-    shared = (trace.jobs["gpu_milli"] < 1000).sum()  # (1000: a whole GPU)
-    if fmt == "swf" and shared:
+    shared = (trace.jobs["gpu_milli"] < 1000).sum() if fmt == "swf" else 0  # (1000: a whole GPU)
+    if shared:
         err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
                           "GPU read back as holding whole GPUs", soft_wrap=True)
 

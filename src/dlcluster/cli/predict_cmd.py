@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
-from rich.text import Text
 
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import Console, app, echo, err_console
@@ -56,12 +55,12 @@ def _fmt_corr(value: float | None) -> str:
 def _table(rows: list[dict[str, Any]], title: str) -> Table:
     from dlcluster.predict.evaluate import OVERALL
 
-    table = Table(title=Text(title))  # (a VC or file name is not markup)
+    table = Table(title=title)
     for name in ("VC", "jobs", "MAE", "MdAPE", "±10%", "±50%", "±100%", "±1000%", "Spearman", "Kendall"):
         table.add_column(name, justify="left" if name == "VC" else "right")
     for i, r in enumerate(rows):
         label = OVERALL if i == len(rows) - 1 else r["vc"]  # (the whole trace's row has no VC)
-        table.add_row(Text(label), f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
+        table.add_row(label, f"{r['jobs']:,}", _fmt_seconds(r["mae"]), _fmt_share(r["mdape"]),
                       *(_fmt_share(r[f"within_{b}"]) for b in (10, 50, 100, 1000)),
                       _fmt_corr(r["spearman"]), _fmt_corr(r["kendall"]), end_section=i == len(rows) - 2,
                       style="bold" if i == len(rows) - 1 else None)

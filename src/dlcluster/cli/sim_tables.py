@@ -9,7 +9,6 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.table import Table
-from rich.text import Text
 
 GAP = 2  # spaces between two columns
 
@@ -119,15 +118,14 @@ def _longest_word(text: str) -> int:
 
 def _table(title: str, label_headers: Sequence[str], label_widths: list[int], rows: Sequence[Row],
            metrics: list[Metric], widths: dict[str, int], cells: dict[str, list[str]]) -> Table:
-    table = Table(title=Text(title), title_justify="left", box=None, padding=(0, GAP // 2), pad_edge=False,
+    table = Table(title=title, title_justify="left", box=None, padding=(0, GAP // 2), pad_edge=False,
                   show_edge=False, header_style="bold")
     for header, w in zip(label_headers, label_widths, strict=True):
         table.add_column(header, width=w, no_wrap=True)
     for m in metrics:
         table.add_column(m.header, justify="right", width=widths[m.key])
     for i, r in enumerate(rows):
-        # (names are the trace's: '[gpu]' is a VC, not markup)
-        table.add_row(*(Text(label) for label in r.labels), *(cells[m.key][i] for m in metrics))
+        table.add_row(*r.labels, *(cells[m.key][i] for m in metrics))
     return table
 
 

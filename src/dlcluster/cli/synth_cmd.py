@@ -204,12 +204,11 @@ def _print_tables(table: pl.DataFrame, queueing: pl.DataFrame | None, real: str,
     """The fidelity table and the queueing table on the terminal (with several generated traces: their median,
     range and the share below the real value)."""
     from rich.table import Table
-    from rich.text import Text
 
     from dlcluster.synth.downstream import not_simulated
 
     several = "real_rank" in table.columns
-    shown = Table(title=Text(f"fidelity of {generated} against {real}"))  # (file names are not markup)
+    shown = Table(title=f"fidelity of {generated} against {real}")
     # (several traces: short headings, so that the two extra columns fit a terminal of 80 characters)
     for column in ("metric", "real", "median", "error", "range", "below\nreal") if several else \
             ("metric", "real", "generated", "relative error"):

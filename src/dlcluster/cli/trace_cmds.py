@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 from rich.table import Table
-from rich.text import Text
 
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import Console, app, echo, err_console
@@ -31,7 +30,7 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
     if as_json:
         echo(json.dumps(summary, sort_keys=False))
         return
-    table = Table(title=Text(str(path)), show_header=False)  # (a file or VC name is not markup)
+    table = Table(title=str(path), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
     for key, value in summary.items():
@@ -41,7 +40,7 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
             value = f"{value:,}"
         elif isinstance(value, float):
             value = f"{value:,.1f}"
-        table.add_row(key, Text(str(value)))
+        table.add_row(key, str(value))
     Console().print(table)
 
 
