@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,13 @@ def _write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def _wait_until(done: Callable[[], bool], seconds: float, every: float = 0.02) -> None:
+    """Poll ``done`` until it holds or ``seconds`` have passed (the test's assertions then say what happened)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not done():
+        time.sleep(every)
 
 
 def _comparable(results: Path) -> pl.DataFrame:
@@ -112,9 +120,7 @@ def test_killed_sweep_reruns_only_the_missing_cells(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list((out / "cells").glob("[0-9a-f]*"))) < 2:
-        time.sleep(0.05)
+    _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 2, 120)
     os.killpg(proc.pid, signal.SIGKILL)  # no clean-up at all: what a crash or a lost machine leaves
     proc.wait()
     done = {c.name for c in (out / "cells").glob("[0-9a-f]*")}
@@ -433,9 +439,7 @@ def test_sigterm_stops_a_ray_sweep_as_a_local_one(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = _ray_sweep(exp, out)
     # a cell's staging folder exists while it runs: Ray has started, and the sweep has cells left
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None and not list((out / "cells").glob(".*.partial")):
-        time.sleep(0.02)
+    _wait_until(lambda: proc.poll() is not None or bool(list((out / "cells").glob(".*.partial"))), 60)
     proc.send_signal(signal.SIGTERM)  # `kill`, `timeout`: the command's process alone
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
@@ -451,20 +455,18 @@ def test_ctrl_c_while_ray_starts_leaves_no_ray_process(tmp_path: Path) -> None:
     proc = _ray_sweep(exp, tmp_path / "out")
     # the raylet's agents have started: ray.init waits for them to report before it returns
     started: list[int] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        started = _descendants(proc.pid)
-        if any(_is_ray_agent(pid) for pid in started):
-            break
-        time.sleep(0.02)
+
+    def agents_up() -> bool:
+        started[:] = _descendants(proc.pid)
+        return proc.poll() is not None or any(_is_ray_agent(pid) for pid in started)
+
+    _wait_until(agents_up, 60)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert started, "the sweep started no process"
     # every process the sweep started, Ray's included, ends with it (Ray's processes take a moment to stop theirs)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(_running(pid) for pid in started):
-        time.sleep(0.1)
+    _wait_until(lambda: not any(_running(pid) for pid in started), 15, every=0.1)
     assert not [pid for pid in started if _running(pid)]
 
 
@@ -478,9 +480,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_cells(tmp_path: Path) -
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=interruptible)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list((out / "cells").glob("[0-9a-f]*"))) < 2:
-        time.sleep(0.05)
+    _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 2, 120)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
@@ -504,9 +504,7 @@ def test_sigterm_stops_a_local_sweep_and_its_running_cells_remove_their_staging_
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None and not list((out / "cells").glob(".*.partial")):
-        time.sleep(0.02)
+    _wait_until(lambda: proc.poll() is not None or bool(list((out / "cells").glob(".*.partial"))), 60)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
