@@ -876,3 +876,20 @@ def test_the_docs_preset_table_and_defaults_are_the_code_s() -> None:
         assert phrase in re.sub(r"\s+", " ", docs), phrase
     fc = DemandForecaster(600, 0, (horizon(1),))
     assert f"{fc.trees} trees of {fc.leaves} leaves" in docs
+
+
+@pytest.mark.parametrize(("rule", "first_target"), [
+    (HeliosRule(PRESETS["philly"]), Target(0, PRESETS["philly"].future, "mean")),
+    (QuantileRule(), Target(1, QuantileRule().lookahead + 1, "max")),
+])
+def test_the_steps_forecast_column_is_the_rule_s_own_first_forecast(rule, first_target: Target) -> None:
+    """docs/ces.md: ``forecast`` in steps.parquet is the helios rule's mean over the next ``future`` steps, the
+    quantile rule's peak quantile (not the next step's forecast behind the printed RMSE)."""
+    series = _daily(9)
+    steps = open_loop(series, rule, step=STEP, test_days=3).steps
+    assert rule.targets[0] == first_target
+    alone = DemandForecaster(STEP, int(series["time"][0]), (first_target,), Calendar(), quantile=rule.quantile)
+    alone.extend(series["used"].cast(pl.Float64).to_list())
+    first = series.height - steps.height
+    alone.fit(until=first)
+    assert steps["forecast"].to_list() == alone.forecast_all(range(first, series.height))[:, 0].tolist()

@@ -120,9 +120,10 @@ def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: 
 
 def test_names_are_trimmed_so_predicted_estimates_find_their_jobs(tmp_path: Path) -> None:
     # the estimates reader trims job ids, as the Helios reader does: "  x" in the trace matched no estimate
-    trace = _write(tmp_path, "job_id,vc,gpu_num,submit_time,duration,user\n  x , v ,1,0,60, u\ny,v,1,5,30,u\n")
+    trace = _write(tmp_path, "job_id,vc,gpu_num,submit_time,duration,user,cluster\n  x , v ,1,0,60, u, c\n"
+                             "y,v,1,5,30,u,c\n")
     jobs = read_trace(trace, format="csv").jobs
-    assert jobs.select("job_id", "vc", "user").rows() == [("x", "v", "u"), ("y", "v", "u")]
+    assert jobs.select("job_id", "vc", "user", "cluster").rows() == [("x", "v", "u", "c"), ("y", "v", "u", "c")]
     cluster = _write(tmp_path, "vc,nodes,gpus_per_node\nv,1,8\n", "cluster.csv")
     run = [sys.executable, "-m", "dlcluster"]
     est = tmp_path / "est.csv"
