@@ -17,12 +17,12 @@ from bisect import bisect_left, insort
 from collections import deque
 from typing import Any, ClassVar
 
-import lightgbm as lgb
 import numpy as np
 import polars as pl
 
 from dlcluster.predict.duration import History
 from dlcluster.predict.estimator import Estimator
+from dlcluster.predict.lightgbm_import import lightgbm as lgb
 from dlcluster.predict.single_row import SingleRowPredictor, single_row_predictor
 
 RECENT = 10  # the user's (and group's) last RECENT ended jobs make the "recent" features

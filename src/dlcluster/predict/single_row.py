@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ctypes
 
-import lightgbm as lgb
 import numpy as np
+
+from dlcluster.predict.lightgbm_import import lightgbm as lgb
 
 
 class FastPredictor:
@@ -29,15 +30,18 @@ class FastPredictor:
         self._stride = matrix.strides[0]
         self._out = np.zeros(1)
         self._out_ptr = self._out.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        self._len = ctypes.c_int64(0)
+        self._result = memoryview(self._out)  # (its item is a Python float: no NumPy scalar per call)
+        self._len = ctypes.byref(ctypes.c_int64(0))
+        self._row0 = ctypes.c_void_p(self._base)  # (a forecaster's matrix is one row, predicted at every step)
         self._call = _LIB.LGBM_BoosterPredictForMatSingleRowFast
 
     def __call__(self, row: int) -> float:
         """The raw model output for row ``row`` of the matrix."""
-        if self._call(self._config, ctypes.c_void_p(self._base + row * self._stride), ctypes.byref(self._len),
-                      self._out_ptr):
+        if self._call(self._config, ctypes.c_void_p(self._base + row * self._stride) if row else self._row0,
+                      self._len, self._out_ptr):
             raise RuntimeError("LightGBM single-row prediction failed")
-        return float(self._out[0])
+        value: float = self._result[0]
+        return value
 
     def close(self) -> None:
         """Free LightGBM's prediction state."""

@@ -20,12 +20,12 @@ from datetime import date, datetime, timedelta
 from typing import Literal
 
 import holidays
-import lightgbm as lgb
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from dlcluster.errors import ConfigError, InputError
+from dlcluster.predict.lightgbm_import import lightgbm as lgb
 from dlcluster.services.ces.params import PRESETS, RuleParams
 from dlcluster.services.ces.stats import controller_stats, forecast_errors
 
