@@ -699,9 +699,9 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     _daily(2).write_csv(f)
     # two days hold no test day after the two training days, whatever --test-days says: lowering it cannot help
     run = cli("ces", str(f), "--test-days", "0.01")
-    assert run.returncode == 2 and run.stderr.strip().endswith(
-        "training needs at least 2 days before the 0.01 test days (the series is too short: it needs more than 2 "
-        "days)"), run.stderr
+    assert (run.returncode, run.stderr) == (2, f"error: {f}: the series has 2.00 days; training needs at least 2 days "
+                                               "before the 0.01 test days (the series is too short: it needs more than "
+                                               "the 2 training days)\n")
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
                           (("--test-days", "nan"), "--test-days must be a number of days, got nan"),
                           (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
@@ -726,6 +726,11 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
     assert (run.returncode, run.stderr) == (2, "error: --step 43200: the 11 steps before the test days are too few "
                                                "to train forecasts 60 steps ahead (use a shorter --step or fewer "
                                                "--test-days)\n")
+    # a step that does not divide a day replayed fewer days than it reported (a day of steps is the forecast's lag)
+    for step in ("43201", "50000", "7000"):
+        run = cli("ces", str(f), "--step", step, "--test-days", "1")
+        assert (run.returncode, run.stderr) == (2, f"error: --step {step}: must divide a day (86,400 s) evenly, e.g. "
+                                                   "300, 600, 900 or 3600\n")
 
 
 def test_the_simulate_legend_defines_powered_util_only_when_energy_is_shown(tmp_path: Path) -> None:
@@ -791,6 +796,46 @@ def test_ces_on_a_trace_stops_at_the_last_submission_and_flags_constant_demand(t
         .write_csv(flat)
     run = cli("ces", str(flat), "--test-days", "1")
     assert run.returncode == 0 and "note: the demand is constant (3 busy nodes)" in run.stderr
+
+
+def test_ces_notes_replayed_steps_without_samples(tmp_path: Path) -> None:
+    """A gap in the series is filled with the step before; the figures count those steps, so the command says how
+    many there are (a five-day hole in the replayed days had made the forecast error look better, unsaid)."""
+    series = _daily(9)
+    f = tmp_path / "gap.csv"
+    series.filter((pl.col("time") < series["time"][0] + 7 * DAY) | (pl.col("time") >= series["time"][0] + 8 * DAY)) \
+        .write_csv(f)
+    run = cli("ces", str(f), "--test-days", "3", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["notes"] == ["144 of the 432 replayed steps have no sample in the series: each "
+                                               "repeats the step before, and the figures count it as observed"]
+    whole = tmp_path / "whole.csv"
+    series.write_csv(whole)
+    run = cli("ces", str(whole), "--test-days", "3")
+    assert run.returncode == 0 and "note:" not in run.stderr, run.stderr
+
+
+def test_ces_notes_running_jobs_and_pools_a_trace(tmp_path: Path) -> None:
+    rows = [(f"{vc}{i}", vc, 8, i * DAY, 3600) for i in range(6) for vc in ("v", "w")]
+    t = jobs(*rows).with_columns(start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
+    # a snapshot's running job: a start, no end
+    running = t.head(1).with_columns(job_id=pl.lit("r"), end_time=pl.lit(None), submit_time=pl.lit(3 * DAY),
+                                     start_time=pl.lit(3 * DAY)).cast(t.schema)
+    trace = write_trace(tmp_path / "t.parquet", pl.concat([t, running]).sort("submit_time"), spec(v=(8,), w=(8,)))
+    run = cli("ces", str(trace), "--test-days", "1", "--json")
+    assert run.returncode == 0, run.stderr
+    assert f"note: {trace}: 1 GPU job(s) with a start and no end (still running) left out of the demand" in run.stderr
+    # --pooled: one VC of every node, as simulate --pooled (VCs of the trace that a spec lacks are no matter then)
+    other = write_trace(tmp_path / "o.parquet", t.with_columns(vc=pl.lit("qos")), spec(v=(8,), w=(8,)))
+    assert cli("ces", str(other), "--test-days", "1").returncode == 2
+    pooled = cli("ces", str(other), "--test-days", "1", "--json", "--pooled")
+    assert pooled.returncode == 0, pooled.stderr
+    assert json.loads(pooled.stdout)["utilization_total"] > 0
+    series = tmp_path / "s.csv"
+    _daily(4).write_csv(series)
+    run = cli("ces", str(series), "--pooled")
+    assert (run.returncode, run.stderr) == (2, f"error: --pooled: options of a trace, but {series} is a demand series "
+                                               "(time, used|active, total)\n")
 
 
 def test_ces_names_the_vcs_a_cluster_file_lacks(tmp_path: Path) -> None:

@@ -153,6 +153,23 @@ def test_a_job_still_running_is_predicted_but_never_learnt_from_nor_scored(venus
     assert cli("predict", "run", str(paths["taken"]), "-e", "history", "-o", str(est)).returncode == 0
     estimates = pl.read_csv(est, schema_overrides={"job_id": pl.String})
     assert estimates.height == gpu.height and estimates["duration"].is_finite().all()
+    assert "note:" not in run_note(paths["taken"], tmp_path)
+    # a job with no duration at all (pending) cannot be simulated: no estimate, and the command says so
+    pending = pl.col("job_id").is_in(gpu["job_id"].gather_every(7).implode())
+    waiting = venus.with_jobs(venus.jobs.with_columns(
+        pl.when(pending).then(None).otherwise(pl.col("duration")).alias("duration"),
+        *(pl.when(pending).then(None).otherwise(pl.col(c)).alias(c) for c in ("start_time", "end_time"))))
+    n = gpu.filter(pending).height
+    assert f"note: {n:,} GPU job(s) without a duration (pending, or running with no time so far) have no estimate" \
+        in run_note(write(waiting, tmp_path / "waiting.parquet"), tmp_path)
+    assert pl.read_csv(tmp_path / "notes.csv", schema_overrides={"job_id": pl.String}).height == gpu.height - n
+
+
+def run_note(trace: Path, tmp_path: Path) -> str:
+    """``predict run`` of ``trace`` into tmp_path/notes.csv; its stderr."""
+    res = cli("predict", "run", str(trace), "-e", "history", "-o", str(tmp_path / "notes.csv"))
+    assert res.returncode == 0, res.stderr
+    return " ".join(res.stderr.split())
 
 
 def test_estimates_file_round_trips_through_simulate(trace_file: Path, venus: Trace, tmp_path: Path) -> None:

@@ -85,9 +85,11 @@ def _fmt(value: Any) -> str:
               "hour read actual future values).")
 @click.option("--cluster", type=PATH, help="Cluster spec for a trace (default: the trace's own), or for the "
               "timeline of a run whose nodes never changed power state (its node counts).")
+@click.option("--pooled", is_flag=True, help="For a trace: share the whole cluster as one VC, as `simulate --pooled` "
+              "does (e.g. an openb pod list, whose VCs are QoS classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet, summary.json and the "
-              "ces.svg/.png figure to this folder.")
+@click.option("--output", "-o", type=PATH, help="Write steps.parquet, horizons.parquet (not with --compat), "
+              "summary.json and the ces.svg/.png figure to this folder.")
 @trace_options
 def ces(
     source: Path,
@@ -101,6 +103,7 @@ def ces(
     events: str | None,
     compat: str | None,
     cluster: Path | None,
+    pooled: bool,
     as_json: bool,
     output: Path | None,
     fmt: str | None,
@@ -114,14 +117,18 @@ def ces(
     SERIES_OR_TRACE: a CSV demand series 'time, used|active, total' (nodes), a trace, or a simulation's timeline
     (the folder `simulate -o` wrote, or its timeline.parquet).
     """
+    import polars as pl
+
     from dlcluster.predict.demand import from_timeline, from_trace, read_series, resample
-    from dlcluster.predict.forecast import Calendar, parse_events
+    from dlcluster.predict.forecast import DAY, Calendar, parse_events
     from dlcluster.services.ces.rules import make_controller
 
     if preset is not None and preset not in PRESET_NAMES:
         raise ConfigError(f"--cluster-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
     if compat is not None and compat not in COMPAT:
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
+    if DAY % step:  # (a day of steps is the forecaster's lag: a step that does not divide it shortens the replay)
+        raise ConfigError(f"--step {step}: must divide a day (86,400 s) evenly, e.g. 300, 600, 900 or 3600")
     output_folder(output)
     # (checks the values before any work; the quantile rule takes no preset)
     controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset")
@@ -130,7 +137,7 @@ def ces(
     if not source.exists():
         raise InputError("no such file or folder", path=source)
     given = [flag for flag, value in (("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
-                                      ("--tz", tz)) if value]
+                                      ("--tz", tz), ("--pooled", pooled)) if value]
     timeline = _timeline(source) if fmt is None else None
     if fmt is None and _is_series(source):  # --format reads even a series-like CSV as a trace
         if cluster is not None:
@@ -140,8 +147,6 @@ def ces(
                               "(time, used|active, total)")
         minutes = read_series(source)
     elif timeline is not None:
-        import polars as pl
-
         if given:
             raise ConfigError(f"{', '.join(given)}: options of a trace, but {source} is a simulation's timeline")
         from dlcluster.io.cluster_spec import read_cluster_spec
@@ -175,12 +180,17 @@ def ces(
             spec = trace.cluster
         else:
             raise ConfigError(f"{source} carries no cluster spec; pass --cluster FILE")
-        _note_vcs_left_out(trace.jobs, spec, source)
+        trace_jobs = trace.jobs
+        if pooled:
+            spec = spec.pooled()
+            trace_jobs = trace_jobs.with_columns(pl.lit("all").alias("vc"))
+        _note_vcs_left_out(trace_jobs, spec, source)
+        _note_running(trace_jobs, source)
         # after the last submission the demand only drains (a long job can run for months): not a workload to
         # replay, so the series stops there
-        last_submit = cast("int | None", trace.jobs["submit_time"].max())
+        last_submit = cast("int | None", trace_jobs["submit_time"].max())
         try:
-            minutes, capped = from_trace(trace.jobs, spec, until=last_submit)
+            minutes, capped = from_trace(trace_jobs, spec, until=last_submit)
         except InputError as exc:
             raise InputError(exc.detail, path=source, field=exc.field) from None
         if capped:
@@ -205,16 +215,28 @@ def ces(
         from dlcluster.services.ces.open_loop import TEST_DAYS, open_loop
 
         series = resample(minutes, step)
-        ol = open_loop(series, controller, step=step, test_days=TEST_DAYS if test_days is None else test_days,
-                       calendar=calendar)
+        try:
+            ol = open_loop(series, controller, step=step, test_days=TEST_DAYS if test_days is None else test_days,
+                           calendar=calendar)
+        except InputError as exc:  # (too short a series: named)
+            raise InputError(exc.detail, path=source, field=exc.field) from None
         steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
         label = f"forecast {controller.targets[0].label} steps"
         summary.update(rule=rule, step=step, holidays=holidays, events=[str(e) for e in calendar.events],
                        horizons=horizons.to_dicts())
     summary = {**summary, "days": days, **stats}
+    notes = []
+    if compat is None:
+        sampled = minutes.select((pl.col("time") // step * step).unique())["time"]
+        unseen = steps.filter(~pl.col("time").is_in(sampled.implode())).height
+        if unseen:
+            notes.append(f"{unseen:,} of the {steps.height:,} replayed steps have no sample in the series: each repeats "
+                         "the step before, and the figures count it as observed")
     if steps["used"].n_unique() <= 1:
-        summary["notes"] = [f"the demand is constant ({steps['used'][0]} busy nodes) over the replayed days: every "
-                            "figure is degenerate"]
+        notes.append(f"the demand is constant ({steps['used'][0]} busy nodes) over the replayed days: every figure is "
+                     "degenerate")
+    if notes:
+        summary["notes"] = notes
     with deferring_interrupts():
         if output is not None:
             from dlcluster.services.ces.report import write_open_loop
@@ -227,7 +249,7 @@ def ces(
         return
     console = Console()
     for note in summary.get("notes", []):
-        Console(stderr=True).print(f"note: {note}")
+        err_console.print(f"note: {note}", soft_wrap=True)
     table = Table(title=f"CES open loop over {days:g} days ({summary['rule']} rule)", show_header=False)
     for key, name in FIGURES:
         table.add_row(name, _fmt(stats.get(key)))
@@ -240,6 +262,17 @@ def ces(
             ht.add_row(r["target"], *(f"{_fmt(r[f'rmse{s}'])} / {_fmt(r[f'smape{s}'])}"
                                       for s in ("", "_last", "_yesterday", "_last_week")))
         console.print(ht)
+
+
+def _note_running(jobs: pl.DataFrame, source: Path) -> None:
+    """Note the GPU jobs that had started and not ended (a snapshot's running jobs): the demand leaves them out."""
+    import polars as pl
+
+    running = jobs.filter((pl.col("gpu_num") > 0) & pl.col("start_time").is_not_null()
+                          & pl.col("end_time").is_null()).height
+    if running:
+        err_console.print(f"note: {source}: {running:,} GPU job(s) with a start and no end (still running) left out of "
+                          "the demand", soft_wrap=True)
 
 
 def _note_vcs_left_out(jobs: pl.DataFrame, spec: ClusterSpec, source: Path) -> None:

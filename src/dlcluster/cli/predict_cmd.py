@@ -147,6 +147,8 @@ def _nothing_scored(predictions: pl.DataFrame, start: str | None) -> str:
 def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, lenient: bool, mapping: str | None,
             time_unit: str | None, tz: str | None) -> None:
     """Write every GPU job's predicted duration (seconds) as a job_id,duration CSV, atomically."""
+    import polars as pl
+
     from dlcluster.predict.evaluate import predict_jobs
 
     est = make_estimator(estimator)
@@ -161,3 +163,7 @@ def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, len
     estimates = table.select("job_id", duration="estimate")
     write_atomic(output, estimates.write_csv)
     err_console.print(f"wrote {estimates.height:,} estimates to {output} ({_cost(stats)})", soft_wrap=True)
+    unestimated = trace.jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_null()).height
+    if unestimated:  # (pending, or running with no time so far: nothing to simulate, so no estimate)
+        err_console.print(f"note: {unestimated:,} GPU job(s) without a duration (pending, or running with no time so "
+                          "far) have no estimate", soft_wrap=True)

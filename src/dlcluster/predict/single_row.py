@@ -30,7 +30,7 @@ class FastPredictor:
         self._stride = matrix.strides[0]
         self._out = np.zeros(1)
         self._out_ptr = self._out.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        self._result = memoryview(self._out)  # (its item is a Python float: no NumPy scalar per call)
+        self._result = self._out.data  # (a memoryview: its item is a Python float, no NumPy scalar per call)
         self._len = ctypes.byref(ctypes.c_int64(0))
         self._row0 = ctypes.c_void_p(self._base)  # (a forecaster's matrix is one row, predicted at every step)
         self._call = _LIB.LGBM_BoosterPredictForMatSingleRowFast

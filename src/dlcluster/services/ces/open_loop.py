@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, InputError
 from dlcluster.predict.forecast import DAY, MIN_TRAIN_DAYS, Calendar, DemandForecaster, baselines, horizon, outcomes
 from dlcluster.services.ces.rules import Controller
 from dlcluster.services.ces.stats import controller_stats, forecast_errors
@@ -73,9 +73,9 @@ def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_d
     if first < MIN_TRAIN_DAYS * per_day:
         # a series that holds no more than the training days leaves no test day whatever --test-days says
         advice = "lower --test-days" if n > MIN_TRAIN_DAYS * per_day else \
-            f"the series is too short: it needs more than {MIN_TRAIN_DAYS} days"
-        raise ConfigError(f"the series has {n * step / DAY:.2f} days; training needs at least {MIN_TRAIN_DAYS} days "
-                          f"before the {test_days:g} test days ({advice})")
+            f"the series is too short: it needs more than the {MIN_TRAIN_DAYS} training days"
+        raise InputError(f"the series has {n * step / DAY:.2f} days; training needs at least {MIN_TRAIN_DAYS} days "
+                         f"before the {test_days:g} test days ({advice})")
     ahead = max(t.stop for t in (*controller.targets, *(horizon(h) for h in REPORTED_HORIZONS)))
     if first < ahead:  # (the days are enough, but at a long step they hold few steps)
         raise ConfigError(f"--step {step}: the {first} steps before the test days are too few to train forecasts "

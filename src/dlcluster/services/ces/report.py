@@ -49,6 +49,8 @@ def write_open_loop(outdir: Path, steps: pl.DataFrame, summary: dict[str, Any], 
     written = [write_atomic(outdir / "steps.parquet", lambda p: steps.write_parquet(p, compression="zstd"))]
     if horizons is not None:
         written.append(write_atomic(outdir / "horizons.parquet", lambda p: horizons.write_parquet(p)))
+    else:  # (a compat run has none: an earlier run's would pass for this one's)
+        (outdir / "horizons.parquet").unlink(missing_ok=True)
     written += save_figure(series_figure(steps, title, forecast_label), outdir / "ces")
     written.append(write_text_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n"))
     return written
