@@ -148,3 +148,14 @@ def test_an_unreadable_array_record_names_its_line(tmp_path: Path, job_id: str, 
 def test_an_array_task_listed_twice_is_a_duplicate(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"line 10.*'104_2' occurs more than once"):
         read_trace(_write(tmp_path, BODY + "104_2" + PENDING + "104_[1-3]" + PENDING))
+
+
+@pytest.mark.parametrize("state", ["PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"])
+def test_a_pending_jobs_expected_start_is_no_start(tmp_path: Path, state: str) -> None:
+    # Slurm shows a pending job's expected start (the backfill scheduler's estimate) in Start: the job has not started
+    body = (f"300|a|alice|lab|gpu|2024-03-01T10:00:00|2024-03-01T10:00:00|2024-03-01T11:00:00|01:00:00|COMPLETED|1|8|{TRES}|\n"
+            f"301|b|bob|lab|gpu|2024-03-01T10:30:00|2024-03-05T00:00:00|Unknown|00:00:00|{state}|1|8||{TRES}\n")
+    jobs = read_trace(_write(tmp_path, body)).jobs
+    assert jobs["status"].cast(pl.String).to_list() == ["completed", "pending"]
+    assert jobs.select("start_time", "end_time", "duration", "queue_delay").row(1) == (None, None, None, None)
+    assert jobs.select("start_time", "queue_delay", "duration").row(0) == (1709287200, 0, 3600)

@@ -7,7 +7,9 @@ heterogeneous (``123+0``) ids are jobs, and a record of array tasks still pendin
 else the sum of typed ``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
 (default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
 (``[D-]HH:MM:SS``) when either is missing; none for a job still pending when the export was
-taken (its ``Elapsed`` of 0 is no run time). vc = Partition (else Account, else ``default``);
+taken (its ``Elapsed`` of 0 is no run time). A job read as pending (``PENDING``, ``REQUEUED``, ``REQUEUE_HOLD``,
+``REQUEUE_FED``) has not started: it has no start, end or queueing delay (its ``Start`` is the scheduler's
+expected start, not a start). vc = Partition (else Account, else ``default``);
 cluster = the ``Cluster`` column, else the file's stem.
 """
 
@@ -192,12 +194,15 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
                                      f"GPU count above {MAX_COUNT:,}"))),
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
+    # a pending job's Start is Slurm's expected start (backfill's estimate), not a start
+    started = pl.col("status") != "pending"
+    df = df.with_columns(pl.when(started).then(pl.col(c)).alias(c) for c in ("start_time", "end_time"))
     out = conform(df.with_columns(
         _text("Cluster").fill_null(pl.lit(source_stem(path))).alias("cluster"),
         pl.coalesce(_text("Partition"), _text("Account"), pl.lit("default")).alias("vc"),
         _text("User").alias("user"),
         _text("JobName").alias("name"),
-        pl.when(pl.col("status") != "pending")
+        pl.when(started)
         .then(pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed"))).alias("duration"),
         (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
     ).sort(ROW))
