@@ -159,3 +159,31 @@ def test_a_pending_jobs_expected_start_is_no_start(tmp_path: Path, state: str) -
     assert jobs["status"].cast(pl.String).to_list() == ["completed", "pending"]
     assert jobs.select("start_time", "end_time", "duration", "queue_delay").row(1) == (None, None, None, None)
     assert jobs.select("start_time", "queue_delay", "duration").row(0) == (1709287200, 0, 3600)
+
+
+GRES_HEADER = "JobID|User|Partition|Submit|Start|End|Elapsed|State|AllocGRES|ReqGRES\n"
+
+
+def test_an_export_without_tres_reads_gpus_from_gres(tmp_path: Path) -> None:
+    body = ("200|alice|gpu|2024-03-01T10:00:00|2024-03-01T10:05:00|2024-03-01T12:05:00|02:00:00|COMPLETED|gpu:4|gpu:4\n"
+            "201|bob|gpu|2024-03-01T11:00:00|2024-03-01T11:00:00|2024-03-01T12:00:00|01:00:00|FAILED|"
+            "gpu:tesla:2(IDX:0,2),mps:100|gpu:tesla:2\n"
+            "202|carol|gpu|2024-03-01T11:00:00|Unknown|Unknown|00:00:00|PENDING||gpu:a100:1,gpu:v100:2,gpus:9\n"
+            "203|dave|cpu|2024-03-01T11:00:00|2024-03-01T11:00:00|2024-03-01T11:01:00|00:01:00|COMPLETED||\n"
+            "204|erin|gpu|2024-03-01T11:00:00|2024-03-01T11:00:00|2024-03-01T11:01:00|00:01:00|COMPLETED|gpu:k80|\n")
+    path = _write(tmp_path, body, header=GRES_HEADER)
+    assert detect_format(path) == "sacct"
+    # untyped gpu:N; typed entries summed; ReqGRES when AllocGRES is empty; none → 0; a count left out is 1
+    assert read_trace(path).jobs["gpu_num"].to_list() == [4, 2, 3, 0, 1]
+    bad = _write(tmp_path, "200|a|gpu|2024-03-01T10:00:00|None|None|00:00:00|COMPLETED|gpu:tesla:x|\n", header=GRES_HEADER)
+    with pytest.raises(InputError) as err:
+        read_trace(bad)
+    assert str(err.value) == f"{bad}, line 2, field 'AllocGRES': bad GPU count in 'gpu:tesla:x'"
+
+
+def test_an_export_without_a_gpu_column_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "1|2024-03-01T10:00:00|PENDING\n", header="JobID|Submit|State\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path)
+    assert str(err.value) == (f"{path}: no GPU column: none of AllocTRES, ReqTRES, AllocGRES, ReqGRES (found: JobID, "
+                              "Submit, State); export one with sacct --format=...,AllocTRES,ReqTRES")

@@ -4,7 +4,10 @@ Job steps (``123.batch``, ``123.extern``, ``123.0``) are skipped; array (``123_4
 heterogeneous (``123+0``) ids are jobs, and a record of array tasks still pending
 (``123_[5-7,9%2]``) is one job per task (``123_5`` … ``123_9``). GPUs come from
 ``AllocTRES`` (``ReqTRES`` when the allocation is empty): the untyped ``gres/gpu=N`` entry,
-else the sum of typed ``gres/gpu:model=N`` entries, else 0. Times are wall clock in the ``timezone`` option
+else the sum of typed ``gres/gpu:model=N`` entries, else 0. An export with neither TRES column (older Slurm,
+``--format=...,AllocGRES,ReqGRES``) reads ``AllocGRES`` (``ReqGRES`` when empty) the same way: the untyped ``gpu:N``
+entry, else the sum of typed ``gpu:model:N`` entries (``(IDX:0-1)`` and the like ignored; a count left out is
+Slurm's 1), else 0; an export with none of the four columns is refused. Times are wall clock in the ``timezone`` option
 (default UTC); ``Unknown``/``None`` mean no value. duration = End − Start, or ``Elapsed``
 (``[D-]HH:MM:SS``) when either is missing; none for a job still pending when the export was
 taken (its ``Elapsed`` of 0 is no run time). A job read as pending (``PENDING``, ``REQUEUED``, ``REQUEUE_HOLD``,
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from dlcluster.errors import InputError
 from dlcluster.io._common import (
     MAX_COUNT,
     ROW,
@@ -60,7 +64,7 @@ _ARRAY = r"^(.+)_\[(.*)\]$"  # a record of array tasks: id_[tasks]
 _TASKS = r"^\d{1,9}(?:-\d{1,9})?(?:,\d{1,9}(?:-\d{1,9})?)*(?:%\d{1,9})?$"  # 1-3,8 and a %N throttle
 MAX_ARRAY_TASKS = 4_000_001  # Slurm's largest MaxArraySize: a record naming more tasks is not Slurm's
 # columns an export may leave out (sacct --format picks them): read as all empty
-OPTIONAL = ("AllocTRES", "ReqTRES", "Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition", "Account",
+OPTIONAL = ("Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition", "Account",
             "User", "JobName")
 
 
@@ -86,6 +90,26 @@ def _gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
     untyped_n = pl.when(untyped.str.len_chars() <= 12).then(untyped).cast(pl.Int64, strict=False)
     bad = (untyped.is_not_null() & untyped_n.is_null()) | typed_n.list.eval(pl.element().is_null()).list.any()
     count = pl.when(untyped.is_not_null()).then(untyped_n).when(typed.list.len() > 0).then(typed_n.list.sum())
+    return count, bad
+
+
+def _gres_gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
+    """GPU count of a GRES string (``gpu:4``, ``gpu:tesla:2(IDX:0-1)``; null when it has no GPU entry) and a flag for
+    an unparsable count."""
+    entries = pl.col(col).str.replace_all(r"\([^)]*\)", "").str.split(",").list.eval(
+        pl.element().str.strip_chars()).list.eval(pl.element().filter(pl.element().str.contains(r"^gpu(?::|$)")))
+    e = pl.element()
+    # gpu[:type][:count], the count 1 when left out
+    untyped_text = pl.when(e == "gpu").then(pl.lit("1")).otherwise(e.str.extract(r"^gpu:(\d*)$", 1))
+    typed_text = pl.when(untyped_text.is_null()).then(pl.coalesce(
+        e.str.extract(r"^gpu:[^:]*:(.*)$", 1), pl.when(e.str.contains(r"^gpu:[^:]*$")).then(pl.lit("1"))))
+    untyped, typed = (entries.list.eval(text).list.drop_nulls() for text in (untyped_text, typed_text))
+    # at most 12 digits: a sum of counts cannot overflow, and the range check sees the true value
+    untyped_n, typed_n = (texts.list.eval(pl.when(pl.element().str.len_chars() <= 12).then(pl.element())
+                                          .cast(pl.Int64, strict=False)) for texts in (untyped, typed))
+    bad = pl.any_horizontal(n.list.eval(pl.element().is_null()).list.any() for n in (untyped_n, typed_n))
+    count = (pl.when(untyped.list.len() > 0).then(untyped_n.list.first())
+             .when(typed.list.len() > 0).then(typed_n.list.sum()))
     return count, bad
 
 
@@ -132,18 +156,27 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     """Read a ``sacct --parsable2`` export into the canonical schema."""
     raw = read_csv_text(path, separator="|", quote_char=None)
     require_columns(raw, ("JobID", "Submit", "State"), path)
-    raw = raw.with_columns(pl.lit(None, pl.String).alias(c) for c in OPTIONAL if c not in raw.columns)
+    if "AllocTRES" in raw.columns or "ReqTRES" in raw.columns:
+        alloc_col, req_col, gpus = "AllocTRES", "ReqTRES", _gpus
+    elif "AllocGRES" in raw.columns or "ReqGRES" in raw.columns:
+        alloc_col, req_col, gpus = "AllocGRES", "ReqGRES", _gres_gpus
+    else:
+        have = ", ".join(c for c in raw.columns if c != ROW)
+        raise InputError(f"no GPU column: none of AllocTRES, ReqTRES, AllocGRES, ReqGRES (found: {have}); "
+                         "export one with sacct --format=...,AllocTRES,ReqTRES", path=path)
+    raw = raw.with_columns(pl.lit(None, pl.String).alias(c) for c in (alloc_col, req_col, *OPTIONAL)
+                           if c not in raw.columns)
     # a row without a JobID is not a step: keep it so the checks below report it
     jobs = _expand_arrays(raw.filter(~pl.col("JobID").str.contains(".", literal=True).fill_null(False)))
-    alloc, alloc_bad = _gpus("AllocTRES")
-    req, req_bad = _gpus("ReqTRES")
+    alloc, alloc_bad = gpus(alloc_col)
+    req, req_bad = gpus(req_col)
     df = jobs.with_columns(
         pl.col("JobID").str.strip_chars().alias("job_id"),
         parse_datetime("Submit", TIME_FORMAT, timezone).alias("submit_time"),
         _elapsed().alias("elapsed"),
         parse_int("NCPUS").alias("cpu_num"),
         parse_int("NNodes").alias("node_num"),
-        pl.when(_text("AllocTRES").is_not_null()).then(alloc.fill_null(0))
+        pl.when(_text(alloc_col).is_not_null()).then(alloc.fill_null(0))
         .otherwise(req.fill_null(0)).alias("gpu_num"),
         alloc_bad.alias("_alloc_bad"),
         req_bad.alias("_req_bad"),
@@ -171,8 +204,8 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         skipped_time("End", "end_time", TIME_FORMAT, timezone),
         unparsable("End", "end_time", f"a time ({TIME_FORMAT})"),
         unparsable("Elapsed", "elapsed", "an elapsed time ([D-]HH:MM:SS)"),
-        Check("AllocTRES", pl.col("_alloc_bad"), "unparsable AllocTRES", lambda v: f"bad GPU count in {v!r}"),
-        Check("ReqTRES", pl.col("_req_bad"), "unparsable ReqTRES", lambda v: f"bad GPU count in {v!r}"),
+        Check(alloc_col, pl.col("_alloc_bad"), f"unparsable {alloc_col}", lambda v: f"bad GPU count in {v!r}"),
+        Check(req_col, pl.col("_req_bad"), f"unparsable {req_col}", lambda v: f"bad GPU count in {v!r}"),
         unparsable("NCPUS", "cpu_num", "a whole number of CPUs"),
         negative("cpu_num", "NCPUS"),
         unparsable("NNodes", "node_num", "a whole number of nodes"),
@@ -181,14 +214,14 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         ends_before("end_time", "start_time", "End"),
         starts_before("start_time", "submit_time", "Start"),
     ]
-    tres = pl.when(_text("AllocTRES").is_not_null()).then(pl.lit("AllocTRES")).otherwise(pl.lit("ReqTRES"))
+    tres = pl.when(_text(alloc_col).is_not_null()).then(pl.lit(alloc_col)).otherwise(pl.lit(req_col))
     checks[:0] = [
         *(time_limit(raw, pl.col(parsed)) for raw, parsed in (("Submit", "submit_time"), ("Start", "start_time"),
                                                               ("End", "end_time"))),
         seconds_limit("Elapsed", pl.col("elapsed")),
         count_limit("NCPUS"), count_limit("NNodes"),
         *(Check(col, (tres == col) & bad, reason, partial(_bad_count, what=what))
-          for col in ("AllocTRES", "ReqTRES")
+          for col in (alloc_col, req_col)
           for bad, reason, what in ((pl.col("gpu_num") < 0, f"negative GPUs in {col}", "negative GPU count"),
                                     (pl.col("gpu_num") > MAX_COUNT, f"out-of-range {col}",
                                      f"GPU count above {MAX_COUNT:,}"))),
