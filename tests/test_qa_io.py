@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from dlcluster.errors import ConfigError, InputError
@@ -287,6 +288,26 @@ def test_convert_to_swf_says_it_keeps_no_gpu_shares(tmp_path: Path) -> None:
                 "whole GPUs")
         assert res.returncode == 0 and (note in res.stderr) == noted, res.stderr
     assert read_trace(tmp_path / "out.swf").jobs["gpu_milli"].null_count() == 3
+
+
+def test_convert_to_swf_says_which_statuses_and_ends_it_keeps_not(tmp_path: Path) -> None:
+    # timeout and node_fail came back from SWF as other, and a running job as ended, without a word
+    src = tmp_path / "jobs.csv"
+    src.write_text("job_id,vc,user,submit_time,start_time,end_time,duration,gpu_num,status\n"
+                   "1,v,u,1600000000,1600000000,1600003600,3600,1,timeout\n"
+                   "2,v,u,1600000100,1600000100,1600000200,100,8,node_fail\n"
+                   "3,v,u,1600000200,1600000200,,1800,2,running\n"
+                   "4,v,u,1600000300,,,,2,pending\n")
+    notes = ["note: out.swf keeps no timeout or node_fail status: 2 timeout/node_fail job(s) are written as failed",
+             "note: out.swf keeps no running job: 1 running job(s) are written with their run time so far as run time "
+             "and read back as ended at start + that time"]
+    for name, noted in (("out.swf", True), ("out.parquet", False), ("out.csv", False)):
+        res = _cli("convert", str(src), "--format", "csv", "--tz", "UTC", "-o", str(tmp_path / name))
+        assert res.returncode == 0, res.stderr
+        assert [line for line in res.stderr.splitlines() if line.startswith("note:")] == (notes if noted else [])
+    back = read_trace(tmp_path / "out.swf").jobs
+    assert back["status"].cast(pl.String).to_list() == ["failed", "failed", "other", "other"]
+    assert back["end_time"].to_list() == [1600003600, 1600000200, 1600002000, None]
 
 
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:

@@ -92,6 +92,15 @@ def test_what_swf_cannot_hold_is_as_the_readme_says(tmp_path: Path) -> None:
     assert back["status"].cast(pl.String).to_list() == ["failed", "other", "completed", "other"]
 
 
+def test_timeout_and_node_fail_are_written_as_failed(tmp_path: Path) -> None:
+    # they were written as -1 and read back as other: a failure that --failures replay no longer retried
+    trace = _trace()
+    trace = trace.with_jobs(trace.jobs.with_columns(pl.Series("status", ["timeout", "node_fail", "cancelled",
+                                                                         "completed"])))
+    back = read_trace(write(trace, tmp_path / "t.swf")).jobs
+    assert back["status"].cast(pl.String).to_list() == ["failed", "cancelled", "failed", "completed"]
+
+
 def test_non_integer_ids_are_numbered_in_submit_order(tmp_path: Path) -> None:
     trace = _trace()
     trace = trace.with_jobs(trace.jobs.with_columns(pl.col("job_id") + "x"))

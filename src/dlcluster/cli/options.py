@@ -96,7 +96,8 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
 
 
 def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
-    """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone, SWF its GPU shares."""
+    """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone; SWF its GPU shares, the
+    timeout and node_fail statuses (written as failed) and a running job's lack of an end."""
     from dlcluster.cli import err_console
 
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
@@ -106,6 +107,21 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     if shared:
         err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
                           "GPU read back as holding whole GPUs", soft_wrap=True)
+    if fmt == "swf":
+        import polars as pl
+
+        jobs = trace.jobs
+        merged = jobs["status"].cast(pl.String).is_in(["timeout", "node_fail"]).sum()
+        if merged:
+            err_console.print(f"note: {output.name} keeps no timeout or node_fail status: {merged:,} timeout/node_fail "
+                              "job(s) are written as failed", soft_wrap=True)
+        # (the writer's run time: the duration, else end − start)
+        unended = jobs.filter(pl.col("end_time").is_null() & pl.col("start_time").is_not_null()
+                              & pl.col("duration").is_not_null()).height
+        if unended:
+            err_console.print(f"note: {output.name} keeps no running job: {unended:,} running job(s) are written with "
+                              "their run time so far as run time and read back as ended at start + that time",
+                              soft_wrap=True)
 
 
 def parse_mapping(spec: str | None) -> dict[str, str] | None:

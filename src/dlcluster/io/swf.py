@@ -9,9 +9,10 @@ start = submit + wait, end = start + run, duration = run, queue_delay = wait; st
 the file's stem; queue -1 → vc ``default``.
 
 :func:`write` keeps what SWF can hold: job ids (when all are integers), submit/start/end
-times, run time, GPUs, status (completed/failed/cancelled; other statuses become -1), VCs,
-users (renumbered by first appearance) and the time zone. Names, CPUs, nodes and GPU
-shares are not representable.
+times, run time, GPUs, status (completed/failed/cancelled; timeout and node_fail, failed outcomes, become 0: failed;
+running, pending and other become -1), VCs, users (renumbered by first appearance) and the time zone. Names, CPUs,
+nodes and GPU shares are not representable, nor a job's lack of an end: a running job's run time so far is written as
+its run time, so it reads back as ended at start + that time.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ FIELDS = (
 USED = ("job number", "submit time", "wait time", "run time", "allocated processors", "requested processors",
         "status", "user id", "queue number")
 STATUS_CODES = {"completed": 1, "failed": 0, "cancelled": 5}
+# written: the failed outcomes SWF has no code for are failed (they read back as failed)
+WRITE_CODES = {**STATUS_CODES, "timeout": 0, "node_fail": 0}
 _QUEUE_ITEM = re.compile(r"(\d+)=(\S+)")
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
 
@@ -182,7 +185,7 @@ def _records(jobs: pl.DataFrame, base: int, vc_numbers: dict[str, int]) -> pl.Da
         "average CPU time": unknown, "used memory": unknown,
         "requested processors": pl.col("gpu_num"),
         "requested time": unknown, "requested memory": unknown,
-        "status": pl.col("status").cast(pl.String).replace_strict(STATUS_CODES, default=-1, return_dtype=pl.Int64),
+        "status": pl.col("status").cast(pl.String).replace_strict(WRITE_CODES, default=-1, return_dtype=pl.Int64),
         "user id": pl.col("user").replace_strict(user_ids, default=-1, return_dtype=pl.Int64),
         "group id": unknown, "executable number": unknown,
         "queue number": pl.col("vc").replace_strict(vc_numbers, return_dtype=pl.Int64),
