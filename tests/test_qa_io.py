@@ -310,6 +310,27 @@ def test_convert_to_swf_says_which_statuses_and_ends_it_keeps_not(tmp_path: Path
     assert back["end_time"].to_list() == [1600003600, 1600000200, 1600002000, None]
 
 
+def test_convert_to_csv_or_swf_says_it_keeps_no_cluster_spec(tmp_path: Path) -> None:
+    # a synth Parquet trace lost its cluster spec in CSV or SWF, without a word: simulate then asked for --cluster
+    from dataclasses import replace
+
+    from dlcluster.cluster import ClusterSpec
+    from dlcluster.io import parquet
+
+    src = tmp_path / "jobs.csv"
+    src.write_text("job_id,vc,gpu_num,submit_time,duration\na,v,1,0,60\n")
+    trace = replace(read_trace(src, format="csv"), cluster=ClusterSpec.uniform({"v": 2}))
+    parquet.write(trace, tmp_path / "spec.parquet")
+    for name, noted in (("out.csv", True), ("out.swf", True), ("out.parquet", False)):
+        res = _cli("convert", str(tmp_path / "spec.parquet"), "-o", str(tmp_path / name))
+        note = (f"note: {name} keeps no cluster spec: simulate, ces and characterize of it will need --cluster FILE "
+                "(a Parquet output keeps it)")
+        assert res.returncode == 0 and (note in res.stderr) == noted, res.stderr
+    assert read_trace(tmp_path / "out.parquet").cluster is not None
+    plain = _cli("convert", str(src), "--format", "csv", "--tz", "UTC", "-o", str(tmp_path / "plain.swf"))
+    assert plain.returncode == 0 and "note" not in plain.stderr, plain.stderr
+
+
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
     src = tmp_path / "jobs.csv"
     src.write_text(PHILLY_JOBS + ROW)

@@ -97,12 +97,15 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
 
 def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone; SWF its GPU shares, the
-    timeout and node_fail statuses (written as failed) and a running job's lack of an end."""
+    timeout and node_fail statuses (written as failed) and a running job's lack of an end; both its cluster spec."""
     from dlcluster.cli import err_console
 
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
                           "hours and days", soft_wrap=True)
+    if fmt in ("csv", "swf") and trace.cluster is not None:  # (Parquet and the folders keep it)
+        err_console.print(f"note: {output.name} keeps no cluster spec: simulate, ces and characterize of it will need "
+                          "--cluster FILE (a Parquet output keeps it)", soft_wrap=True)
     shared = (trace.jobs["gpu_milli"] < 1000).sum() if fmt == "swf" else 0  # (1000: a whole GPU)
     if shared:
         err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
