@@ -43,6 +43,26 @@ def test_records_map_onto_canonical_columns(tmp_path: Path) -> None:
     assert jobs["status"].cast(pl.String).to_list() == ["completed", "failed", "other"]
 
 
+@pytest.mark.parametrize("suffix", [".swf", ".swf.gz", ".SWF.zst"])
+def test_a_file_without_a_header_is_told_by_its_suffix_compressed_too(tmp_path: Path, suffix: str) -> None:
+    # nohdr.swf.gz was refused: 'cannot tell the trace format' (the suffix was compared as .gz)
+    import gzip
+
+    import pyarrow as pa
+
+    path = tmp_path / f"nohdr{suffix}"
+    if suffix.endswith(".gz"):
+        path.write_bytes(gzip.compress(GOOD.encode()))
+    elif suffix.endswith(".zst"):
+        with pa.CompressedOutputStream(str(path), "zstd") as out:
+            out.write(GOOD.encode())
+    else:
+        path.write_text(GOOD)
+    assert detect_format(path) == "swf"
+    jobs = read_trace(path).jobs
+    assert jobs["gpu_num"].to_list() == [4] and jobs["cluster"].to_list() == ["nohdr"]
+
+
 def test_free_text_queues_header_keeps_numbers(tmp_path: Path) -> None:
     trace = read_trace(_write(tmp_path, GOOD, header="; Queues: queue 1 is the batch queue\n"))
     assert trace.jobs["vc"].to_list() == ["1"] and trace.timezone == "UTC"

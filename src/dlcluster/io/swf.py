@@ -31,6 +31,7 @@ from dlcluster.io._common import (
     MAX_TIME,
     MIN_TIME,
     ROW,
+    SUFFIXES,
     TIME_RANGE,
     Check,
     apply_checks,
@@ -56,13 +57,15 @@ USED = ("job number", "submit time", "wait time", "run time", "allocated process
 STATUS_CODES = {"completed": 1, "failed": 0, "cancelled": 5}
 # written: the failed outcomes SWF has no code for are failed (they read back as failed)
 WRITE_CODES = {**STATUS_CODES, "timeout": 0, "node_fail": 0}
+SWF_NAMES = tuple(f".swf{s}" for s in SUFFIXES)  # the file names an SWF file detected by its name may have
 _QUEUE_ITEM = re.compile(r"(\d+)=(\S+)")
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
 
 
 def sniff(path: Path) -> bool:
-    """A ``.swf`` file, or a file whose first line is an SWF ``;`` comment."""
-    return path.is_file() and (path.suffix.lower() == ".swf" or first_line(path).lstrip().startswith(";"))
+    """A ``.swf`` file (plain or compressed: ``.swf.gz``, ``.swf.zst``), or a file whose first line is an SWF ``;``
+    comment."""
+    return path.is_file() and (path.name.lower().endswith(SWF_NAMES) or first_line(path).lstrip().startswith(";"))
 
 
 def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str]]:
