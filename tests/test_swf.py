@@ -134,6 +134,14 @@ def test_write_is_deterministic(tmp_path: Path) -> None:
     assert a == b and b"; Queues: 1=vc%20b 2=vcA\n" in a
 
 
+@pytest.mark.parametrize(("fmt", "article"), [("openb", "an"), ("sacct", "a")])
+def test_the_header_names_the_source_format(tmp_path: Path, fmt: str, article: str) -> None:
+    trace = _trace()
+    trace = Trace(trace.jobs, format=fmt, timezone=trace.timezone, source=trace.source)
+    text = write(trace, tmp_path / "t.swf").read_text()
+    assert f"; Note: written by dlcluster from {article} {fmt} trace; processors are GPUs\n" in text
+
+
 def test_write_refuses_start_before_submit(tmp_path: Path) -> None:
     trace = _trace()
     trace = trace.with_jobs(trace.jobs.with_columns(pl.col("start_time") - 1000))

@@ -212,7 +212,8 @@ def write(trace: Trace, target: str | Path) -> Path:
     header = [
         "; Version: 2.2",
         f"; Computer: {trace.name}",
-        f"; Note: written by dlcluster from a {trace.format} trace; processors are GPUs",
+        f"; Note: written by dlcluster from {'an' if trace.format.startswith(tuple('aeiou')) else 'a'} {trace.format} trace; "
+        "processors are GPUs",
         "; Note: user ids number the trace's users in order of first appearance (1 = first); -1 = no user",
         f"; UnixStartTime: {base}",
         f"; TimeZoneString: {trace.timezone}",
