@@ -194,3 +194,15 @@ def test_the_notice_says_what_the_zone_is_assumed_for(tmp_path: Path, times: str
     res = cli("info", str(csv), "--format", "csv", "--json")
     assert res.returncode == 0, res.stderr
     assert res.stderr.splitlines() == [f"note: {csv}: csv {what}; UTC assumed (pass --tz ZONE)"]
+
+
+def test_info_on_an_empty_trace_shows_no_span(tmp_path: Path) -> None:
+    # the table printed 'start None' and 'end None'
+    csv = tmp_path / "empty.csv"
+    csv.write_text("job_id,submit_time,gpu_num,duration\n")
+    res = cli("info", str(csv), "--format", "csv", "--tz", "UTC")
+    assert res.returncode == 0, res.stderr
+    rows = {line.strip("│ ").split()[0]: line.strip("│ ").split()[1:] for line in res.stdout.splitlines()
+            if line.startswith("│")}
+    assert rows["start"] == ["│", "–"] and rows["end"] == ["│", "–"] and "None" not in res.stdout
+    assert json.loads(cli("info", str(csv), "--format", "csv", "--tz", "UTC", "--json").stdout)["start"] is None

@@ -34,7 +34,9 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
     table.add_column("what", style="bold")
     table.add_column("value")
     for key, value in summary.items():
-        if key == "status_counts":
+        if value is None:  # (an empty trace has no span)
+            value = "–"
+        elif key == "status_counts":
             value = ", ".join(f"{k} {v:,}" for k, v in value.items())
         elif isinstance(value, int):
             value = f"{value:,}"
