@@ -109,6 +109,10 @@ def test_mapping_to_absent_column_and_unknown_key(tmp_path: Path) -> None:
         ("a,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': 'a' occurs more than once"),
         (" a ,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': ' a ' occurs more than once"),  # (trimmed)
         ("  ,2020-06-09 20:00:00,,,,1,q,u,done", "line 5, field 'id': value is empty"),
+        # a run time that is not the row's own end − start (the Helios reader refuses such a row too); a second
+        # either way is the rounding of sub-second parts (row a: 3600.7 s against 3,600 s)
+        ("d,2020-06-09 20:00:00,2020-06-09 20:00:10,2020-06-09 20:01:00,5000,1,q,u,done",
+         "line 5, field 'runtime_s': '5000' is not the row's end_time − start_time"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: str) -> None:

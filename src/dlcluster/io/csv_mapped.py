@@ -241,6 +241,12 @@ def read(
     checks.append(duplicate("_job_id", src.get("job_id")))
     if "start_time" in src and "end_time" in src:
         checks.append(ends_before("_end_time", "_start_time", src["end_time"]))
+        if "duration" in src:  # (the Helios reader refuses such a row too; sub-second parts, dropped apart, may
+            # make the two differ by a second)
+            checks.append(Check(src["duration"],
+                                (pl.col("_duration") - (pl.col("_end_time") - pl.col("_start_time"))).abs() > 1,
+                                "duration disagrees with the times",
+                                lambda v: f"{v!r} is not the row's end_time − start_time"))
     if "start_time" in src:
         checks.append(starts_before("_start_time", "_submit_time", src["start_time"]))
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
