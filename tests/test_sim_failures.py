@@ -151,6 +151,20 @@ def test_recorded_attempts_are_replayed_and_capped() -> None:
     assert r.summary["overall"]["mean_slowdown"] >= 1
 
 
+def test_a_recorded_attempt_without_a_start_time_is_skipped() -> None:
+    # Philly's raw log writes a missing time "None" (the reader keeps the attempt with a null start): it has no run
+    # time to replay, so it is skipped like one without an end (this crashed with a TypeError under --retries)
+    t = jobs(("a", "v", 1, 0, 4000)).with_columns(pl.Series("status", ["failed"]))
+    attempts = pl.DataFrame({"job_id": ["a", "a", "a"], "attempt": [0, 1, 2], "start_time": [0, None, 2000],
+                             "end_time": [1000, 3000, 4000], "gpus": [1, 1, 1]})
+    plan, recorded = attempt_plan(t, attempts, FailureModel(retries=3, no_retry_within=60))
+    assert recorded == {"a": [1000, 2000]}
+    assert plan.select("first", "tries", "outcome", "failed_late", "work_total").rows() == [
+        (1000, 2, "failed", 3000, 3000)]
+    r = _rows(simulate(t, spec(v=(1,)), "fifo", failures=FailureModel(retries=1), attempts=attempts))
+    assert r["a"] == (0, 3000, 0, "failed", 2)
+
+
 def test_a_retry_past_its_locality_wait_never_turns_the_clock_back() -> None:
     # EASY + relax:10 + a retry: j1's retry asked for its locality wake-up at second 37, at second 173; the clock went
     # back, j1 started a second time while its first attempt ran, and a 4-GPU node held 8 GPUs

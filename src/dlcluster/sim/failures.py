@@ -70,7 +70,8 @@ def attempt_plan(jobs: pl.DataFrame, attempts: pl.DataFrame | None, model: Failu
     work in attempts that fail, within ``early_seconds`` or later) and ``work_total``; and the work of every attempt
     of the jobs whose attempts differ (those ``attempts`` records), by job id.
 
-    A recorded job runs its recorded attempts (every one but the last failed); another runs once, or ``retries + 1``
+    A recorded job runs its recorded attempts (every one but the last failed; one without a start or an end time is
+    skipped: it has no run time); another runs once, or ``retries + 1``
     times if it failed, each time for its duration. At most ``retries + 1`` attempts, and none after one that
     failed within ``no_retry_within``."""
     cap, within, early = model.retries + 1, model.no_retry_within, model.early_seconds
@@ -84,7 +85,9 @@ def attempt_plan(jobs: pl.DataFrame, attempts: pl.DataFrame | None, model: Failu
         (d * tries).alias("work_total"))
     if attempts is None or attempts.height == 0:
         return plan, {}
-    ran = attempts.filter(pl.col("end_time").is_not_null() & pl.col("job_id").is_in(jobs["job_id"].implode()))
+    # an attempt the log records without a start or an end time (Philly's "None") has no run time: it is skipped
+    ran = attempts.filter(pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
+                          & pl.col("job_id").is_in(jobs["job_id"].implode()))
     recorded: dict[str, list[int]] = {}
     fixes = []
     status = dict(zip(jobs["job_id"].to_list(), jobs["status"].cast(pl.String).to_list(), strict=True))
