@@ -517,6 +517,23 @@ def test_energy_in_a_run_matches_its_node_states(tmp_path: Path) -> None:
     assert e["saved_pct"] > 0
 
 
+def test_energy_and_the_timeline_cover_the_run_s_window_with_a_validation_pool() -> None:
+    from dlcluster.sim.failures import FailureModel
+
+    # j: submitted at 0, validated 0..60, on the cluster 60..1060; the node is on (and idle) during validation
+    t = jobs(("j", "v", 2, 0, 1000)).with_columns(pl.Series("status", ["completed"]))
+    pool = FailureModel(validation_seconds=60, validation_gpus=1)
+    result = simulate(t, spec(v=(8,)), "fifo", failures=pool, power=PowerModel(node_watts=500, gpu_idle_watts=50))
+    e = result.summary["energy"]
+    assert result.summary["overall"]["makespan"] == e["window_seconds"] == 1060
+    assert e["energy_kwh"] == pytest.approx((900 * 1060 + 2 * 250 * 1000) / 3.6e6)  # 0.4039
+    assert result.timeline["time"].to_list() == list(range(0, 1061, 60))
+    # every job caught on the pool (it fails after 30 s): the run's 30 s, not 0 kWh
+    t = t.with_columns(pl.Series("status", ["failed"]), pl.lit(30).alias("duration"))
+    e = simulate(t, spec(v=(8,)), "fifo", failures=pool, power=PowerModel()).summary["energy"]
+    assert e["window_seconds"] == 30 and e["energy_kwh"] == pytest.approx(900 * 30 / 3.6e6)
+
+
 def test_powered_utilization_counts_a_vc_after_its_last_job() -> None:
     # VC a's one job ends at 600, VC b's at 3000: a's timeline stops at 600, but its node stays on until 3000
     t = jobs(("A", "a", 8, 0, 600), ("B", "b", 8, 0, 3000))

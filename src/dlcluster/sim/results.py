@@ -417,14 +417,17 @@ def build_results(
         schema = dict([*items[:at], ("mean_speed", pl.Float64), *items[at:]])
     ran = _with_jct(ran).with_columns(
         pl.col("outcome").alias("status") if replayed else pl.lit("completed").alias("status"))
-    t0 = _int(ran["submit"].min()) if ran.height else 0
-    # the jobs as their users see them (stats, table); ``ran`` stays the main cluster's (timeline, energy)
+    # the jobs as their users see them (stats, table, the run's window); ``ran`` stays the main cluster's (timeline)
     if caught is None:
         shown = ran
     else:  # in the order of a run without validation: VC by VC, each by (first) submission
         vc_order = {name: i for i, name in enumerate(prep.spec.vcs)}
         shown = _as_users_see_it(ran, caught).sort(
             pl.col("group").replace_strict(vc_order, return_dtype=pl.Int64), "submit", "row")
+    # the run's window, from the first submit (before validation) to the last end (on the pool too): the nodes are
+    # powered while jobs wait for or run on the validation pool
+    t0 = _int(shown["submit"].min()) if shown.height else 0
+    last = _int(shown["end"].max()) if shown.height else t0
     busy = {r.name: float(np.dot(r.seg["end"] - r.seg["start"], r.seg["gpus"])) for r in runs}
     cpus = prep.spec.cpus
     busy_cpus = {r.name: float(np.dot(r.seg["n_end"] - r.seg["n_start"], np.asarray(r.node_cpus)))
@@ -478,18 +481,16 @@ def build_results(
     placements = _concat([_placements(r) for r in runs], PLACEMENTS_SCHEMA if cpus is None else CPU_PLACEMENTS_SCHEMA)
     if power is not None:
         summary["energy"] = _energy(power, prep, spans, ran, per_vc, placements, sum(busy.values()),
-                                    states, t0, step)
+                                    states, t0, last, step)
     return table, timeline, placements, summary, log
 
 
 def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.DataFrame, per_vc: list[pl.DataFrame],
-            placements: pl.DataFrame, busy_gpu_seconds: float, states: NodeStates | None, t0: int,
+            placements: pl.DataFrame, busy_gpu_seconds: float, states: NodeStates | None, t0: int, last: int,
             step: int) -> dict[str, Any]:
-    """The summary's ``energy`` object: energy by state, and what waiting for booting nodes cost the jobs
-    (``per_vc``: each run's timeline, sampled every ``step`` s from ``t0``)."""
-    start = _int(ran["submit"].min()) if ran.height else 0
-    end = _int(ran["end"].max()) if ran.height else 0
-    out = energy(power, prep.spec, spans, busy_gpu_seconds, start, end)
+    """The summary's ``energy`` object over the run's window [``t0``, ``last``): energy by state, and what waiting
+    for booting nodes cost the jobs (``per_vc``: each run's timeline, sampled every ``step`` s from ``t0``)."""
+    out = energy(power, prep.spec, spans, busy_gpu_seconds, t0, last)
     out["utilization_powered"] = _powered_utilization(prep.spec, per_vc, states, t0, step)
     # a job waited for a boot if it started on a node in the very second that node came on
     ons = spans.filter((pl.col("state") == "on") & (pl.col("time") != NEVER)).select(
