@@ -341,6 +341,18 @@ def test_cli_speed_model_errors_are_one_line(tmp_path: Path, args: list[str], me
     assert res.returncode == 2 and res.stderr.strip() == message
 
 
+def test_a_later_policy_s_quantum_too_short_for_the_speed_model_is_refused_before_the_first_run(
+        tmp_path: Path) -> None:
+    trace, out = _trace(tmp_path), tmp_path / "o"
+    assert cli("simulate", str(trace), "-p", "fifo,las:600", "--speed-model", "philly", "-o", str(out)).returncode == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    res = cli("simulate", str(trace), "-p", "fifo,las:100", "--speed-model", "philly", "-o", str(out))
+    assert res.returncode == 2 and res.stderr.startswith("error: policy 'las:100' with this speed model")
+    assert len(res.stderr.strip().splitlines()) == 1
+    # nothing written, nothing deleted: the earlier run's folders are as they were
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 def test_api_refuses_a_speed_model_in_compatibility_mode() -> None:
     with pytest.raises(ConfigError, match="runs every job at full speed: it takes no speed model"):
         simulate(jobs(("A", "v", 1, 0, 1)), spec(v=(8,)), "fifo", compat="helios-artifact", speed=PlacementSpeed())

@@ -175,6 +175,10 @@ def settings(options: dict[str, Any]) -> Settings:
             if refused:
                 raise ConfigError(f"{given}: compatibility mode (--compat {compat}) {why}")
     speed = make_speed_model(o["speed_model"])  # a file is read and checked before any run
+    slowest = getattr(speed, "slowest", None)  # every policy against it too (LAS's quantum), before the first run
+    if callable(slowest):
+        for cls in classes.values():
+            cls.check_speed(slowest())
     failure_model = _failure_model(o["failures"], o["retries"], o["no_retry_within"], o["validation_minutes"],
                                    o["validation_gpus"], o["keep_progress"])
     make_power = _power_manager(o["power"], o["ces_rule"], o["ces_preset"], o["buffer"], o["risk"],
