@@ -635,7 +635,10 @@ def test_read_power_model(tmp_path: Path) -> None:
     for text, message in (("off_watts = -1\n", "off_watts must be a finite number >= 0, got -1"),
                           ("node_watts = inf\n", "node_watts must be a finite number >= 0, got inf"),
                           ("node_watts = true\n", "node_watts must be a finite number >= 0, got True"),
-                          ("boot_seconds = 1.5\n", "boot_seconds must be a whole number of seconds, got 1.5")):
+                          ("boot_seconds = 1.5\n", "boot_seconds must be a whole number of seconds, got 1.5"),
+                          # (finite but huge: summary.json held Infinity and NaN)
+                          ("node_watts = 1e308\n", "node_watts must be at most 1,000,000 W, got 1e+308"),
+                          ("off_watts = 1000001\n", "off_watts must be at most 1,000,000 W, got 1000001")):
         f.write_text(text)
         with pytest.raises(InputError) as info:
             read_power_model(f)

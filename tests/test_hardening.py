@@ -803,6 +803,7 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| {sim_engine.MAX_TICKS:,} | `sim.engine.MAX_TICKS` |" in text
     assert f"| {sim_power.MAX_BOOT_SECONDS:,} s (one day) | `sim.power.MAX_BOOT_SECONDS` |" in text
     assert sim_power.MAX_BOOT_SECONDS == 86_400
+    assert f"| {sim_power.MAX_WATTS:,} W | `sim.power.MAX_WATTS` |" in text
     assert f"| {ces_rules.MIN_RISK:g} to {1 - ces_rules.MIN_RISK:g} | `services.ces.rules.MIN_RISK` |" in text
     assert f"| {sim_speed.MIN_FACTOR:g} to 1 | `sim.speed.MIN_FACTOR` |" in text
     assert f"| {sim_speed.MAX_SERVERS:,} | `sim.speed.MAX_SERVERS` |" in text

@@ -25,6 +25,7 @@ JOULES_PER_KWH = 3.6e6
 
 
 MAX_BOOT_SECONDS = 86_400
+MAX_WATTS = 1_000_000  # a megawatt per node or GPU and state: far above any server, and energy stays finite
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,10 @@ class PowerModel:
             value = getattr(self, f.name)
             if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < math.inf):
                 raise ConfigError(f"power model: {f.name} must be a finite number >= 0, got {value!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_watts") and value > MAX_WATTS:  # (a finite but huge value overflows the energy)
+                raise ConfigError(f"power model: {f.name} must be at most {MAX_WATTS:,} W, got {value!r}")
         if not isinstance(self.boot_seconds, int):  # (the clock counts whole seconds)
             raise ConfigError(f"power model: boot_seconds must be a whole number of seconds, got {self.boot_seconds!r}")
         if self.gpu_busy_watts < self.gpu_idle_watts:
