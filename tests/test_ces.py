@@ -615,6 +615,9 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              (("--power", "ces", "--compat", "helios-artifact"), "compatibility mode (--compat helios-artifact) keeps"),
              (("--power", "ces", "--ces-rule", "quantile", "--risk", "2"), "--risk must be from 1e-06 to 0.999999"),
              (("--power", "ces", "--ces-rule", "quantile", "--buffer", "3"), "--buffer is an option of the helios rule"),
+             # the option is named, not a power-model key the command line never gave
+             (("--power", "ces", "--boot-seconds", "86401"), "error: --boot-seconds must be at most 86,400 (one day), "
+              "got 86,401"),
              # refused up front, even by a run too short for the controller ever to retrain
              (("--power", "ces", "--holidays", "XX"), "no public-holiday calendar for country 'XX'"))
     for args, message in cases:

@@ -482,10 +482,12 @@ def _power_manager(power: str, rule: str, preset: str | None, buffer: int | None
     from dlcluster.predict.forecast import Calendar, parse_events
     from dlcluster.services.ces.closed_loop import PowerManager
     from dlcluster.services.ces.rules import make_controller
-    from dlcluster.sim.power import PowerModel, read_power_model
+    from dlcluster.sim.power import MAX_BOOT_SECONDS, PowerModel, read_power_model
 
     if preset is not None and preset not in PRESET_NAMES:
         raise ConfigError(f"--ces-preset {preset!r}: choose one of {', '.join(PRESET_NAMES)}")
+    if boot_seconds is not None and boot_seconds > MAX_BOOT_SECONDS:  # (the option's, not a power-model file's)
+        raise ConfigError(f"--boot-seconds must be at most {MAX_BOOT_SECONDS:,} (one day), got {boot_seconds:,}")
     if power_model is not None:
         model = read_power_model(power_model, boot_seconds)
     else:
