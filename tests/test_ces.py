@@ -300,6 +300,7 @@ def test_a_forecast_is_the_same_whichever_steps_were_forecast_before(asked: list
 def test_holidays_come_from_the_country_calendar() -> None:
     us = Calendar("US")
     assert us.holiday(17532) == 1.0  # 2018-01-01
+    assert Calendar("us") == us  # ISO codes in any case (the holidays library knows only upper case)
     assert us.holiday(17533) == 0.0
     deadline = Calendar(events=(np.datetime64("2020-09-10").astype(object),))
     day = (np.datetime64("2020-09-05") - np.datetime64("1970-01-01")).astype(int)
@@ -350,7 +351,7 @@ def test_bad_controller_settings_are_config_errors() -> None:
     for risk in (1e-8, 1 - 1e-8):  # (LightGBM stopped with "Check failed: alpha_ > 0 && alpha_ < 1")
         with pytest.raises(ConfigError, match=r"^--risk must be from 1e-06 to 0\.999999 \(a probability of shortage\)"):
             QuantileRule(risk=risk)
-    with pytest.raises(ConfigError, match="unknown controller"):
+    with pytest.raises(ConfigError, match=r"^--ces-rule 'magic': choose helios or quantile$"):
         make_controller("magic")
     with pytest.raises(ConfigError, match="--buffer"):
         make_controller("helios", "venus", buffer=-1)
@@ -618,6 +619,9 @@ def test_bad_power_options_are_one_line_errors(tmp_path: Path) -> None:
              # the option is named, not a power-model key the command line never gave
              (("--power", "ces", "--boot-seconds", "86401"), "error: --boot-seconds must be at most 86,400 (one day), "
               "got 86,401"),
+             # the option named, its exact names only (as --power and --ces-preset)
+             (("--power", "ces", "--ces-rule", "Quantile"), "error: --ces-rule 'Quantile': choose helios or quantile"),
+             (("--power", "ces", "--ces-rule", "magic", "--risk", "0.1"), "error: --ces-rule 'magic': choose helios"),
              # refused up front, even by a run too short for the controller ever to retrain
              (("--power", "ces", "--holidays", "XX"), "no public-holiday calendar for country 'XX'"))
     for args, message in cases:
@@ -730,7 +734,7 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
                           # (days × steps a day overflowed: internal error)
                           (("--test-days", "1e308"), "training needs at least 2 days before the 1e+308 test days"),
-                          (("--rule", "fuzzy"), "unknown controller"),
+                          (("--rule", "fuzzy"), "error: --rule 'fuzzy': choose helios or quantile"),
                           (("--compat", "helios-artifact", "--rule", "quantile"), "drop --rule"),
                           # options that would be ignored are refused
                           (("--compat", "helios-artifact", "--test-days", "3"), "drop --rule, --buffer, --step, "

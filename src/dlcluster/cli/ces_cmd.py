@@ -131,7 +131,8 @@ def ces(
         raise ConfigError(f"--step {step}: must divide a day (86,400 s) evenly, e.g. 300, 600, 900 or 3600")
     output_folder(output)
     # (checks the values before any work; the quantile rule takes no preset)
-    controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset")
+    controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset",
+                                 rule_flag="--rule")
     preset = (preset or "philly") if rule == "helios" else None
     calendar = Calendar(holidays, parse_events(events))
     if not source.exists():
@@ -222,7 +223,7 @@ def ces(
             raise InputError(exc.detail, path=source, field=exc.field) from None
         steps, horizons, stats, days = ol.steps, ol.horizons, ol.stats, ol.days
         label = f"forecast {controller.targets[0].label} steps"
-        summary.update(rule=rule, step=step, holidays=holidays, events=[str(e) for e in calendar.events],
+        summary.update(rule=rule, step=step, holidays=calendar.country, events=[str(e) for e in calendar.events],
                        horizons=horizons.to_dicts())
     summary = {**summary, "days": days, **stats}
     notes = []

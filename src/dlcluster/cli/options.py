@@ -37,7 +37,8 @@ TRACE_READING = (
 CES_TUNING = (
     click.option("--buffer", type=int, help="helios rule: idle nodes kept above demand (default: the preset's)."),
     click.option("--risk", type=float, help="quantile rule: accepted probability of a shortage (default 0.01)."),
-    click.option("--holidays", help="Country (ISO code, e.g. US, CN) whose public holidays the demand forecast knows."),
+    click.option("--holidays", help="Country (ISO code, e.g. US, CN; any case) whose public holidays the demand "
+                 "forecast knows."),
     click.option("--events", help="Dates YYYY-MM-DD, comma-separated (e.g. conference deadlines): the demand forecast "
                  "knows the 10 days before each."),
 )

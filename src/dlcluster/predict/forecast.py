@@ -81,8 +81,10 @@ class Calendar:
     event_days: int = 10
 
     def __post_init__(self) -> None:
-        if self.country is not None:  # an unknown country is refused now, not at the first retrain of a long run
-            _holidays(self.country, 2000, 2000)
+        if self.country is not None:
+            # ISO codes, in any case: the holidays library knows them in upper case only (us -> US)
+            object.__setattr__(self, "country", self.country.upper())
+            _holidays(self.country, 2000, 2000)  # an unknown country is refused now, not at the first retrain
 
     def holiday(self, day: int) -> float:
         """1.0 if epoch day ``day`` is a public holiday, else 0.0."""

@@ -140,10 +140,12 @@ class QuantileRule:
 
 
 def make_controller(name: str, preset: str | None = None, *, buffer: int | None = None, risk: float | None = None,
-                    preset_flag: str = "--ces-preset") -> Controller:
+                    preset_flag: str = "--ces-preset", rule_flag: str = "--ces-rule") -> Controller:
     """``helios`` (the study's rule with ``preset``'s hyperparameters, default philly, ``buffer`` overriding its
     buffer) or ``quantile`` (dlcluster's rule, shortage risk ``risk``). An option of the other rule is refused, not
-    ignored (``preset_flag``: the command's name for ``preset``)."""
+    ignored (``preset_flag``, ``rule_flag``: the command's names for ``preset`` and ``name``)."""
+    if name not in ("helios", "quantile"):  # (exact names, as every choice of the command line)
+        raise ConfigError(f"{rule_flag} {name!r}: choose helios or quantile")
     if name == "helios" and risk is not None:
         raise ConfigError("--risk is an option of the quantile rule; the helios rule keeps --buffer idle nodes")
     if name == "quantile" and buffer is not None:
@@ -160,6 +162,4 @@ def make_controller(name: str, preset: str | None = None, *, buffer: int | None 
                 raise ConfigError(f"--buffer must be at least 0, got {buffer}")
             params = RuleParams(**{**asdict(params), "buffer": buffer})
         return HeliosRule(params)
-    if name == "quantile":
-        return QuantileRule() if risk is None else QuantileRule(risk=risk)
-    raise ConfigError(f"unknown controller {name!r}; choose helios or quantile")
+    return QuantileRule() if risk is None else QuantileRule(risk=risk)
