@@ -64,6 +64,18 @@ def test_rates_by_servers_spanned_and_colocation() -> None:
     assert m.rate(j, 2, [(0, 4), (1, 4), (2, 4), (3, 4)], (4, 4, 4, 4), 0) == 1.0  # 4-GPU nodes: 4 is the fewest
 
 
+def test_factors_multiply_a_job_at_most_10_000_times_slower_as_the_docs_say() -> None:
+    from dlcluster.sim.jobs import Jobs
+    from dlcluster.sim.speed import MIN_FACTOR
+
+    m = PlacementSpeed({2: MIN_FACTOR}, colocated=MIN_FACTOR, colocated_spread=MIN_FACTOR)
+    j = Jobs(gpu=[2], submit=[0], duration=[1])
+    # spread over two servers and colocated: 0.01 × 0.01 (docs/simulator.md said "at most 100 times slower")
+    assert m.rate(j, 0, [(0, 1), (1, 1)], (8, 8), 1) == pytest.approx(1e-4) == m.slowest()
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs/simulator.md").read_text().split())
+    assert "at least 0.0001 of full speed: at most 10,000 times slower" in text and "a job at most 100" not in text
+
+
 def test_a_16_gpu_job_spread_over_4_servers_ends_later_by_exactly_the_configured_factor(tmp_path: Path) -> None:
     model = read_speed_model(model_file(tmp_path, "spread = {2 = 0.8, 4 = 0.5}\n"))  # 4 vs 2 servers: 0.625
     # on two 8-GPU servers: its fewest, full speed

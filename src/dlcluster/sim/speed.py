@@ -87,7 +87,9 @@ class PlacementSpeed:
                 "colocated": self.colocated, "colocated_spread": self.colocated_spread}
 
 
-MIN_FACTOR = 0.01  # a job at most 100 times slower (1e-15 put jobs' ends beyond the simulator's clock)
+# each factor at most 100 times slower, a job at most 10,000 (spread × colocated_spread; 1e-15 put jobs' ends beyond
+# the simulator's clock)
+MIN_FACTOR = 0.01
 MAX_SERVERS = 10_000  # the largest server count a spread curve may name (the curve is a list up to it)
 
 
