@@ -165,6 +165,19 @@ def test_a_recorded_attempt_without_a_start_time_is_skipped() -> None:
     assert r["a"] == (0, 3000, 0, "failed", 2)
 
 
+def test_every_attempt_runs_on_the_job_s_gpus_not_its_recorded_count() -> None:
+    # as docs/guidelines.md says: the raw log's per-attempt GPU counts (16, then 4) are not used; a retry holds the
+    # job's gpu_num (the first attempt's) and failed_gpu_hours counts it
+    t = jobs(("a", "v", 16, 0, 2000)).with_columns(pl.Series("status", ["failed"]))
+    attempts = pl.DataFrame({"job_id": ["a", "a"], "attempt": [0, 1], "start_time": [0, 1000],
+                             "end_time": [1000, 2000], "gpus": [16, 4]})
+    r = simulate(t, spec(v=(8, 8)), "fifo", failures=FailureModel(retries=1), attempts=attempts)
+    assert r.placements.group_by("start").agg(pl.col("gpus").sum()).sort("start").rows() == [(0, 16), (1000, 16)]
+    assert r.summary["failures"]["failed_gpu_hours"] == pytest.approx(2 * 16 * 1000 / 3600)
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs/guidelines.md").read_text().split())
+    assert "Every attempt, a retry too, runs on the job's GPUs" in text and "the simulator does not use it" in text
+
+
 def test_a_retry_past_its_locality_wait_never_turns_the_clock_back() -> None:
     # EASY + relax:10 + a retry: j1's retry asked for its locality wake-up at second 37, at second 173; the clock went
     # back, j1 started a second time while its first attempt ran, and a 4-GPU node held 8 GPUs
