@@ -593,7 +593,21 @@ def test_a_periodic_controller_over_an_absurd_span_is_refused_up_front(tmp_path:
     line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--load", "1e-9",
                    "--power", "ces", "-o", str(tmp_path / "out"))
     assert line.startswith(f"error: a periodic controller (such as --power ces) would step more than "
-                           f"{sim_engine.MAX_TICKS:,} times over the 99,999,999,999,99")
+                           f"{sim_engine.MAX_TICKS:,} times over the 100,000,000,000,00")  # (b's end: its run too)
+
+
+def test_a_periodic_controller_over_a_century_long_job_is_refused_up_front(tmp_path: Path) -> None:
+    # the arrivals span 0 s, but the controller would tick every 600 s while the job runs: 5.26 million steps
+    # (this ran for minutes and gigabytes before stopping)
+    jobs = _write(tmp_path / "jobs.csv", CSV + f"a,0,1,{_common.MAX_SECONDS}\n")
+    start = time.perf_counter()
+    line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--power", "ces",
+                   "-o", str(tmp_path / "out"))
+    assert time.perf_counter() - start < 60
+    assert line == (f"error: a periodic controller (such as --power ces) would step more than {sim_engine.MAX_TICKS:,} "
+                    "times over the 3,155,760,000 s from the first arrival to the earliest the last job can end; "
+                    "shorten the trace or its longest jobs, or raise --load")
+    assert not (tmp_path / "out").exists()
 
 
 # --- every exception path mapped ---------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from dlcluster.errors import ConfigError
 NodeChange = tuple[int, int, str]  # (group, node, new state)
 NONE: list[Any] = []  # shared empty list for seconds without such events (never appended to)
 NEVER = 2**63  # an integer "never": the clock stays an int
-MAX_TICKS = 5_000_000  # periodic ticks a run may need at least (its arrivals' span over the shortest period)
+# periodic ticks a run may need at least: the span from its first arrival to the earliest its last job can end,
+# over the shortest period (ticks go on while any job runs, not only while jobs arrive)
+MAX_TICKS = 5_000_000
 
 
 class Handler(Protocol):
@@ -144,17 +146,20 @@ class Engine:
             woken.append(key[1])
         return woken
 
-    def run(self, times: Sequence[int], handler: Handler) -> None:
+    def run(self, times: Sequence[int], handler: Handler, until: int | None = None) -> None:
         """Feed arrivals (``times`` non-decreasing: the ``i``-th arrives at ``times[i]``) until nothing is left.
+        ``until``: a second no run can end before (its jobs' earliest ends), which bounds the ticks too.
 
         Most seconds have only arrivals and ends, even in a run with a controller that ticks every few minutes:
         until the soonest wake-up, node change or tick (``_soon``, kept by the methods that schedule them), the
         loop takes a lean path for them, with a shortcut for a second of one event when the handler allows it.
         """
-        if self._ticks and len(times) and (int(times[-1]) - int(times[0])) // min(self._periods) > MAX_TICKS:
-            raise ConfigError(f"a periodic controller (such as --power ces) would step more than {MAX_TICKS:,} times "
-                              f"over the {int(times[-1]) - int(times[0]):,} s of arrivals; shorten the trace or "
-                              "raise --load")
+        if self._ticks and len(times):
+            span = max(int(times[-1]), until if until is not None else -NEVER) - int(times[0])
+            if span // min(self._periods) > MAX_TICKS:
+                raise ConfigError(f"a periodic controller (such as --power ces) would step more than {MAX_TICKS:,} "
+                                  f"times over the {span:,} s from the first arrival to the earliest the last job "
+                                  "can end; shorten the trace or its longest jobs, or raise --load")
         ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -227,7 +228,9 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     t_all = time.perf_counter()
     sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress,
                      df["outcome"].to_list() if replayed and observers else None)  # (only observers hear outcomes)
-    engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim)
+    # no job ends before its submission plus its work (a job runs at most at full speed): ticks last at least that long
+    until = max(map(operator.add, sim_jobs.submit, sim_jobs.duration), default=None) if sim.tickers else None
+    engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim, until)
     wall = time.perf_counter() - t_all
     if sim.left:
         raise SimulationError(f"{sim.left} job(s) never finished: the nodes they need never became usable")
