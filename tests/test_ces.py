@@ -268,7 +268,7 @@ def test_feature_rows_computed_one_by_one_equal_those_computed_in_blocks_bit_for
     targets = (horizon(6), Target(0, 30), Target(1, 7, "max"))
     f = DemandForecaster(STEP, 0, targets)
     f.extend(y)
-    one_by_one = [[f._shared(i) + f._specific(i, k) for k in range(len(targets))] for i in range(len(y))]
+    one_by_one = [[f._shared(i) + f._specific(i, t) for t in targets] for i in range(len(y))]
     f._fill(len(y))  # one block past the first origins
     for i, rows in enumerate(one_by_one):
         for k, row in enumerate(rows):

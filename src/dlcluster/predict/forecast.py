@@ -33,7 +33,6 @@ MIN_TRAIN_DAYS = 2  # the least history a demand model is trained on
 _BLOCK = 32  # new origins from which their rows are computed as one vectorised block
 _FULL_FROM = 6  # the first origin whose last-6 window is whole (earlier ones are computed one by one)
 _EPOCH = datetime.date(1970, 1, 1)
-_NEVER = -(1 << 62)  # a window end offset no origin reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +173,6 @@ class DemandForecaster:
         if self.quantile is not None and not 0 < self.quantile < 1:
             raise ConfigError(f"the forecast quantile must be between 0 and 1, got {self.quantile}")
         self._rows = [np.empty((1024, len(FEATURES))) for _ in self.targets]
-        # per target, its window a day and a week before the origin as offsets from it (and whether it is a mean;
-        # a window that ends after the origin is never known: its end offset puts it before every series); and the
-        # offset of its middle
-        per_day = DAY // self.step
-        self._lags = [[(t.start - lag, t.stop - 1 - lag, t.stat == "mean") if t.stop - 1 <= lag else (0, _NEVER, True)
-                       for lag in (per_day, 7 * per_day)] for t in self.targets]
-        self._mid = [(t.start + t.stop - 1) * self.step // 2 for t in self.targets]
 
     def extend(self, values: Iterable[float]) -> None:
         """Append demand values (their origins' feature rows are computed when first needed)."""
@@ -201,8 +193,8 @@ class DemandForecaster:
         one_by_one = range(lo, upto) if upto - lo < _BLOCK else range(lo, max(lo, min(upto, _FULL_FROM)))
         for i in one_by_one:
             shared = self._shared(i)
-            for k in range(len(self.targets)):
-                self._rows[k][i] = shared + self._specific(i, k)
+            for k, target in enumerate(self.targets):
+                self._rows[k][i] = shared + self._specific(i, target)
         if one_by_one.stop < upto:
             self._fill_block(one_by_one.stop, upto)
         self._filled = upto
@@ -315,27 +307,23 @@ class DemandForecaster:
                 mean6 - now, max(last6) - now, math.sqrt(spread / len(last6)),
                 mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]
 
-    def _specific(self, i: int, k: int) -> list[float]:
-        """The features of origin ``i`` that depend on target ``k``: its window a day and a week before, and the
-        calendar of its middle."""
-        y, now = self.y, self.y[i]
+    def _specific(self, i: int, target: Target) -> list[float]:
+        y, step, now = self.y, self.step, self.y[i]
+        per_day = DAY // step
         seen = []
-        # (a window ending after its origin is never known: per target and lag, fixed; see __post_init__)
-        for lo, hi, mean in self._lags[k]:
-            lo, hi = i + lo, i + hi
-            if hi < 0:
+        for lag in (per_day, 7 * per_day):
+            lo, hi = i + target.start - lag, i + target.stop - 1 - lag
+            if not 0 <= hi <= i:
                 seen.append(math.nan)
-            elif mean:
-                lo = max(0, lo)
-                seen.append((self._cum[hi + 1] - self._cum[lo]) / (hi + 1 - lo) - now)
+            elif target.stat == "mean":
+                seen.append(self._mean(lo, hi) - now)
             else:
                 seen.append(max(y[max(0, lo): hi + 1]) - now)
-        origin_s = self.t0 + i * self.step
-        mid = origin_s + self._mid[k]
+        origin_s = self.t0 + i * step
+        mid = origin_s + (target.start + target.stop - 1) * step // 2
         day = mid // DAY
-        flags = self._flags.get(day) or self._day_flags(day)
-        # (1970-01-01 was a Thursday: Monday is 0)
-        return [*seen, (mid % DAY) / 3600, float((day + 3) % 7), *flags, (origin_s % DAY) / 3600]
+        return [*seen, (mid % DAY) / 3600, float((day + 3) % 7),  # 1970-01-01 was a Thursday: Monday is 0
+                *self._day_flags(day), (origin_s % DAY) / 3600]
 
     def _day_flags(self, day: int) -> tuple[float, float]:
         """(holiday, event) of epoch day ``day``, cached."""
@@ -385,8 +373,8 @@ class DemandForecaster:
             # this row alone, not stored: the next fit computes every row it lacks in one block, which costs about
             # as much as a few dozen rows one by one (storing rows here would pay that every few dozen steps)
             shared = self._shared(i)
-            for k, buffer in enumerate(self._buffers):
-                buffer[0] = shared + self._specific(i, k)
+            for k, target in enumerate(self.targets):
+                self._buffers[k][0] = shared + self._specific(i, target)
         else:
             for k in range(len(self.targets)):
                 self._buffers[k][0] = self._rows[k][i]
