@@ -122,14 +122,14 @@ def test_generated_trace_is_labelled_demand(tmp_path: Path) -> None:
     rows = _waiting()
     page = _page(_trace(rows, ClusterSpec({"a": (8,)}), fmt="synth"), tmp_path)
     assert "jobs-queue-by-size" in _figures(page)  # its queueing varies, so it is drawn
-    assert any("GPUs demanded" in c for c in _checks(page, "cluster-weekly"))
+    assert any("GPUs demanded" in c for c in _checks(page, "cluster-daily"))
     # the philly preset draws no queueing at all (docs/characterization.md names it), the Venus one does
     from dlcluster.synth import generate, load_preset
 
     assert (generate(load_preset("philly"), days=1, seed=1).jobs["queue_delay"].drop_nulls() == 0).all()
     assert (generate(load_preset("helios-venus"), days=1, seed=1).jobs["queue_delay"].drop_nulls() > 0).any()
     # its jobs waited (a drawn delay): the line says why the GPUs are demanded, not that none waited
-    line = next(c for c in _checks(page, "cluster-weekly") if "GPUs demanded" in c)
+    line = next(c for c in _checks(page, "cluster-daily") if "GPUs demanded" in c)
     assert "start after a drawn queueing delay" in line and "started when it was submitted" not in line
 
 
@@ -243,6 +243,18 @@ def test_single_month_gets_no_monthly_trends(tmp_path: Path) -> None:
     page = _page(_trace(_waiting(), ClusterSpec({"a": (8,)})), tmp_path)
     assert _absent(page)["cluster-monthly"] == ("hand.csv: the trace covers a single calendar month; trends need at "
                                                 "least two.")
+
+
+def test_a_trace_shorter_than_a_week_gets_no_day_of_week_pattern(tmp_path: Path) -> None:
+    # 30 hours from a Thursday: a line from Thu to Fri would say nothing of the other five weekdays
+    page = _page(_trace(_waiting(), ClusterSpec({"a": (8,)})), tmp_path)
+    assert _absent(page)["cluster-weekly"] == ("hand.csv: the trace covers 2 of the 7 weekdays (Thu, Fri), less than a "
+                                               "week; a day-of-week pattern needs every weekday.")
+    assert "cluster-daily" in _figures(page)
+    assert not (tmp_path / "out" / "tables" / "cluster-weekly.csv").exists()
+    week = [("a", 1, i * 6 * HOUR, i * 6 * HOUR + 60, i * 6 * HOUR + 60 + HOUR, "completed", f"u{i % 4}")
+            for i in range(30)]  # 7.5 days: every weekday
+    assert "cluster-weekly" in _figures(_page(_trace(week, ClusterSpec({"a": (8,)})), tmp_path / "week"))
 
 
 def _sim_run(folder: Path, placement: str) -> Path:

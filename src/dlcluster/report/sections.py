@@ -145,6 +145,7 @@ def cluster_section(inputs: list[Input]) -> Section:
                               xticks=HOURS), findings=found))
     t, n = per_trace(inputs, ("jobs", "dates"),
                      lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity))
+    t, n = _whole_weeks(t, n)
     s.items.append(figure_item(
         "cluster-weekly", "Day-of-week pattern",
         f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
@@ -186,6 +187,18 @@ def cluster_section(inputs: list[Input]) -> Section:
                                     xlim=(-0.02, 0.92)),
         findings=_findings(inputs, util=False)))
     return s
+
+
+def _whole_weeks(t: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, list[str]]:
+    """The day-of-week table without the traces that miss some weekday, and a note for each left out: a line
+    through the weekdays without data would read as a value for them (as monthly trends need two months)."""
+    if t.height == 0:
+        return t, notes
+    days = t.group_by("trace", maintain_order=True).agg(pl.col("day"))
+    short = [(str(r["trace"]), r["day"]) for r in days.iter_rows(named=True) if len(r["day"]) < len(cluster.WEEKDAYS)]
+    notes = notes + [f"{name}: the trace covers {len(d)} of the 7 weekdays ({', '.join(d)}), less than a week; a "
+                     "day-of-week pattern needs every weekday." for name, d in short]
+    return t.filter(~pl.col("trace").cast(pl.String).is_in([name for name, _ in short])), notes
 
 
 def users_section(inputs: list[Input]) -> Section:
