@@ -257,6 +257,18 @@ def test_a_trace_shorter_than_a_week_gets_no_day_of_week_pattern(tmp_path: Path)
     assert "cluster-weekly" in _figures(_page(_trace(week, ClusterSpec({"a": (8,)})), tmp_path / "week"))
 
 
+def test_a_cpu_only_trace_draws_no_flat_panel_of_gpu_submissions(tmp_path: Path) -> None:
+    rows = [("a", 0, i * 6 * HOUR, i * 6 * HOUR + 60, i * 6 * HOUR + 60 + HOUR, "completed", f"u{i % 4}")
+            for i in range(30)]  # 7.5 days of CPU jobs
+    page = _page(_trace(rows), tmp_path)
+    line = "No trace has GPU jobs, so only all jobs' submissions are drawn (no GPU submissions, GPU-hours or GPUs in use)."
+    for item in ("cluster-daily", "cluster-weekly"):
+        assert line in _checks(page, item)
+    items = sections.cluster_section([Input.of("hand.csv", _trace(rows), None)]).items
+    for item in items[:2]:
+        assert [ax.get_title() for ax in item.figure.axes if ax.get_visible()] == ["jobs submitted per hour"]
+
+
 def _sim_run(folder: Path, placement: str) -> Path:
     """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
     folder.mkdir(parents=True)

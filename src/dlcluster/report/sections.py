@@ -136,6 +136,14 @@ def cluster_section(inputs: list[Input]) -> Section:
                "utilisation divides them by the GPUs of the spec's VCs that have jobs (shown only when a spec is "
                "known and no hour exceeds 1).")
     found = _findings(inputs, demand=True)
+    monthly_ys = [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
+                  ("running_gpus", f"GPUs {use} (mean)"), ("utilization", "GPU utilisation")]
+    if inputs and all(i.lacks("gpu_jobs") for i in inputs):
+        # a panel of GPU submissions would be a flat line at 0: said instead
+        ys = [y for y in ys if y[0] != "gpu_submissions"]
+        monthly_ys = [y for y in monthly_ys if y[0] != "gpu_hours_submitted"]
+        found = [*found, "No trace has GPU jobs, so only all jobs' submissions are drawn (no GPU submissions, GPU-hours "
+                 "or GPUs in use)."]
     t, n = per_trace(inputs, ("jobs", "dates"),
                      lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity))
     s.items.append(figure_item(
@@ -161,10 +169,8 @@ def cluster_section(inputs: list[Input]) -> Section:
         "Per local calendar month: jobs submitted, GPU-hours of the GPU jobs submitted that month, and the "
         f"hourly mean of GPUs in use. {running} Traces covering different months are aligned on their own first "
         "month.", t, n,
-        lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x,
-                              [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
-                               ("running_gpus", f"GPUs {use} (mean)"), ("utilization", "GPU utilisation")],
-                              xlabel, xticks=months), findings=found))
+        lambda d: plots.lines(d.with_columns(pl.col(x).cast(pl.String)), x, monthly_ys, xlabel, xticks=months),
+        findings=found))
     t, n = per_trace(inputs, ("gpu_jobs", "start", "spec", "spec_vcs", "util_ok"),
                      lambda i: cluster.vc_utilization(i.jobs, i.spec))
     s.items.append(figure_item(
