@@ -269,6 +269,18 @@ def test_a_cpu_only_trace_draws_no_flat_panel_of_gpu_submissions(tmp_path: Path)
         assert [ax.get_title() for ax in item.figure.axes if ax.get_visible()] == ["jobs submitted per hour"]
 
 
+def test_a_distribution_of_a_single_value_gets_no_cdf(tmp_path: Path) -> None:
+    # every user completed all their GPU jobs (ratio 1 each); the only CPU job ran an hour
+    rows = [(r[0], r[1], r[2], r[3], r[4] + 60 * k, "completed", r[6]) for k, r in enumerate(_waiting())]
+    rows.append(("a", 0, 0, 60, 60 + HOUR, "completed", "u0"))
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    assert html.unescape(_absent(page)["users-completion"]) == ("hand.csv: every user's completion ratio is 1, a single "
+                                                                "step: no CDF.")
+    assert _checks(page, "jobs-duration-cdf") == [
+        "Not included: hand.csv: CPU jobs: every run time is 3,600 s, a single step: no CDF."]
+    assert "CPU jobs" not in set(pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-cdf.csv")["kind"])
+
+
 def _sim_run(folder: Path, placement: str) -> Path:
     """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
     folder.mkdir(parents=True)

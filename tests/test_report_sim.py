@@ -175,7 +175,25 @@ def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path
     for col in ("running-gpus", "pending-gpus", "running-jobs", "pending-jobs"):
         assert why[f"sim-timeline-{col}"] == ("every run lasted less than an hour, one time bin: there is no course "
                                               "over time to draw.")
-    assert "sim-jct-cdf" in figure_ids(page)
+    # one job: one JCT per run, a single vertical step
+    assert why["sim-jct-cdf"] == ("fifo: every job completion time is 100 s, a single step: no CDF. sjf: every job "
+                                  "completion time is 100 s, a single step: no CDF.")
+
+
+def test_a_one_hour_run_gets_a_sentence_not_a_slope_between_two_hourly_points(tmp_path: Path) -> None:
+    # a 2-GPU job of one hour: its timeline's hourly bins are 0 (2 GPUs) and 1 (the last sample, 0), which a line
+    # joined as a gradual release
+    (tmp_path / "one.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,2,0,3600\n")
+    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\n")
+    main(["simulate", str(tmp_path / "one.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"),
+          "-p", "fifo", "-o", str(tmp_path / "sim")])
+    page = build_sim_report(read_runs([tmp_path / "sim"]), tmp_path / "out").read_text(encoding="utf-8")
+    why = absent(page)
+    assert why["sim-timeline-running-gpus"] == ("every run lasted less than two hours, two time bins: a line between "
+                                                "two hourly means would suggest a gradual change the run need not "
+                                                "have had.")
+    assert why["sim-jct-cdf"] == "sim: every job completion time is 3,600 s, a single step: no CDF."
+    assert not {"sim-jct-cdf", "sim-timeline-running-gpus"} & set(figure_ids(page))
 
 
 def test_a_run_none_of_whose_vcs_is_among_the_busiest_drawn_leaves_the_others_drawn(tmp_path: Path) -> None:

@@ -79,6 +79,17 @@ def times_section(runs: list[SimRun]) -> Section:
                                 "is 0), so there is no queueing to show."))
             continue
         found = [f"{', '.join(flat)}: no job waited (a step at 1 s)."] if flat else []
+        # a run whose jobs all took the same time draws one vertical step: said instead (as for no wait)
+        one = (part.filter(~pl.col("trace").cast(pl.String).is_in(flat))
+               .group_by("trace", maintain_order=True).agg(pl.col("seconds").n_unique().alias("n"),
+                                                           pl.col("seconds").first().alias("v"))
+               .filter(pl.col("n") == 1))
+        single = [f"{r['trace']}: every {label} is {r['v']:,g} s, a single step: no CDF." for r in one.iter_rows(named=True)]
+        part = part.filter(~pl.col("trace").cast(pl.String).is_in(one["trace"].cast(pl.String).to_list()))
+        if part.height == 0 or part.filter(~pl.col("trace").cast(pl.String).is_in(flat)).height == 0:
+            s.items.append(Item(item_id, title, definition, absent=" ".join([*found, *single])))
+            continue
+        found += single
         fig = plots.cdf(part, "seconds", f"{label} (s)")
         s.items.append(Item(item_id, title, definition, figure=fig, data={item_id: _out(part)}, checks=found))
     return s
@@ -138,6 +149,8 @@ def _cats(t: pl.DataFrame) -> list[str]:
 
 # why a timeline is not drawn when every run fits in one hourly bin (a line needs two points)
 ONE_BIN = "lasted less than an hour, one time bin: there is no course over time to draw."
+TWO_BINS = ("lasted less than two hours, two time bins: a line between two hourly means would suggest a gradual "
+            "change the run need not have had.")
 TIMELINE = (("running_gpus", "GPUs running", "GPUs held by running jobs"),
             ("pending_gpus", "GPUs pending", "GPUs asked for by waiting jobs"),
             ("running_jobs", "jobs running", "running jobs"),
@@ -163,15 +176,17 @@ def timeline_section(runs: list[SimRun]) -> Section:
     common = [f"The {len(vcs)} busiest of {all_vcs} VCs (most GPU time held or asked for)."] \
         if all_vcs > len(vcs) else []
     common += [f"No timeline.parquet in: {', '.join(missing)}."] if missing else []
-    short = t.height > 0 and t["hour"].n_unique() < 2
+    # two hourly means joined by a line suggest a gradual course the samples do not show
+    bins = t["hour"].n_unique() if t.height else 0
     days = t.height > 0 and t["hour"].max() > 72
     x, xlabel = ("day", "days since the run's start") if days else ("hour", "hours since the run's start")
     t = t.with_columns((pl.col("hour") / 24).alias("day")) if t.height else t
     for col, title, what in TIMELINE:
         item_id = f"sim-timeline-{col.replace('_', '-')}"
         definition = f"Mean number of {what} per VC in each time bin (from the run's 60-second timeline samples)."
-        if short:
-            s.items.append(Item(item_id, f"{title} per VC", definition, absent=f"every run {ONE_BIN}"))
+        if 0 < bins < 3:
+            s.items.append(Item(item_id, f"{title} per VC", definition,
+                                absent=f"every run {ONE_BIN if bins == 1 else TWO_BINS}"))
             continue
         # a VC where nothing ever ran or waited would draw a flat line at zero: named instead
         active: list[str] = (t.group_by("vc").agg(pl.col(col).max()).filter(pl.col(col) > 0)["vc"].to_list()
