@@ -281,6 +281,19 @@ def test_a_distribution_of_a_single_value_gets_no_cdf(tmp_path: Path) -> None:
     assert "CPU jobs" not in set(pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-cdf.csv")["kind"])
 
 
+def test_jobs_that_all_ran_0_s_get_a_sentence_for_gpu_time_and_no_nan(tmp_path: Path) -> None:
+    # 40 jobs failed at launch: end = start, so no GPU time to share (empty panels and NaN tables before)
+    rows = [("a", (1, 2, 8)[i % 3], i * 1800, i * 1800 + 60, i * 1800 + 60, "failed", f"u{i % 4}") for i in range(40)]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    why = "hand.csv: every GPU job ran 0 s, so there is no GPU time to share."
+    absent = _absent(page)
+    assert absent["failures-lost-gpu-time"] == absent["jobs-outcome-gpu-time-share"] == why
+    assert _checks(page, "jobs-size-mix") == [why[:-1] + ": the GPU-time panel leaves it out."]
+    for table in (tmp_path / "out" / "tables").glob("*.csv"):
+        assert "NaN" not in table.read_text(encoding="utf-8"), table.name
+    assert pl.read_csv(tmp_path / "out" / "tables" / "jobs-size-mix.csv")["gpu_time_share"].null_count() == 3
+
+
 def _sim_run(folder: Path, placement: str) -> Path:
     """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
     folder.mkdir(parents=True)

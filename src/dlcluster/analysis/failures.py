@@ -28,7 +28,8 @@ def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:
     g = jobs.filter(pl.col("gpu_num") > 0).select(outcome().cast(pl.String).fill_null("other").alias("outcome"),
                                                   gpu_seconds().alias("gs"))
     return (g.group_by("outcome").agg(pl.len().alias("jobs"), (pl.col("gs").sum() / 3600).alias("gpu_hours"))
-            .with_columns((pl.col("gpu_hours") / pl.col("gpu_hours").sum()).alias("share")).sort("outcome"))
+            .with_columns((pl.col("gpu_hours") / pl.col("gpu_hours").sum()).fill_nan(None).alias("share"))
+            .sort("outcome"))
 
 
 def early_late_failures(jobs: pl.DataFrame, early: int = EARLY) -> pl.DataFrame:

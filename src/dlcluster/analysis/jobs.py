@@ -27,7 +27,8 @@ def size_mix(jobs: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().alias("jobs"), gpu_seconds().sum().alias("gpu_seconds"))
         .with_columns(
             (pl.col("jobs") / pl.col("jobs").sum()).alias("job_share"),
-            (pl.col("gpu_seconds") / pl.col("gpu_seconds").sum()).alias("gpu_time_share"),
+            # no GPU time at all (every job ran 0 s): no share, not NaN
+            (pl.col("gpu_seconds") / pl.col("gpu_seconds").sum()).fill_nan(None).alias("gpu_time_share"),
         )
         .sort("gpu_num")
     )

@@ -10,7 +10,7 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from dlcluster.analysis import checks
-from dlcluster.analysis.common import has_outcomes, has_values
+from dlcluster.analysis.common import gpu_seconds, has_outcomes, has_values
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import first_names
 from dlcluster.report.model import Item
@@ -101,6 +101,8 @@ class Input:
             "users_2": lambda: j["user"].drop_nulls().n_unique() < 2
             and "every job belongs to one user, so there is no spread over users to show",
             "duration": lambda: not has_values(j, "duration") and "the trace records no run times",
+            "gpu_time": lambda: not j.filter(pl.col("gpu_num") > 0).select(gpu_seconds().sum() > 0).item()
+            and "every GPU job ran 0 s, so there is no GPU time to share",
             "queue": lambda: not has_values(j, "queue_delay")
             and "the trace records no start times, so no queueing delay",
             "real_queue": lambda: self.queue_problem or False,

@@ -92,16 +92,23 @@ def jobs_section(inputs: list[Input]) -> Section:
         lambda d: plots.bars(d.unpivot(index=["trace", "gpu_num", "jobs"], on=["job_share", "gpu_time_share"],
                                        variable_name="measure").with_columns(pl.col("gpu_num").cast(pl.String)),
                              "gpu_num", "value", "share (%)", group="measure", order=["job_share", "gpu_time_share"],
-                             percent=True, n="jobs")))
+                             percent=True, n="jobs"),
+        findings=[f"{i.name}: {why}: the GPU-time panel leaves it out." for i in inputs
+                  if not i.lacks("gpu_jobs", "duration") and (why := i.lacks("gpu_time"))]))
     t, n = per_trace(inputs, ("gpu_jobs", "status"), lambda i: jobs.outcome_by_size(i.jobs))
     t = _with_base(t, ["bucket"]) if t.height else t
     tiny = [x for x in [tiny_groups(t, "bucket", "base")] if x] if t.height else []
     for measure, label in (("job_share", "job count"), ("gpu_time_share", "GPU time")):
+        tm, nm = t, n
+        if measure == "gpu_time_share" and t.height:  # a trace without GPU time has no share of it
+            zero = {i.name: why for i in inputs if not i.lacks("gpu_jobs", "status") and (why := i.lacks("gpu_time"))}
+            tm = t.filter(~pl.col("trace").cast(pl.String).is_in(list(zero)))
+            nm = n + [f"{name}: {why}." for name, why in zero.items()]
         s.items.append(figure_item(
             f"jobs-outcome-{measure.replace('_', '-')}", f"Final status by job size, share of {label}",
             f"For GPU jobs of each size bucket (1 / 2-4 / 5-8 / >8 GPUs, and all), the share of {label} that "
             f"ended completed, cancelled (killed) or failed; timeout and node failure count as failed. {N_NOTE}",
-            t, n, lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
+            tm, nm, lambda d, m=measure: plots.bars(d, "bucket", m, "share (%)", group="outcome", order=list(OUTCOMES),
                                                   cats=BUCKETS_ALL, percent=True, n="jobs", base="base"),
             findings=tiny))
     t, n = per_trace(inputs, ("gpu_jobs", "gpu_jobs_2", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
@@ -319,7 +326,7 @@ def failures_section(inputs: list[Input]) -> Section:
         "CDF of run time (seconds) of failed GPU jobs, per GPU-count bucket: user and programming errors fail "
         "within minutes, infrastructure failures late.", t, n,
         lambda d: plots.cdf(d, "duration", "run time to failure (s)", group="bucket", order=list(SIZE_BUCKETS))))
-    t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.lost_gpu_time(i.jobs))
+    t, n = per_trace(inputs, ("gpu_jobs", "status", "duration", "gpu_time"), lambda i: failures.lost_gpu_time(i.jobs))
     s.items.append(figure_item(
         "failures-lost-gpu-time", "GPU time by final status",
         "Share of all GPU time (GPUs × run time) spent in jobs that completed, were cancelled (killed) or "
