@@ -294,6 +294,23 @@ def test_jobs_that_all_ran_0_s_get_a_sentence_for_gpu_time_and_no_nan(tmp_path: 
     assert pl.read_csv(tmp_path / "out" / "tables" / "jobs-size-mix.csv")["gpu_time_share"].null_count() == 3
 
 
+def test_jobs_still_running_hold_their_gpus_until_the_last_recorded_time(tmp_path: Path, capsys) -> None:
+    # an 8-GPU job all day, and a 16-GPU one started at 00:00 still running (no end): half of the 32 GPUs
+    rows = [("a", 8, 0, 0, 24 * HOUR, "completed", "u1"), ("a", 1, 23 * HOUR, 23 * HOUR, 24 * HOUR, "completed", "u2"),
+            ("a", 16, 0, 0, None, "running", "u1")]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,) * 4})), tmp_path)
+    util = pl.read_csv(tmp_path / "out" / "tables" / "cluster-vc-utilization.csv")
+    assert util["p50"].to_list() == [0.75]  # (8 + 16) / 32 in every hour, not 8 / 32
+    line = ("hand.csv: 1 GPU job(s) still running (a start, no end) count as holding their GPUs until the trace's "
+            "last recorded time, 2020-10-02 00:00 UTC.")
+    for item in ("cluster-daily", "cluster-vc-utilization"):
+        assert line in _checks(page, item)
+    jobs = _trace(rows).jobs.with_columns(pl.col("status").cast(pl.String))
+    jobs.write_csv(tmp_path / "run.csv")
+    main(["characterize", str(tmp_path / "run.csv"), "--format", "csv", "-o", str(tmp_path / "cli")])
+    assert f"note: {tmp_path / 'run.csv'}: {line[len('hand.csv: '):-1]}" in capsys.readouterr().err
+
+
 def _sim_run(folder: Path, placement: str) -> Path:
     """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
     folder.mkdir(parents=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dlcluster.analysis.load import hourly_running
+from dlcluster.analysis.load import hourly_running, last_recorded
 from dlcluster.cluster import ClusterSpec
 
 MIN_GROUP = 30  # jobs: below this a share or a percentile of the group is mostly noise
@@ -83,7 +83,8 @@ def utilization_problem(jobs: pl.DataFrame, spec: ClusterSpec, generated: bool =
     ``generated``: the trace was generated, so its jobs ran as on an unlimited cluster.
     """
     caps = pl.DataFrame({"vc": list(spec.vcs), "gpus": [spec.gpus(v) for v in spec.vcs]})
-    running = hourly_running(jobs.filter(pl.col("vc").is_in(caps["vc"].implode())), by_vc=True)
+    running = hourly_running(jobs.filter(pl.col("vc").is_in(caps["vc"].implode())), by_vc=True,
+                             until=last_recorded(jobs))
     if running.height == 0:
         return None
     worst = (running.join(caps, on="vc").with_columns((pl.col("running_gpus") / pl.col("gpus")).alias("u"))

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from dlcluster.analysis.common import gpu_seconds, ordered_mean
-from dlcluster.analysis.load import hourly_running, running_at
+from dlcluster.analysis.load import hourly_running, last_recorded, running_at
 from dlcluster.cluster import ClusterSpec
 
 LocalTime = Callable[[str], pl.Expr]  # epoch-seconds column name → local datetime (Trace.local_times)
@@ -80,7 +80,8 @@ def monthly_trend(jobs: pl.DataFrame, local: LocalTime, total_gpus: int | None =
 def vc_utilization(jobs: pl.DataFrame, spec: ClusterSpec) -> pl.DataFrame:
     """Distribution over hours of each VC's utilisation (running GPUs / VC GPUs): ``vc, gpus, hours, p5..p95, mean``."""
     caps = pl.DataFrame({"vc": list(spec.vcs), "gpus": [spec.gpus(v) for v in spec.vcs]}).filter(pl.col("gpus") > 0)
-    running = hourly_running(jobs.filter(pl.col("vc").is_in(caps["vc"].implode())), by_vc=True)
+    running = hourly_running(jobs.filter(pl.col("vc").is_in(caps["vc"].implode())), by_vc=True,
+                             until=last_recorded(jobs))
     if running.height == 0:
         return pl.DataFrame(schema={"vc": pl.String, "gpus": pl.Int64, "hours": pl.UInt32, **{
             k: pl.Float64 for k in ("p5", "p25", "p50", "p75", "p95", "mean")}})

@@ -8,8 +8,30 @@ import polars as pl
 HOUR = 3600
 
 
-def _intervals(jobs: pl.DataFrame) -> pl.DataFrame:
-    return jobs.filter(
+def _still_running() -> pl.Expr:
+    """A GPU job still running when the trace was taken: status ``running``, a start and no end."""
+    return ((pl.col("gpu_num") > 0) & (pl.col("status").cast(pl.String) == "running")
+            & pl.col("start_time").is_not_null() & pl.col("end_time").is_null())
+
+
+def last_recorded(jobs: pl.DataFrame) -> int | None:
+    """The trace's last recorded time: its latest submit, start or end (null for an empty trace)."""
+    last = jobs.select(pl.max_horizontal(pl.col("submit_time", "start_time", "end_time").max())).item()
+    return None if last is None else int(last)
+
+
+def still_running(jobs: pl.DataFrame) -> tuple[int, int | None]:
+    """How many GPU jobs were still running (a start, no end), and the last recorded time they are held until."""
+    n = int(jobs.select(_still_running().sum()).item())
+    return n, last_recorded(jobs) if n else None
+
+
+def _intervals(jobs: pl.DataFrame, until: int | None = None) -> pl.DataFrame:
+    # a job still running holds its GPUs until the trace's last recorded time (the latest moment the trace
+    # knows of: it ran at least that long), not zero; ``until``: that time, when ``jobs`` is part of the trace
+    last = until if until is not None else last_recorded(jobs) if jobs.height else None
+    end = pl.when(_still_running()).then(pl.lit(last, pl.Int64)).otherwise(pl.col("end_time")).alias("end_time")
+    return jobs.with_columns(end).filter(
         (pl.col("gpu_num") > 0) & pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
         & (pl.col("end_time") >= pl.col("start_time"))
     ).select("vc", "gpu_num", "start_time", "end_time")
@@ -46,13 +68,14 @@ def running_at(jobs: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
     return np.where(idx >= 0, r[np.clip(idx, 0, None)], 0)
 
 
-def hourly_running(jobs: pl.DataFrame, by_vc: bool = False) -> pl.DataFrame:
+def hourly_running(jobs: pl.DataFrame, by_vc: bool = False, until: int | None = None) -> pl.DataFrame:
     """Mean GPUs held by running jobs in each UTC hour: ``[vc,] hour_start, running_gpus``.
 
     The hours span the first start to the last end of the trace's GPU jobs; each value is
-    the exact time average of the running-GPU step function over that hour.
+    the exact time average of the running-GPU step function over that hour. A job still running holds its
+    GPUs until ``until`` (default: the last recorded time of ``jobs``).
     """
-    iv = _intervals(jobs)
+    iv = _intervals(jobs, until)
     schema = {**({"vc": pl.String} if by_vc else {}), "hour_start": pl.Int64, "running_gpus": pl.Float64}
     if iv.height == 0:
         return pl.DataFrame(schema=schema)

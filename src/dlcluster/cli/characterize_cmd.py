@@ -47,6 +47,11 @@ def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cl
     placements = read_sim_placements(sim_jobs) if sim_jobs is not None else None
     summary = read_sim_summary(sim_jobs) if sim_jobs is not None else None
     traces = [load(p, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz) for p in paths]
+    from dlcluster.report.inputs import running_note
+
+    for path, trace in zip(paths, traces, strict=True):
+        if note := running_note(trace.jobs):
+            Console(stderr=True).print(f"note: {path}: {note}", soft_wrap=True)
     # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
     sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
     page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from dlcluster.analysis import checks
 from dlcluster.analysis.common import gpu_seconds, has_outcomes, has_values
+from dlcluster.analysis.load import still_running
 from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import first_names
 from dlcluster.report.model import Item
@@ -51,6 +52,12 @@ class Input:
         if self.spec is None:
             return None
         return checks.utilization_problem(self.jobs, self.spec, generated=self.trace.format == "synth")
+
+    @cached_property
+    def still_running(self) -> str | None:
+        """How many GPU jobs still running (a start, no end) hold their GPUs until the trace's last recorded time, or
+        ``None``."""
+        return running_note(self.jobs)
 
     @cached_property
     def demand(self) -> str | None:
@@ -126,6 +133,16 @@ class Input:
             if why := reasons[need]():
                 return str(why)
         return None
+
+
+def running_note(jobs: pl.DataFrame) -> str | None:
+    """One line saying how many GPU jobs still running count as holding their GPUs until when, or ``None``."""
+    n, last = still_running(jobs)
+    if not n:
+        return None
+    when = pl.from_epoch(pl.Series([last]), time_unit="s").dt.strftime("%Y-%m-%d %H:%M UTC")[0]
+    return (f"{n:,} GPU job(s) still running (a start, no end) count as holding their GPUs until the trace's last "
+            f"recorded time, {when}")
 
 
 def per_trace(inputs: list[Input], needs: tuple[str, ...],

@@ -40,6 +40,8 @@ def _findings(inputs: list[Input], coverage: bool = True, util: bool = True, dem
     for i in inputs:
         if coverage and i.coverage:
             out.append(f"{i.name}: {i.coverage}.")
+        if i.still_running:
+            out.append(f"{i.name}: {i.still_running}.")
         if util and i.util_problem:
             out.append(f"{i.name}: {i.util_problem}.")
         if demand and i.demand:
