@@ -311,6 +311,24 @@ def test_jobs_still_running_hold_their_gpus_until_the_last_recorded_time(tmp_pat
     assert f"note: {tmp_path / 'run.csv'}: {line[len('hand.csv: '):-1]}" in capsys.readouterr().err
 
 
+def test_run_times_leave_out_jobs_still_running_and_jobs_never_started(tmp_path: Path) -> None:
+    # as sacct reads them: a running job's Elapsed so far (5 h) and a job cancelled in the queue (no start, 0 s)
+    rows = [(r[0], r[1], r[2], r[3], r[4] + 60 * k, r[5], r[6]) for k, r in enumerate(_waiting(40))]
+    trace = _trace([*rows, ("a", 1, 0, 0, None, "running", "u1"), ("a", 1, 0, None, 60, "cancelled", "u2")])
+    trace = trace.with_jobs(trace.jobs.with_columns(
+        pl.when(pl.col("status") == "running").then(5 * HOUR)
+        .when(pl.col("start_time").is_null()).then(0).otherwise(pl.col("duration")).alias("duration")))
+    _page(trace, tmp_path)
+    ran = [HOUR + 60 * k for k in range(40)]
+    row = pl.read_csv(tmp_path / "out" / "tables" / "cluster_summary.csv").row(0, named=True)
+    assert row["avg_run_time_gpu"] == round(sum(ran) / 40, 3)
+    assert row["med_run_time_gpu"] == (ran[19] + ran[20]) / 2
+    cdf = pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-cdf.csv")
+    assert cdf["duration"].min() == HOUR and cdf["duration"].max() == ran[-1]
+    sizes = pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-by-size-percentiles.csv")
+    assert sizes["jobs"].to_list() == [40]
+
+
 def _sim_run(folder: Path, placement: str) -> Path:
     """A run on one VC of two 8-GPU nodes where a 6-GPU job waits while 4 + 4 GPUs are held on both nodes."""
     folder.mkdir(parents=True)

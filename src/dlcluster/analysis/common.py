@@ -43,6 +43,15 @@ def gpu_seconds() -> pl.Expr:
     return pl.col("gpu_num").cast(pl.Float64) * pl.col("duration").cast(pl.Float64)
 
 
+def run_time(jobs: pl.DataFrame) -> pl.Expr:
+    """``duration`` as a run time for run-time statistics: null for a job still running or pending (its time so
+    far is not what it runs) and for one that never started (no start in a trace that records starts: a job
+    cancelled in the queue ran 0 s only in the sense that it never ran)."""
+    never = pl.col("start_time").is_null() if has_values(jobs, "start_time") else pl.lit(False)
+    gone = pl.col("status").cast(pl.String).is_in(["running", "pending"]) | never
+    return pl.when(gone).then(pl.lit(None, jobs.schema["duration"])).otherwise(pl.col("duration")).alias("duration")
+
+
 def ordered_mean(column: str) -> pl.Expr:
     """Mean of a float column that does not depend on row order (nulls ignored, null when empty).
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dlcluster.analysis.common import cdf_by_size, gpu_seconds, outcome, size_bucket
+from dlcluster.analysis.common import cdf_by_size, gpu_seconds, outcome, run_time, size_bucket
 
 EARLY = 300  # seconds: a failure before this much run time counts as early (user/programming errors)
 
@@ -20,7 +20,7 @@ def attempts_per_job(attempts: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame
 
 def time_to_failure_cdf(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of run time (s) before failure of failed GPU jobs, per size bucket: ``bucket, duration, p``."""
-    return cdf_by_size(jobs.filter(outcome() == "failed"), "duration")
+    return cdf_by_size(jobs.with_columns(run_time(jobs)).filter(outcome() == "failed"), "duration")
 
 
 def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:
@@ -34,7 +34,8 @@ def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def early_late_failures(jobs: pl.DataFrame, early: int = EARLY) -> pl.DataFrame:
     """Failed GPU jobs per size bucket split at ``early`` seconds of run time: ``bucket, when, jobs, share, gpu_hours``."""
-    f = jobs.filter((pl.col("gpu_num") > 0) & (outcome() == "failed") & pl.col("duration").is_not_null())
+    f = jobs.with_columns(run_time(jobs)).filter((pl.col("gpu_num") > 0) & (outcome() == "failed")
+                                                 & pl.col("duration").is_not_null())
     return (f.select(size_bucket().cast(pl.String).alias("bucket"),
                      pl.when(pl.col("duration") < early).then(pl.lit("early")).otherwise(pl.lit("late")).alias("when"),
                      gpu_seconds().alias("gs"))

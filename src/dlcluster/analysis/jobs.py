@@ -9,6 +9,7 @@ from dlcluster.analysis.common import (
     cdf_points,
     gpu_seconds,
     outcome,
+    run_time,
     size_bucket,
 )
 
@@ -16,7 +17,7 @@ from dlcluster.analysis.common import (
 def duration_cdf(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of run time (s) for GPU jobs and CPU jobs: ``kind, duration, p``."""
     kind = pl.when(pl.col("gpu_num") > 0).then(pl.lit("GPU jobs")).otherwise(pl.lit("CPU jobs")).alias("kind")
-    return cdf_points(jobs.select(kind, "duration"), "duration", ["kind"])
+    return cdf_points(jobs.select(kind, run_time(jobs)), "duration", ["kind"])
 
 
 def size_mix(jobs: pl.DataFrame) -> pl.DataFrame:
@@ -56,7 +57,7 @@ def duration_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
     """Run time (s) percentiles of GPU jobs per size bucket: ``bucket, jobs, p10, p50, p90, mean``."""
     d = pl.col("duration")
     return (
-        jobs.filter(pl.col("gpu_num") > 0).drop_nulls("duration")
+        jobs.with_columns(run_time(jobs)).filter(pl.col("gpu_num") > 0).drop_nulls("duration")
         .group_by(size_bucket().alias("bucket"))
         .agg(pl.len().alias("jobs"), d.quantile(0.1, "linear").alias("p10"), d.median().alias("p50"),
              d.quantile(0.9, "linear").alias("p90"), d.mean().alias("mean"))
@@ -67,7 +68,7 @@ def duration_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
 def median_duration_by_gpus(jobs: pl.DataFrame) -> pl.DataFrame:
     """Median run time (s) per exact GPU count: ``gpu_num, jobs, median``."""
     return (
-        jobs.filter(pl.col("gpu_num") > 0).drop_nulls("duration")
+        jobs.with_columns(run_time(jobs)).filter(pl.col("gpu_num") > 0).drop_nulls("duration")
         .group_by("gpu_num").agg(pl.len().alias("jobs"), pl.col("duration").median().alias("median"))
         .sort("gpu_num")
     )
@@ -75,7 +76,7 @@ def median_duration_by_gpus(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def duration_cdf_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
     """CDF of GPU-job run time (s) per size bucket: ``bucket, duration, p``."""
-    return cdf_by_size(jobs, "duration")
+    return cdf_by_size(jobs.with_columns(run_time(jobs)), "duration")
 
 
 def queue_cdf_by_size(jobs: pl.DataFrame) -> pl.DataFrame:
