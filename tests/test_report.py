@@ -44,7 +44,8 @@ def philly_like(folder: Path) -> Trace:
         "user": [f"u{i % 5}" for i in range(n)], "gpu_num": [(1, 4, 8, 16)[i % 4] for i in range(n)],
         "submit_time": [T0 + 600 * i for i in range(n)], "start_time": [T0 + 600 * i + 60 * (i % 7) for i in range(n)],
         "status": [("completed", "cancelled", "failed")[i % 3] for i in range(n)],
-    }).with_columns((pl.col("start_time") + 3600).alias("end_time"), pl.lit(3600).alias("duration"),
+    }).with_columns((pl.col("start_time") + 3600 + 60 * (pl.int_range(n) % 5)).alias("end_time"),
+                    (3600 + 60 * (pl.int_range(n) % 5)).alias("duration"),
                     (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay")))
     attempts = pl.DataFrame([(f"j{i}", 0, T0 + 600 * i + 60 * (i % 7), T0 + 600 * i + 60 * (i % 7) + 3600,
                               [f"m{(i + k) % 6}" for k in range(max(1, (1, 4, 8, 16)[i % 4] // 8 * (1 + i % 2)))],

@@ -132,13 +132,17 @@ def test_a_trace_that_is_not_the_runs_own_is_not_compared(runs: Path, tmp_path: 
 
 
 def _hand_run(folder: Path, queue: int, preemptions: int = 0) -> Path:
-    """A run folder of 40 one-GPU jobs in VC a, each waiting ``queue`` seconds; no timeline."""
+    """A run folder of 40 one-GPU jobs in VC a, each waiting about ``queue`` seconds (0 when 0) and running 300 to
+    690 s (a CDF of one value would be named, not drawn); no timeline."""
     folder.mkdir(parents=True)
     n = 40
     submit = [600 * i for i in range(n)]
+    wait = [queue + (i % 3) * 60 if queue else 0 for i in range(n)]
+    run = [300 + 10 * i for i in range(n)]
     pl.DataFrame({"job_id": [str(i) for i in range(n)], "vc": "a", "gpu_num": 1, "submit": submit,
-                  "start": [s + queue for s in submit], "end": [s + queue + 300 for s in submit],
-                  "queue_delay": queue, "jct": queue + 300, "preemptions": preemptions}).write_parquet(
+                  "start": [s + w for s, w in zip(submit, wait)], "end": [s + w + r for s, w, r in zip(submit, wait, run)],
+                  "queue_delay": wait, "jct": [w + r for w, r in zip(wait, run)],
+                  "preemptions": preemptions}).write_parquet(
         folder / "jobs.parquet")
     vc = {"jobs": n, "mean_queue_delay": queue, "p99_queue_delay": queue, "utilization": 0.1, "preemptions": 0,
           "gpus": 8}
