@@ -84,7 +84,8 @@ def times_section(runs: list[SimRun]) -> Section:
                .group_by("trace", maintain_order=True).agg(pl.col("seconds").n_unique().alias("n"),
                                                            pl.col("seconds").first().alias("v"))
                .filter(pl.col("n") == 1))
-        single = [f"{r['trace']}: every {label} is {r['v']:,g} s, a single step: no CDF." for r in one.iter_rows(named=True)]
+        single = [f"{r['trace']}: every {label} is {r['v']:,g} s, a single step: no CDF."
+                  for r in one.iter_rows(named=True)]
         part = part.filter(~pl.col("trace").cast(pl.String).is_in(one["trace"].cast(pl.String).to_list()))
         if part.height == 0 or part.filter(~pl.col("trace").cast(pl.String).is_in(flat)).height == 0:
             s.items.append(Item(item_id, title, definition, absent=" ".join([*found, *single])))
