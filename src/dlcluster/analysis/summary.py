@@ -54,6 +54,6 @@ def cluster_summary(jobs: pl.DataFrame, name: str, total_gpus: int | None = None
     exprs += [pl.when(known).then(gpu_seconds().filter(gpu & (o == v)).sum()).alias(f"{k}_gpu_time")
               for k, v in _RATE.items()]
     # an empty denominator (no CPU jobs, no outcomes) is unknown, not NaN
-    row = jobs.with_columns(run_time(jobs).alias("run_time")).select(exprs).with_columns(pl.col(pl.Float64).fill_nan(None)).with_columns(
-        pl.col(pl.Float64).exclude("^.*_gpu_time$").round(3))
+    row = jobs.with_columns(run_time(jobs).alias("run_time")).select(exprs).with_columns(
+        pl.col(pl.Float64).fill_nan(None)).with_columns(pl.col(pl.Float64).exclude("^.*_gpu_time$").round(3))
     return row.with_columns(pl.col("job_num", "cpu_job_num", "gpu_job_num").cast(pl.Int64)).select(COLUMNS)
