@@ -168,14 +168,18 @@ def test_runs_where_nobody_waited_draw_no_queueing_figure(tmp_path: Path) -> Non
                      r'</summary>', page, re.DOTALL)
 
 
-def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path: Path) -> None:
-    # one 100-second job: each run's timeline is one hourly bin, which a line cannot draw (an empty axis before)
-    (tmp_path / "one.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,1,0,100\n")
+def _one_job_report(tmp_path: Path, gpus: int, seconds: int, policies: str) -> str:
+    """The report page of ``policies`` run on one job of ``gpus`` GPUs and ``seconds`` on an 8-GPU node."""
+    (tmp_path / "one.csv").write_text(f"job_id,vc,gpu_num,submit_time,duration\n1,a,{gpus},0,{seconds}\n")
     (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\n")
     main(["simulate", str(tmp_path / "one.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"),
-          "-p", "fifo,sjf", "-o", str(tmp_path / "sim")])
-    page = build_sim_report(read_runs([tmp_path / "sim"]), tmp_path / "out").read_text(encoding="utf-8")
-    why = absent(page)
+          "-p", policies, "-o", str(tmp_path / "sim")])
+    return build_sim_report(read_runs([tmp_path / "sim"]), tmp_path / "out").read_text(encoding="utf-8")
+
+
+def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path: Path) -> None:
+    # one 100-second job: each run's timeline is one hourly bin, which a line cannot draw (an empty axis before)
+    why = absent(_one_job_report(tmp_path, gpus=1, seconds=100, policies="fifo,sjf"))
     for col in ("running-gpus", "pending-gpus", "running-jobs", "pending-jobs"):
         assert why[f"sim-timeline-{col}"] == ("every run lasted less than an hour, one time bin: there is no course "
                                               "over time to draw.")
@@ -187,11 +191,7 @@ def test_runs_shorter_than_an_hour_get_a_sentence_not_an_empty_timeline(tmp_path
 def test_a_one_hour_run_gets_a_sentence_not_a_slope_between_two_hourly_points(tmp_path: Path) -> None:
     # a 2-GPU job of one hour: its timeline's hourly bins are 0 (2 GPUs) and 1 (the last sample, 0), which a line
     # joined as a gradual release
-    (tmp_path / "one.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,2,0,3600\n")
-    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\n")
-    main(["simulate", str(tmp_path / "one.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"),
-          "-p", "fifo", "-o", str(tmp_path / "sim")])
-    page = build_sim_report(read_runs([tmp_path / "sim"]), tmp_path / "out").read_text(encoding="utf-8")
+    page = _one_job_report(tmp_path, gpus=2, seconds=3600, policies="fifo")
     why = absent(page)
     assert why["sim-timeline-running-gpus"] == ("every run lasted less than two hours, two time bins: a line between "
                                                 "two hourly means would suggest a gradual change the run need not "
