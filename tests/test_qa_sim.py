@@ -75,7 +75,7 @@ def test_load_must_be_finite(load: float) -> None:
     (["--failures", "replay", "--retries", "100000000"], "error: --retries must be from 0 to 1,000, got 100000000\n"),
     # a boot of a century kept the controller ticking for a century of simulated time
     (["--power", "ces", "--boot-seconds", "3155760000"],
-     "error: power model: boot_seconds must be at most 86,400 (one day), got 3,155,760,000\n"),
+     "error: --boot-seconds must be at most 86,400 (one day), got 3,155,760,000\n"),
     # options that would change nothing (they were accepted and ignored)
     (["--failures", "replay", "--no-retry-within", "5"],
      "error: --no-retry-within limits retries: it needs --retries N\n"),
