@@ -846,9 +846,15 @@ def test_ces_notes_running_jobs_and_pools_a_trace(tmp_path: Path) -> None:
     rows = [(f"{vc}{i}", vc, 8, i * DAY, 3600) for i in range(6) for vc in ("v", "w")]
     t = jobs(*rows).with_columns(start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"))
     # a snapshot's running job: a start, no end
-    running = t.head(1).with_columns(job_id=pl.lit("r"), end_time=pl.lit(None), submit_time=pl.lit(3 * DAY),
-                                     start_time=pl.lit(3 * DAY)).cast(t.schema)
-    trace = write_trace(tmp_path / "t.parquet", pl.concat([t, running]).sort("submit_time"), spec(v=(8,), w=(8,)))
+    ended = t.with_columns(status=pl.lit("completed"))
+    running = ended.head(1).with_columns(job_id=pl.lit("r"), end_time=pl.lit(None), submit_time=pl.lit(3 * DAY),
+                                         start_time=pl.lit(3 * DAY), status=pl.lit("running")).cast(ended.schema)
+    from dlcluster.io.parquet import write
+    from dlcluster.schema import conform
+    from dlcluster.trace import Trace
+
+    table = conform(pl.concat([ended, running]).sort("submit_time").with_columns(cluster=pl.lit("test")))
+    trace = write(Trace(table, "parquet", cluster=spec(v=(8,), w=(8,))), tmp_path / "t.parquet")
     run = cli("ces", str(trace), "--test-days", "1", "--json")
     assert run.returncode == 0, run.stderr
     assert f"note: {trace}: 1 GPU job(s) with a start and no end (still running) left out of the demand" in run.stderr

@@ -266,11 +266,10 @@ def ces(
 
 
 def _note_running(jobs: pl.DataFrame, source: Path) -> None:
-    """Note the GPU jobs that had started and not ended (a snapshot's running jobs): the demand leaves them out."""
-    import polars as pl
+    """Note the GPU jobs still running (a snapshot's: a start, no end): the demand leaves them out."""
+    from dlcluster.analysis.load import still_running
 
-    running = jobs.filter((pl.col("gpu_num") > 0) & pl.col("start_time").is_not_null()
-                          & pl.col("end_time").is_null()).height
+    running, _ = still_running(jobs)
     if running:
         err_console.print(f"note: {source}: {running:,} GPU job(s) with a start and no end (still running) left out of "
                           "the demand", soft_wrap=True)

@@ -274,27 +274,11 @@ class DemandForecaster:
         return self._y_array[:hi], self._cum_array[: hi + 1]
 
     def _shared(self, i: int) -> list[float]:
-        if i < _FULL_FROM:
-            return self._shared_first(i)
-        y, cum = self.y, self._cum
-        now = y[i]
-        # one forecast at each controller step computes this row: written out for the whole last-6 window. Sums and
-        # squares left to right, as _fill_block adds them (sum() of floats is compensated from Python 3.12 on, and
-        # pow(x, 2) may differ from x * x in the last bit)
-        a, b, c, d, e, f = y[i - 5: i + 1]
-        mean6 = (a + b + c + d + e + f) / 6
-        da, db, dc, dd, de, df = a - mean6, b - mean6, c - mean6, d - mean6, e - mean6, f - mean6
-        spread = da * da + db * db + dc * dc + dd * dd + de * de + df * df
-        lo36, lo_day = max(0, i - 35), max(0, i - DAY // self.step + 1)
-        return [now, now - y[i - 1], now - y[i - 6], mean6 - now, max(a, b, c, d, e, f) - now, math.sqrt(spread / 6),
-                (cum[i + 1] - cum[lo36]) / (i + 1 - lo36) - now, max(y[lo36: i + 1]) - now,
-                (cum[i + 1] - cum[lo_day]) / (i + 1 - lo_day) - now]
-
-    def _shared_first(self, i: int) -> list[float]:
-        """:meth:`_shared` of an origin before the last-6 window is whole (clipped at the series' start)."""
         y, nan, mean = self.y, math.nan, self._mean
         now = y[i]
         last6 = y[max(0, i - 5): i + 1]
+        # sums as loops, left to right, as _fill_block adds them (sum() of floats is compensated from Python 3.12 on,
+        # which would make the two ways differ in the last bit)
         total = last6[0]
         for v in last6[1:]:
             total += v
@@ -302,7 +286,7 @@ class DemandForecaster:
         spread = 0.0
         for v in last6:
             d = v - mean6
-            spread += d * d
+            spread += d * d  # (d * d: see _fill_block)
         return [now, now - y[i - 1] if i >= 1 else nan, now - y[i - 6] if i >= 6 else nan,
                 mean6 - now, max(last6) - now, math.sqrt(spread / len(last6)),
                 mean(i - 35, i) - now, max(y[max(0, i - 35): i + 1]) - now, mean(i - DAY // self.step + 1, i) - now]

@@ -181,3 +181,19 @@ def figure_item(id: str, title: str, definition: str, table: pl.DataFrame, notes
         return Item(id, title, definition, absent="no data to draw.")
     return Item(id, title, definition, figure=fig, shown=shown, data={id: table},
                 checks=[*(findings or []), *(["Not included: " + " ".join(notes)] if notes else [])])
+
+
+def single_values(t: pl.DataFrame, notes: list[str], x: str, what: str, unit: str = "",
+                   by: str | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """A CDF table without its curves of a single value (one vertical step), and a note for each left out."""
+    if t.height == 0:
+        return t, notes
+    keys = ["trace", *([by] if by else [])]
+    one = (t.group_by(keys, maintain_order=True).agg(pl.col(x).n_unique().alias("n"), pl.col(x).first().alias("v"))
+           .filter(pl.col("n") == 1))
+    if one.height == 0:
+        return t, notes
+    for r in one.iter_rows(named=True):
+        label = "" if by is None else f"{r[by]}-GPU jobs: " if by == "bucket" else f"{r[by]}: "
+        notes = notes + [f"{r['trace']}: {label}every {what} is {r['v']:,g}{unit}, a single step: no CDF."]
+    return t.join(one.select(keys), on=keys, how="anti"), notes

@@ -20,7 +20,7 @@ from dlcluster.analysis.checks import tiny_groups
 from dlcluster.analysis.common import OUTCOMES, SIZE_BUCKETS
 from dlcluster.cluster import ClusterSpec
 from dlcluster.report import plots
-from dlcluster.report.inputs import Input, figure_item, per_trace
+from dlcluster.report.inputs import Input, figure_item, per_trace, single_values
 from dlcluster.report.model import Item, Section
 
 BUCKETS_ALL = [*SIZE_BUCKETS, "all"]
@@ -50,22 +50,6 @@ def _findings(inputs: list[Input], coverage: bool = True, util: bool = True, dem
     return out
 
 
-def _single_values(t: pl.DataFrame, notes: list[str], x: str, what: str, unit: str = "",
-                   by: str | None = None) -> tuple[pl.DataFrame, list[str]]:
-    """A CDF table without its curves of a single value (one vertical step), and a note for each left out."""
-    if t.height == 0:
-        return t, notes
-    keys = ["trace", *([by] if by else [])]
-    one = (t.group_by(keys, maintain_order=True).agg(pl.col(x).n_unique().alias("n"), pl.col(x).first().alias("v"))
-           .filter(pl.col("n") == 1))
-    if one.height == 0:
-        return t, notes
-    for r in one.iter_rows(named=True):
-        label = "" if by is None else f"{r[by]}-GPU jobs: " if by == "bucket" else f"{r[by]}: "
-        notes = notes + [f"{r['trace']}: {label}every {what} is {r['v']:,g}{unit}, a single step: no CDF."]
-    return t.join(one.select(keys), on=keys, how="anti"), notes
-
-
 def _with_base(df: pl.DataFrame, by: list[str], count: str = "jobs") -> pl.DataFrame:
     """``df`` with ``base``: the jobs of each share's group (the denominator a small group makes noisy)."""
     return df.with_columns(pl.col(count).sum().over(["trace", *by]).alias("base"))
@@ -80,7 +64,7 @@ def jobs_section(inputs: list[Input]) -> Section:
     """Section 1: run times, size mix, outcomes per size, queueing delay."""
     s = Section("jobs", "1. Jobs", "How long jobs run and wait, how large they are and how they end.")
     t, n = per_trace(inputs, ("jobs", "jobs_2", "duration"), lambda i: jobs.duration_cdf(i.jobs))
-    t, n = _single_values(t, n, "duration", "run time", " s", by="kind")
+    t, n = single_values(t, n, "duration", "run time", " s", by="kind")
     s.items.append(figure_item(
         "jobs-duration-cdf", "Run time of GPU and CPU jobs",
         "Empirical CDF of run time (duration: end − start, or the sum of attempts) in seconds, log scale; "
@@ -114,7 +98,7 @@ def jobs_section(inputs: list[Input]) -> Section:
                                                   cats=BUCKETS_ALL, percent=True, n="jobs", base="base"),
             findings=tiny))
     t, n = per_trace(inputs, ("gpu_jobs", "gpu_jobs_2", "duration"), lambda i: jobs.duration_cdf_by_size(i.jobs))
-    t, n = _single_values(t, n, "duration", "run time", " s", by="bucket")
+    t, n = single_values(t, n, "duration", "run time", " s", by="bucket")
     med, _ = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.duration_by_size(i.jobs))
     shown = _in_units(med, ["p10", "p50", "p90", "mean"], 60).rename(
         {"p10": "p10 (min)", "p50": "median (min)", "p90": "p90 (min)", "mean": "mean (min)"}) if med.height else None
@@ -135,14 +119,14 @@ def jobs_section(inputs: list[Input]) -> Section:
                              .sort("gpu_num"))
     s.items.append(median_item)
     t, n = per_trace(inputs, ("gpu_jobs", "queue", "real_queue"), lambda i: jobs.queue_cdf_by_size(i.jobs))
-    t, n = _single_values(t, n, "queue_delay", "queueing delay", " s", by="bucket")
+    t, n = single_values(t, n, "queue_delay", "queueing delay", " s", by="bucket")
     s.items.append(figure_item(
         "jobs-queue-by-size", "Queueing delay by job size",
         "CDF of queueing delay (first start − submit, seconds; zero waits drawn at 1 s on the log axis) of GPU "
         "jobs per GPU-count bucket.", t, n,
         lambda d: plots.cdf(d, "queue_delay", "queueing delay (s)", group="bucket", order=list(SIZE_BUCKETS))))
     t, n = per_trace(inputs, ("gpu_jobs", "queue", "real_queue"), lambda i: jobs.queue_cdf_by_vc(i.jobs))
-    t, n = _single_values(t, n, "queue_delay", "queueing delay", " s", by="vc")
+    t, n = single_values(t, n, "queue_delay", "queueing delay", " s", by="vc")
     s.items.append(figure_item(
         "jobs-queue-by-vc", "Queueing delay by virtual cluster",
         "CDF of queueing delay of GPU jobs in each of the 8 VCs with the most GPU jobs; VC names differ between "
@@ -253,7 +237,7 @@ def users_section(inputs: list[Input]) -> Section:
         "CDF over users of each user's mean queueing delay of GPU jobs (seconds; zero drawn at 1 s).", t, n,
         lambda d: plots.cdf(d, "mean_queue_delay", "mean queueing delay (s)")))
     t, n = per_trace(inputs, ("user", "users_2", "gpu_jobs", "status"), lambda i: users.user_completion_cdf(i.jobs))
-    t, n = _single_values(t, n, "completion_ratio", "user's completion ratio")
+    t, n = single_values(t, n, "completion_ratio", "user's completion ratio")
     s.items.append(figure_item(
         "users-completion", "Completion ratio per user",
         "CDF over users of the share of their finished GPU jobs that completed (finished = completed, cancelled "
@@ -322,7 +306,7 @@ def failures_section(inputs: list[Input]) -> Section:
         lambda d: plots.bars(d.with_columns(pl.col("attempts").cast(pl.String)), "attempts", "jobs", "jobs",
                              group="outcome", order=[*OUTCOMES, "other"], logy=True)))
     t, n = per_trace(inputs, ("gpu_jobs", "status", "duration"), lambda i: failures.time_to_failure_cdf(i.jobs))
-    t, n = _single_values(t, n, "duration", "run time to failure", " s", by="bucket")
+    t, n = single_values(t, n, "duration", "run time to failure", " s", by="bucket")
     s.items.append(figure_item(
         "failures-time-to-failure", "Run time before failure",
         "CDF of run time (seconds) of failed GPU jobs, per GPU-count bucket: user and programming errors fail "

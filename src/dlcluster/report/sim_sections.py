@@ -9,6 +9,7 @@ import polars as pl
 from dlcluster.analysis import simruns
 from dlcluster.analysis.checks import MIN_GROUP, queue_problem, tiny_groups
 from dlcluster.report import plots
+from dlcluster.report.inputs import single_values
 from dlcluster.report.model import Item, Section
 from dlcluster.report.runs import SimRun
 from dlcluster.trace import Trace
@@ -80,17 +81,13 @@ def times_section(runs: list[SimRun]) -> Section:
             continue
         found = [f"{', '.join(flat)}: no job waited (a step at 1 s)."] if flat else []
         # a run whose jobs all took the same time draws one vertical step: said instead (as for no wait)
-        one = (part.filter(~pl.col("trace").cast(pl.String).is_in(flat))
-               .group_by("trace", maintain_order=True).agg(pl.col("seconds").n_unique().alias("n"),
-                                                           pl.col("seconds").first().alias("v"))
-               .filter(pl.col("n") == 1))
-        single = [f"{r['trace']}: every {label} is {r['v']:,g} s, a single step: no CDF."
-                  for r in one.iter_rows(named=True)]
-        part = part.filter(~pl.col("trace").cast(pl.String).is_in(one["trace"].cast(pl.String).to_list()))
-        if part.height == 0 or part.filter(~pl.col("trace").cast(pl.String).is_in(flat)).height == 0:
+        is_flat = pl.col("trace").cast(pl.String).is_in(flat)
+        kept, single = single_values(part.filter(~is_flat), [], "seconds", label, " s")
+        if kept.height == 0:
             s.items.append(Item(item_id, title, definition, absent=" ".join([*found, *single])))
             continue
         found += single
+        part = part.filter(is_flat | pl.col("trace").cast(pl.String).is_in(kept["trace"].cast(pl.String).implode()))
         fig = plots.cdf(part, "seconds", f"{label} (s)")
         s.items.append(Item(item_id, title, definition, figure=fig, data={item_id: _out(part)}, checks=found))
     return s

@@ -49,8 +49,6 @@ class PowerModel:
             value = getattr(self, f.name)
             if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < math.inf):
                 raise ConfigError(f"power model: {f.name} must be a finite number >= 0, got {value!r}")
-        for f in fields(self):
-            value = getattr(self, f.name)
             if f.name.endswith("_watts") and value > MAX_WATTS:  # (a finite but huge value overflows the energy)
                 raise ConfigError(f"power model: {f.name} must be at most {MAX_WATTS:,} W, got {value!r}")
         if not isinstance(self.boot_seconds, int):  # (the clock counts whole seconds)

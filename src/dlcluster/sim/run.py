@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import operator
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -229,7 +228,8 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress,
                      df["outcome"].to_list() if replayed and observers else None)  # (only observers hear outcomes)
     # no job ends before its submission plus its work (a job runs at most at full speed): ticks last at least that long
-    until = max(map(operator.add, sim_jobs.submit, sim_jobs.duration), default=None) if sim.tickers else None
+    until = int((df["submit"].to_numpy() + np.asarray(sim_jobs.duration)).max()) if sim.tickers and df.height \
+        else None
     engine.run(df["submit"].to_numpy()[arrivals].tolist(), sim, until)
     wall = time.perf_counter() - t_all
     if sim.left:
