@@ -698,6 +698,36 @@ def test_a_zstd_series_is_a_series_with_the_plain_file_s_figures(tmp_path: Path)
     assert got == want and got["days"] == 3
 
 
+def test_the_forecaster_s_calendar_is_utc_whatever_the_trace_s_zone(tmp_path: Path) -> None:
+    """docs/ces.md: hours, weekdays and holidays are UTC's; the trace's time zone changes no figure."""
+    from dlcluster.io.parquet import write
+    from dlcluster.schema import conform
+    from dlcluster.trace import Trace
+
+    rows = [(f"j{i}", "v", 8, i * 5 * 3600, 3 * 3600) for i in range(6 * 24 // 5)]
+    t = jobs(*rows).with_columns(start_time=pl.col("submit_time"), end_time=pl.col("submit_time") + pl.col("duration"),
+                                 cluster=pl.lit("test"), status=pl.lit("completed"))
+    got = []
+    for zone in ("UTC", "Asia/Shanghai"):
+        path = write(Trace(conform(t), "parquet", timezone=zone, cluster=spec(v=(8, 8))),
+                     tmp_path / f"{zone[:4]}.parquet")
+        run = cli("ces", str(path), "--test-days", "1", "--holidays", "CN", "--json")
+        assert run.returncode == 0, run.stderr
+        got.append({k: v for k, v in json.loads(run.stdout).items() if k != "source"})
+    assert got[0] == got[1]
+
+
+def test_a_compat_run_leaves_no_earlier_horizons_in_its_folder(shared_data: Path, tmp_path: Path) -> None:
+    series = tmp_path / "s.csv"
+    _daily(9).write_csv(series)
+    assert cli("ces", str(series), "--test-days", "3", "-o", str(tmp_path / "out")).returncode == 0
+    assert (tmp_path / "out/horizons.parquet").is_file()
+    run = cli("ces", str(shared_data / "philly/node_sequence_minutely.csv"), "--compat", "helios-artifact",
+              "-o", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "out/horizons.parquet").exists() and (tmp_path / "out/steps.parquet").is_file()
+
+
 def test_ces_compat_on_philly_reproduces_the_artifact(shared_data: Path) -> None:
     run = cli("ces", str(shared_data / "philly/node_sequence_minutely.csv"), "--cluster-preset", "philly",
               "--compat", "helios-artifact", "--json")

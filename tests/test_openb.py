@@ -71,6 +71,14 @@ def test_fields_map_onto_canonical_columns(tmp_path: Path) -> None:
     assert jobs["queue_delay"].to_list() == [30, None, 5]
 
 
+def test_gpu_shares_count_as_whole_gpus(tmp_path: Path) -> None:
+    """README: gpu_milli is kept, but info (and characterize, ces, simulate) count a pod's GPUs as whole."""
+    path = _write(tmp_path, "".join(f"p{i},1000,100,1,250,,LS,Succeeded,0,3600,0\n" for i in range(4)))
+    assert read_trace(path).jobs["gpu_milli"].to_list() == [250] * 4
+    res = cli("info", str(path), "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["gpu_hours"] == 4.0  # (a quarter each would be 1.0)
+
+
 def test_info_says_that_openb_times_are_relative_and_a_dated_trace_gets_no_such_note(tmp_path: Path) -> None:
     path = _write(tmp_path, "p0,12000,16384,1,460,,LS,Running,10,500,40\n")
     res = cli("info", str(path))
