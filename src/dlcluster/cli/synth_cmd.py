@@ -13,6 +13,7 @@ from dlcluster.cli.options import PATH, note_what_is_lost, output_folder, output
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError, InputError
+from dlcluster.text import count
 
 if TYPE_CHECKING:
     import polars as pl
@@ -99,8 +100,8 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
     gpu_jobs = int((trace.jobs["gpu_num"] > 0).sum())
     span = days if days is not None else model.days
     err_console.print(
-        f"synth {model.name}: {trace.jobs.height:,} jobs ({gpu_jobs:,} GPU jobs) over "
-        f"{span:g} day{'' if span == 1 else 's'}, load {load:g}, seed {seed} -> {written} "
+        f"synth {model.name}: {count(trace.jobs.height, 'job')} ({count(gpu_jobs, 'GPU job')}) over "
+        f"{count(span, 'day')}, load {load:g}, seed {seed} -> {written} "
         f"({time.perf_counter() - began:.1f} s)",
         soft_wrap=True,
     )

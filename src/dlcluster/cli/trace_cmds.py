@@ -11,6 +11,7 @@ from rich.table import Table
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.options import PATH, load, note_what_is_lost, output_format, trace_options, writer
+from dlcluster.text import count
 
 
 @app.command()
@@ -56,5 +57,5 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
-    Console(stderr=True).print(f"wrote {trace.jobs.height:,} jobs to {output}")
+    Console(stderr=True).print(f"wrote {count(trace.jobs.height, 'job')} to {output}")
     note_what_is_lost(trace, output, output_format(output, None, None))

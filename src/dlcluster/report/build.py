@@ -15,6 +15,7 @@ from dlcluster.report import sections
 from dlcluster.report.html import write_report
 from dlcluster.report.inputs import Input
 from dlcluster.report.runs import check_summary
+from dlcluster.text import count
 from dlcluster.trace import Trace
 
 
@@ -94,8 +95,8 @@ def build_report(traces: list[Trace], out: str | Path, *, cluster: ClusterSpec |
         sections.queueing_section(sim_jobs, sim_spec, sim_name, sim_placements, sim_summary),
         sections.summary_section(inputs),
     ]
-    subtitle = [f"{i.name}: {i.jobs.height:,} jobs, format {i.trace.format}, time zone {i.trace.timezone}"
-                + (f", {i.total_gpus:,} GPUs in the cluster spec" if i.spec is not None else ", no cluster spec")
+    subtitle = [f"{i.name}: {count(i.jobs.height, 'job')}, format {i.trace.format}, time zone {i.trace.timezone}"
+                + (f", {count(i.total_gpus, 'GPU')} in the cluster spec" if i.spec is not None else ", no cluster spec")
                 + (f" ({i.coverage})" if i.coverage else "")
                 + (", pooled: every job in one VC, the whole cluster" if pooled else "") for i in inputs]
     return write_report(parts, out, "Workload characterisation: " + ", ".join(i.name for i in inputs), subtitle)

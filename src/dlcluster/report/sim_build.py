@@ -7,6 +7,7 @@ from pathlib import Path
 from dlcluster.report import sim_sections
 from dlcluster.report.html import write_report
 from dlcluster.report.runs import SimRun
+from dlcluster.text import count
 from dlcluster.trace import Trace
 
 
@@ -26,7 +27,7 @@ def build_sim_report(runs: list[SimRun], out: str | Path, trace: Trace | None = 
         sim_sections.energy_section(runs),
     ]
     subtitle = [f"{r.name}: policy {r.summary.get('policy')}, placement {r.summary.get('placement')}, load "
-                f"{r.summary.get('load')}, {r.jobs.height:,} jobs ({r.folder})" for r in runs]
+                f"{r.summary.get('load')}, {count(r.jobs.height, 'job')} ({r.folder})" for r in runs]
     if trace is not None:
-        subtitle.append(f"observed trace: {trace.name}, {trace.jobs.height:,} jobs")
+        subtitle.append(f"observed trace: {trace.name}, {count(trace.jobs.height, 'job')}")
     return write_report(parts, Path(out), "Simulation runs: " + ", ".join(r.name for r in runs), subtitle)
