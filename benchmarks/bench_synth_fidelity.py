@@ -3,7 +3,7 @@
 Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,300–1,700 CPU s: the real
 table and 780 generated traces of ~80k jobs each — 240 seeds of the philly preset with the source's calendar, the
 same 240 without sessions and without ``session_same`` (SJF only), 60 with drawn days — each simulated per policy and
-load; the test suite checks load 3 alone). It prints the tables and its CPU seconds, then checks that every row of
+load; too long for the test suite, which checks how the table is computed). It prints the tables and its CPU seconds, then checks that every row of
 docs/synth.md's downstream table is the one just computed and that the claims the page makes about them hold; it exits
 with status 1 if one does not.
 """

@@ -84,10 +84,13 @@ def test_missing_vc_fails_or_is_counted(tmp_path: Path) -> None:
     assert summary["unschedulable_jobs"] == [{"job_id": "e", "vc": "x", "reason": "VC not in the cluster spec"}]
 
 
-def test_a_vc_with_0_gpus_on_the_helios_day_is_named_as_such(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "text"), [("cluster_gpu_number.csv", "date,v,w,x,total\n2020-04-01,8,8,0,16\n"),
+                                            ("vc_nodes.csv", "vc,nodes\nv,1\nw,1\nx,0\n")])
+def test_a_vc_with_0_gpus_is_named_as_such_in_a_helios_and_a_vc_nodes_spec(tmp_path: Path, name: str,
+                                                                             text: str) -> None:
     trace = _trace(tmp_path, ("e", "x", 1, 1004, 5))
-    spec = tmp_path / "cluster_gpu_number.csv"
-    spec.write_text("date,v,w,x,total\n2020-04-01,8,8,0,16\n")
+    spec = tmp_path / name
+    spec.write_text(text)
     res = cli("simulate", str(trace), "--cluster", str(spec), "-o", str(tmp_path / "out"))
     assert res.returncode == 2
     assert "VC 'x' of job 'e' has 0 GPUs in the cluster spec (known: v, w)" in res.stderr

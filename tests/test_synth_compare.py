@@ -358,8 +358,9 @@ def test_report_of_several_generated_traces_loads_offline_with_every_figure_visi
 # --- downstream on the Philly VCs (issue 13 acceptance) ---------------------------------------------
 
 
-# The docs' downstream table on the Philly VCs (30 generated traces against the real table, about 200 s of
-# CPU) is regenerated and its claims checked by `python -m benchmarks.bench_synth_fidelity`, not here.
+# The docs' downstream table on the Philly VCs (240 generated traces against the real table, both loads, 7 CPU
+# minutes for load 3 alone: a third of CI's budget) is regenerated and its claims checked by
+# `python -m benchmarks.bench_synth_fidelity`, not here; the tests below check how it is computed.
 
 
 def test_seeds_table_ranks_the_real_value_among_the_seeds() -> None:
@@ -564,13 +565,3 @@ def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
     tail = [c.pop((2.0, "sjf", "p99")) for c in changes]
     assert (round(-max(tail), 2), round(-min(tail), 2)) == (0.32, 0.35)
     assert round(max(abs(v) for c in changes for v in c.values()), 2) == 0.12
-
-
-def test_generated_philly_queueing_against_the_real_table_at_load_3() -> None:
-    # the acceptance's one load in the test suite (both loads: benchmarks/bench_synth_fidelity.py): the docs' rows
-    if not PHILLY.is_dir():
-        pytest.skip("shared sample philly not available")
-    real = read_trace(PHILLY / "jobs_processed.csv")
-    generated = (generate(load_preset("philly"), seed=s) for s in range(1, 241))
-    table = over_seeds(real, generated, read_cluster_spec(PHILLY / "vc_nodes.csv"), loads=(3.0,))
-    assert [round(e, 2) for e in table["relative_error"]] == [-0.05, -0.09, -0.23, -0.23]

@@ -14,7 +14,8 @@ Four layouts are told apart by their header:
   node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
   rows for the same VC add up, in file order (one row per VC and node shape: a repeated
   row is refused, as it is more likely a mistake than a second batch of nodes); any other
-  column is refused (a misspelt ``gpus_per_node`` would silently give 8-GPU nodes).
+  column is refused (a misspelt ``gpus_per_node`` would silently give 8-GPU nodes). A VC of 0 nodes is left
+  out, as a Helios VC with 0 GPUs is (its jobs are told that their VC has 0 GPUs).
 
 Limits (checked before any node is built): at most :data:`MAX_NODES` nodes in all and
 :data:`MAX_GPUS_PER_NODE` GPUs and :data:`MAX_CPUS_PER_NODE` CPUs per node.
@@ -171,7 +172,11 @@ def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
     for vc, n, g, c in df.iter_rows():  # one row per (VC, node size): a handful of rows
         spec[vc] = spec.get(vc, ()) + (g,) * n
         cpus[vc] = cpus.get(vc, ()) + (c,) * n
-    return ClusterSpec(spec, cpus if has_cpus else None, source=str(path))
+    # a VC of 0 nodes is what a Helios day's 0 GPUs is: named, left out, its jobs told so
+    empty = frozenset(vc for vc, nodes in spec.items() if not nodes)
+    spec = {vc: nodes for vc, nodes in spec.items() if vc not in empty}
+    cpus = {vc: nodes for vc, nodes in cpus.items() if vc not in empty}
+    return ClusterSpec(spec, cpus if has_cpus else None, source=str(path), empty=empty)
 
 
 def write_cluster_spec(spec: ClusterSpec, path: str | Path) -> Path:
@@ -180,8 +185,8 @@ def write_cluster_spec(spec: ClusterSpec, path: str | Path) -> Path:
     lines = ["vc,nodes,gpus_per_node" + (",cpus_per_node" if has_cpus else "")]
     for vc, nodes in spec.vcs.items():
         shapes = list(zip(nodes, spec.cpus[vc], strict=True)) if spec.cpus is not None else [(g,) for g in nodes]
-        if not nodes:
-            lines.append(f"{vc},0,{GPUS_PER_NODE}" + (",0" if has_cpus else ""))
         for shape, count in Counter(shapes).items():
             lines.append(",".join([vc, str(count), *map(str, shape)]))
+    for vc in [*(vc for vc, nodes in spec.vcs.items() if not nodes), *sorted(spec.empty)]:
+        lines.append(f"{vc},0,{GPUS_PER_NODE}" + (",0" if has_cpus else ""))
     return write_text_atomic(path, "\n".join(lines) + "\n")
