@@ -160,12 +160,21 @@ class RayExecutor:
 
 @contextmanager
 def _keeping_sigterm_handler() -> Iterator[None]:
-    """Put this process's SIGTERM handler back after the block: ``ray.init`` replaces it with one that exits with
-    status 15, and Ray's failure-signal handler prints a stack dump on SIGTERM before calling it."""
+    """Keep this process's SIGTERM handler through the block and put it back after: ``ray.init`` replaces it first
+    thing with one that exits with status 15 (a SIGTERM then ended the command half-way through starting Ray, its
+    processes left running), and Ray's failure-signal handler prints a stack dump on SIGTERM before calling it."""
+    import ray._private.utils as ray_utils
+
     previous = signal.getsignal(signal.SIGTERM)
+    # (ray.init's own handler goes through this function; if a release renames it, only the first guard is lost)
+    replace = getattr(ray_utils, "set_sigterm_handler", None)
+    if replace is not None:
+        ray_utils.set_sigterm_handler = lambda handler: None
     try:
         yield
     finally:
+        if replace is not None:
+            ray_utils.set_sigterm_handler = replace
         # (re-installing a Python handler also takes the signal back from Ray's C++ handler, which does not
         # otherwise let go of it; None: a handler not installed from Python, which cannot be put back)
         if previous is not None and threading.current_thread() is threading.main_thread():
