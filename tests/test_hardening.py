@@ -828,3 +828,25 @@ def test_the_documented_limits_are_the_codes() -> None:
     assert f"| `simulate --retries` | {sim_failures.MAX_RETRIES:,} | `sim.failures.MAX_RETRIES` |" in text
     assert f"| {demand.MAX_DAYS:,} days (ten years) | `predict.demand.MAX_DAYS` |" in text
     assert f"| {_common.MAX_SECONDS // 60:,} minutes (100 years), a finite number |" in text
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Path) -> None:
+    # (the atomic write replaced the user's trace with the estimates, a generated trace or its canonical form)
+    text = CSV + "a,0,1,5\nb,60,2,300\n"
+    jobs = _write(tmp_path / "jobs.csv", text)
+    link = tmp_path / "link.csv"
+    link.symlink_to(jobs)
+    model = tmp_path / "model.json"
+    for args, option, target in [
+        (("predict", "run", str(jobs), "--format", "csv", "-o", str(jobs)), "--output", jobs),
+        (("convert", str(jobs), "--format", "csv", "-o", str(link)), "-o", link),
+        (("synth", "--fit", str(jobs), "--fit-format", "csv", "--days", "1", "-o", str(jobs)), "-o", jobs),
+        (("synth", "--fit", str(jobs), "--fit-format", "csv", "--days", "1", "-o", str(tmp_path / "g.parquet"),
+          "--save-model", str(jobs)), "--save-model", jobs),
+    ]:
+        assert refused(*args) == (f"error: {option} {target}: is the input {jobs} itself; choose another path for "
+                                  "the output")
+        assert jobs.read_text() == text
+    assert refused("synth", "--preset", "philly", "--days", "1", "-o", str(model), "--save-model", str(model)) == (
+        f"error: --save-model {model}: is the -o file too; choose another path for the model")
+    assert not model.exists()

@@ -213,6 +213,17 @@ def zone_unknown(fmt: str) -> bool:
     return param is not None and param.default == "UTC"
 
 
+def not_an_input(option: str, output: Path | None, *inputs: Path | None) -> None:
+    """Fail before any work when the output path ``option`` names one of the files or folders the command reads: the
+    atomic write would replace the user's input with the result."""
+    if output is None:
+        return
+    for given in inputs:
+        if given is not None and (output.resolve() == given.resolve()
+                                  or (output.exists() and given.exists() and os.path.samefile(output, given))):
+            raise ConfigError(f"{option} {output}: is the input {given} itself; choose another path for the output")
+
+
 def output_folder(output: Path | None) -> None:
     """Fail before any work when ``--output`` names something that is not a folder."""
     if output is not None and output.exists() and not output.is_dir():

@@ -14,7 +14,7 @@ from rich.table import Table
 from dlcluster.atomic import write_atomic
 from dlcluster.cli import Console, app, echo, err_console
 from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
-from dlcluster.cli.options import PATH, load, output_folder, trace_options
+from dlcluster.cli.options import PATH, load, not_an_input, output_folder, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
 
@@ -152,6 +152,7 @@ def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, len
     from dlcluster.predict.evaluate import predict_jobs
 
     est = make_estimator(estimator)
+    not_an_input("--output", output, trace_path)
     if output.is_dir():
         raise ConfigError(f"--output {output}: is a folder, expected a CSV file name")
     if output.suffix.lower() in (".parquet", ".pq", ".arrow", ".feather", ".json", ".gz", ".zst", ".bz2", ".xz",

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from dlcluster.analysis.info import trace_info
 from dlcluster.cli import Console, app, echo, err_console
-from dlcluster.cli.options import PATH, load, note_what_is_lost, output_format, trace_options, writer
+from dlcluster.cli.options import PATH, load, not_an_input, note_what_is_lost, output_format, trace_options, writer
 from dlcluster.text import count
 
 
@@ -54,6 +54,7 @@ def info(path: Path, fmt: str | None, as_json: bool, lenient: bool, mapping: str
 def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None,
             tz: str | None) -> None:
     """Convert a trace to canonical Parquet (or SWF/CSV by the output's suffix), atomically."""
+    not_an_input("-o", output, path)
     out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
