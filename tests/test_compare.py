@@ -436,6 +436,20 @@ def test_all_metrics_equal(tmp_path: Path) -> None:
     assert not (out / "figures" / "curve-load.svg").exists()
 
 
+def test_a_second_report_into_the_same_folder_leaves_none_of_the_first_ones_files(tmp_path: Path) -> None:
+    # the first sweep varies the load (a load curve), the second the seed only: the curve is not the second's
+    first = write_results(tmp_path / "a", [_row(i, load=load, mean_jct=10.0 * load + i)
+                                           for i, load in enumerate((1.0, 2.0))], SMALL)
+    second = write_results(tmp_path / "b", [_row(i, seed=i + 1, mean_jct=10.0 + i) for i in range(2)], SMALL)
+    out = tmp_path / "out"
+    build_compare_report(first, out)
+    assert (out / "tables" / "curve_load.csv").is_file() and (out / "figures" / "curve-load.svg").is_file()
+    page = build_compare_report(second, out).read_text()
+    listed = set(re.findall(r"<code>((?:figures|tables)/[^<]+)</code>", page))
+    on_disk = {f"{p.parent.name}/{p.name}" for sub in ("figures", "tables") for p in (out / sub).iterdir()}
+    assert on_disk == listed and "tables/curve_load.csv" not in on_disk
+
+
 def test_clear_winner_and_overlap(tmp_path: Path) -> None:
     values = {("fifo", 1): 100.0, ("fifo", 2): 102.0, ("sjf", 1): 10.0, ("sjf", 2): 11.0, ("las", 1): 101.0,
               ("las", 2): 103.0}

@@ -200,3 +200,29 @@ def test_a_report_interrupted_while_written_has_no_page(tmp_path: Path, monkeypa
     with pytest.raises(KeyboardInterrupt):
         report_html.write_report(sections, tmp_path, "new", [])
     assert not page.exists() and (tmp_path / "figures/a.svg").is_file()
+
+
+def test_a_report_written_again_keeps_only_its_own_figures_and_tables(tmp_path: Path) -> None:
+    """Files an earlier report wrote into figures/ and tables/ that this one does not write are removed (the page
+    would not list them, yet they would pass for this report's); the user's other files are left alone."""
+    from matplotlib.figure import Figure
+
+    import dlcluster.report.html as report_html
+    from dlcluster.report.model import Item, Section
+
+    def figure() -> Figure:
+        fig = Figure()
+        fig.subplots().plot([0, 1], [0, 1])
+        return fig
+
+    table = pl.DataFrame({"x": [1]})
+    both = [Item("a", "A", "first", figure=figure(), data={"a": table}),
+            Item("b", "B", "second", figure=figure(), data={"b": table})]
+    report_html.write_report([Section("s", "S", "intro", both)], tmp_path, "old", [])
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "b.csv").write_text("mine")
+    report_html.write_report([Section("s", "S", "intro", both[:1])], tmp_path, "new", [])
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["a.png", "a.svg"]
+    assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == ["a.csv"]
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "data" / "b.csv").read_text() == "mine"
