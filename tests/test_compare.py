@@ -450,6 +450,18 @@ def test_a_second_report_into_the_same_folder_leaves_none_of_the_first_ones_file
     assert on_disk == listed and "tables/curve_load.csv" not in on_disk
 
 
+def test_the_title_is_the_experiments_name(tmp_path: Path) -> None:
+    # docs/sweeps.md: ``name`` is the experiment's name; sweep.json records it beside the file's name
+    folder = write_results(tmp_path / "r", [_row(0, mean_jct=1.0)], SMALL)
+    older = build_compare_report(folder, tmp_path / "older").read_text()  # a folder from before the name was kept
+    assert "<h1>Sweep comparison: fixture.toml</h1>" in older
+    meta = json.loads((folder / "sweep.json").read_text())
+    (folder / "sweep.json").write_text(json.dumps({**meta, "name": "mine"}))
+    page = build_compare_report(folder, tmp_path / "out").read_text()
+    assert "<h1>Sweep comparison: mine</h1>" in page and "<title>Sweep comparison: mine</title>" in page
+    assert "from fixture.toml" in page  # the file it was run from is still said
+
+
 def test_clear_winner_and_overlap(tmp_path: Path) -> None:
     values = {("fifo", 1): 100.0, ("fifo", 2): 102.0, ("sjf", 1): 10.0, ("sjf", 2): 11.0, ("las", 1): 101.0,
               ("las", 2): 103.0}

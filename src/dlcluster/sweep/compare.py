@@ -64,7 +64,8 @@ class Sweep:
     results: pl.DataFrame
     parameters: list[str]
     metrics: list[str]
-    experiment: str
+    experiment: str  # the experiment file's name
+    name: str = ""  # the experiment's ``name`` (empty in a folder written before sweep.json kept it)
 
 
 def _label(metric: str) -> str:
@@ -126,7 +127,7 @@ def read_sweep(folder: str | Path) -> Sweep:
                          row=int(bad["row"][0]) + 1, field="status", row_label="row")
     if df["cell"].n_unique() != df.height or df["cell"].null_count():
         raise InputError("cell numbers must be unique and non-null", path=table_path, field="cell")
-    return Sweep(root, df.sort("cell"), meta["parameters"], meta["metrics"], meta["experiment"])
+    return Sweep(root, df.sort("cell"), meta["parameters"], meta["metrics"], meta["experiment"], meta["name"])
 
 
 def _read_meta(path: Path) -> dict:
@@ -143,9 +144,10 @@ def _read_meta(path: Path) -> dict:
     clash = [p for p in meta["parameters"] if p in REQUIRED or p in meta["metrics"]]
     if clash:
         raise InputError(f"'{clash[0]}' is both a parameter and another column", path=path, field="parameters")
-    experiment = meta.get("experiment", "")
+    experiment, name = meta.get("experiment", ""), meta.get("name", "")
     return {"parameters": meta["parameters"], "metrics": meta["metrics"],
-            "experiment": experiment if isinstance(experiment, str) else ""}
+            "experiment": experiment if isinstance(experiment, str) else "",
+            "name": name if isinstance(name, str) else ""}
 
 
 # ---- statistics ------------------------------------------------------------------------------------
@@ -674,5 +676,6 @@ def build_compare_report(results: str | Path, out: str | Path) -> Path:
     ]
     subtitle = [f"{sweep.root.name or sweep.root}: {sweep.results.height} cells"
                 + (f" from {sweep.experiment}" if sweep.experiment else "")]
-    return write_report(sections, Path(out), "Sweep comparison: " + (sweep.experiment or sweep.root.name), subtitle)
+    title = sweep.name or sweep.experiment or sweep.root.name
+    return write_report(sections, Path(out), "Sweep comparison: " + title, subtitle)
 
