@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import subprocess
 import sys
@@ -355,6 +356,38 @@ def test_synth_folder_format_onto_a_file_is_a_one_line_error(tmp_path: Path) -> 
     assert res.returncode == 2
     assert res.stderr.strip() == f"error: -o {target}: is a file, but the helios format is written as a folder"
     assert target.read_text() == "x"
+
+
+# per folder format, two steps of its writer: one before its job log is written, one after (the cluster file)
+FOLDER_WRITER_STEPS = {"helios": ("conform", "_gpu_number_table"), "philly": ("_records", "write_text_atomic")}
+
+
+@pytest.mark.parametrize("fmt", list(FOLDER_WRITER_STEPS))
+def test_synth_interrupted_while_writing_a_folder_leaves_no_new_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       fmt: str) -> None:
+    """Ctrl-C while ``synth --format helios/philly -o NEWDIR`` writes leaves no NEWDIR, empty or half written, and no
+    temporary folder; an existing complete folder is left as it was."""
+    from dlcluster.cli import main
+
+    module = importlib.import_module(f"dlcluster.io.{fmt}")
+    args = ["synth", "--preset", "helios-venus", "--days", "1", "-f", fmt, "-o"]
+
+    def interrupt(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    for step in FOLDER_WRITER_STEPS[fmt]:
+        with monkeypatch.context() as patched, pytest.raises(SystemExit) as stopped:
+            patched.setattr(module, step, interrupt)
+            main([*args, str(tmp_path / "new")])
+        assert stopped.value.code == 130
+        assert list(tmp_path.iterdir()) == [], step
+    done = tmp_path / "done"
+    main([*args, str(done)])
+    before = {p.name: p.read_bytes() for p in done.iterdir()}
+    monkeypatch.setattr(module, FOLDER_WRITER_STEPS[fmt][0], interrupt)
+    with pytest.raises(SystemExit):
+        main([*args, str(done), "--seed", "2"])
+    assert {p.name: p.read_bytes() for p in done.iterdir()} == before
 
 
 def test_synth_refuses_to_mix_two_folder_formats(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,33 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
         if _is_os_error(exc):  # a full disk, a lost permission: the user's to fix, not a bug
             raise OutputError(f"cannot write {target}: {os_reason(exc)}") from exc
+        raise
+
+
+@contextmanager
+def atomic_folder(target: str | Path) -> Iterator[Path]:
+    """Yield the folder to write ``target``'s files into: ``target`` itself if it exists, else a temporary sibling
+    renamed onto ``target`` on success and removed on any exception (including KeyboardInterrupt)."""
+    target = Path(target)
+    if target.is_dir():  # (perhaps a mount point, or holding other files: no rename can replace it) written in
+        # place, each file atomically, so an interrupted run leaves the earlier files whole
+        yield target
+        return
+    if target.exists() or target.is_symlink():  # a file, a device, a dangling link: the rename would fail at the end
+        raise OutputError(f"cannot write into {target}: it exists and is not a folder")
+    make_folder(target.parent)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes folders owner-only; outputs are ordinary folders
+        yield tmp
+        os.rename(tmp, target)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if _is_os_error(exc):
+            raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
         raise
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from dlcluster.atomic import make_folder, write_atomic
+from dlcluster.atomic import atomic_folder, write_atomic
 from dlcluster.errors import ConfigError
 from dlcluster.io._common import (
     Check,
@@ -161,17 +161,16 @@ def _gpu_number_table(trace: Trace) -> pl.DataFrame:
 
 def write(trace: Trace, target: str | Path) -> Path:
     """Write the trace as a Helios folder (``cluster_log.csv`` and, with a cluster spec, ``cluster_gpu_number.csv``)."""
-    folder = Path(target)
-    make_folder(folder)
-    log = conform(trace.jobs).select(
-        "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
-        pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),
-        *(wall_clock_text(c, TIMEZONE, TIME_FORMAT) for c in ("submit_time", "start_time", "end_time")),
-        "duration",
-        pl.col("queue_delay").alias("queue"),
-    )
-    write_atomic(folder / LOG, log.write_csv)
-    if trace.cluster is not None:
-        table = _gpu_number_table(trace)
-        write_atomic(folder / GPU_NUMBER, table.write_csv)
-    return folder
+    with atomic_folder(target) as folder:
+        log = conform(trace.jobs).select(
+            "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
+            pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),
+            *(wall_clock_text(c, TIMEZONE, TIME_FORMAT) for c in ("submit_time", "start_time", "end_time")),
+            "duration",
+            pl.col("queue_delay").alias("queue"),
+        )
+        write_atomic(folder / LOG, log.write_csv)
+        if trace.cluster is not None:
+            table = _gpu_number_table(trace)
+            write_atomic(folder / GPU_NUMBER, table.write_csv)
+    return Path(target)

@@ -36,7 +36,7 @@ import ijson
 import numpy as np
 import polars as pl
 
-from dlcluster.atomic import atomic_path, make_folder, write_text_atomic
+from dlcluster.atomic import atomic_folder, atomic_path, write_text_atomic
 from dlcluster.errors import InputError
 from dlcluster.io._common import (
     MAX_TIME,
@@ -404,18 +404,17 @@ def write(trace: Trace, target: str | Path) -> Path:
 
     Times are America/Los_Angeles wall clock, what the format means, whatever the trace's zone.
     """
-    folder = Path(target)
-    make_folder(folder)
-    records = _records(trace)
-    with atomic_path(folder / JOB_LOG) as tmp, tmp.open("w", encoding="utf-8") as out:
-        out.write("[")
-        for start in range(0, records.len(), _CHUNK):
-            chunk = records.slice(start, _CHUNK).to_list()
-            out.write(("," if start else "") + ",\n".join(chunk))
-        out.write("]\n")
-    if trace.cluster is not None:
-        nodes = trace.cluster.pooled("philly").vcs["philly"]
-        rows = "".join(f"m{i},{g},\n" for i, g in enumerate(nodes))
-        write_text_atomic(folder / MACHINE_LISTS[1], "machineId, number of GPUs, single GPU mem\n" + rows)
-    return folder
+    with atomic_folder(target) as folder:
+        records = _records(trace)
+        with atomic_path(folder / JOB_LOG) as tmp, tmp.open("w", encoding="utf-8") as out:
+            out.write("[")
+            for start in range(0, records.len(), _CHUNK):
+                chunk = records.slice(start, _CHUNK).to_list()
+                out.write(("," if start else "") + ",\n".join(chunk))
+            out.write("]\n")
+        if trace.cluster is not None:
+            nodes = trace.cluster.pooled("philly").vcs["philly"]
+            rows = "".join(f"m{i},{g},\n" for i, g in enumerate(nodes))
+            write_text_atomic(folder / MACHINE_LISTS[1], "machineId, number of GPUs, single GPU mem\n" + rows)
+    return Path(target)
 
