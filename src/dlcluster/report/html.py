@@ -81,6 +81,9 @@ def _item(item: Item, out: Path, written: set[str]) -> str:
     body = "".join(f'<p class="check">{html.escape(c)}</p>' for c in item.checks)
     if item.figure is not None:
         svg = _svg(item)
+        # the layout the SVG's drawing solved, kept for the PNG: solving it again is a third of a report's time
+        if item.figure.get_layout_engine() is not None:
+            item.figure.set_layout_engine("none")
         write_text_atomic(out / "figures" / f"{item.id}.svg", svg)
         write_atomic(out / "figures" / f"{item.id}.png",
                      lambda p: item.figure.savefig(p, format="png", dpi=110, metadata={"Software": None}))
