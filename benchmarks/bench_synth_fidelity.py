@@ -1,6 +1,6 @@
 """Generator fidelity downstream: the queueing of 240 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,300–1,700 CPU s: the real
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,300–1,900 CPU s: the real
 table and 780 generated traces of ~80k jobs each — 240 seeds of the philly preset with the source's calendar, the
 same 240 without sessions and without ``session_same`` (SJF only), 60 with drawn days — each simulated per policy and
 load; too long for the test suite, which checks how the table is computed). It prints the tables and its CPU seconds, then checks that every row of
@@ -41,9 +41,9 @@ def claims(table: pl.DataFrame, drawn: pl.DataFrame, without: pl.DataFrame, mixe
     rank = {(r["load"], r["policy"], r["statistic"]): round(r["real_rank"], 2) for r in table.iter_rows(named=True)}
     sjf = sorted(v for (_, policy, _), v in rank.items() if policy == "sjf")
     if not ((min(rank.values()), max(rank.values())) == (0.42, 0.81) and rank[(2.0, "sjf", "p99")] == 0.78
-            and sjf[0] == 0.49 and sjf[1] == 0.73):
+            and sjf[0] == 0.49 and sjf[1] == 0.72):
         failed.append("each real value lies between the 42nd and 81st percentiles of the seeds' values, SJF's p99 at "
-                      f"load 2 at the 78th, three of the four SJF values at the 73rd or above; measured {rank}")
+                      f"load 2 at the 78th, three of the four SJF values at the 72nd or above; measured {rank}")
     drawn_rank = (round(float(drawn["real_rank"].min()), 2), round(float(drawn["real_rank"].max()), 2))
     if drawn_rank != (0.6, 0.9):
         failed.append("with drawn calendars the real values lie at the 60th to 90th percentiles; "
@@ -56,8 +56,8 @@ def claims(table: pl.DataFrame, drawn: pl.DataFrame, without: pl.DataFrame, mixe
         failed.append("the real table's FIFO queueing grows sevenfold from load 2 to load 3")
     spans = {load: (round(float(part["relative_error"].min()), 2), round(float(part["relative_error"].max()), 2))
              for (load,), part in drawn.group_by("load")}
-    if spans != {3.0: (-0.59, -0.5), 2.0: (-0.58, -0.12)}:
-        failed.append("with drawn calendars the load-3 medians are 50% to 59% below the real ones (load 2: −58% to "
+    if spans != {3.0: (-0.59, -0.5), 2.0: (-0.57, -0.12)}:
+        failed.append("with drawn calendars the load-3 medians are 50% to 59% below the real ones (load 2: −57% to "
                       f"−12%); measured {spans}")
     apart = _errors(without)
     if (apart[(2.0, "sjf", "p99")], apart[(3.0, "sjf", "p99")]) != (-0.43, -0.34):
