@@ -58,5 +58,5 @@ def convert(path: Path, output: Path, fmt: str | None, lenient: bool, mapping: s
     out = writer(output, None, format_flag=None)  # checked before the (possibly long) read
     trace = load(path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     out.write(trace, output)
-    Console(stderr=True).print(f"wrote {count(trace.jobs.height, 'job')} to {output}")
+    err_console.print(f"wrote {count(trace.jobs.height, 'job')} to {output}", soft_wrap=True)
     note_what_is_lost(trace, output, output_format(output, None, None))
