@@ -140,6 +140,10 @@ def test_shared_node_list_has_cpus(shared_data: Path) -> None:
         ("p0,1000,1,1,1000,,LS,Evicted,0,5,0\n", "line 2, field 'pod_phase': unknown status 'Evicted'"),
         ("p0,1000,1,1,1000,,LS,Running,0,5,0\np0,1000,1,1,1000,,LS,Running,0,5,0\n",
          "line 3, field 'name': 'p0' occurs more than once"),
+        # a pod's name is trimmed: spaces around it do not make another pod
+        ("p0,1000,1,1,1000,,LS,Running,0,5,0\n p0 ,1000,1,1,1000,,LS,Running,0,5,0\n",
+         "line 3, field 'name': ' p0 ' is pod 'p0' again, as 'p0' on line 2"),
+        ("  ,1000,1,1,1000,,LS,Running,0,5,0\n", "line 2, field 'name': value is empty"),
         ("p0,1000,1,1,1000,,LS,Running,,5,0\n", "line 2, field 'creation_time': value is empty"),
     ],
 )

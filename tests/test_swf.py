@@ -160,6 +160,9 @@ def test_write_refuses_start_before_submit(tmp_path: Path) -> None:
         ("1 0 -7 100 4 -1 -1 4 -1 -1 1 3 -1 -1 1 -1 -1 -1\n",
          "line 5, field 'wait time': invalid value -7 (-1 means unknown)"),
         (GOOD + GOOD, "line 6, field 'job number': '1' occurs more than once"),
+        # the job number is a number: spelt another way, it is the same job (and would write a duplicate job_id)
+        (GOOD + GOOD.replace("1", "001", 1), "line 6, field 'job number': '001' is job 1 again, as '1' on line 5"),
+        (GOOD + GOOD.replace("1", "1.0", 1), "line 6, field 'job number': '1.0' is job 1 again, as '1' on line 5"),
         ("1 -1 10 100 4 -1 -1 4 -1 -1 1 3 -1 -1 1 -1 -1 -1\n", "line 5, field 'submit time': submit time is unknown (-1)"),
     ],
 )

@@ -28,7 +28,6 @@ from dlcluster.io._common import (
     apply_checks,
     cell_text,
     count_limit,
-    duplicate,
     ends_before,
     header_has,
     map_status,
@@ -61,6 +60,25 @@ def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:
     return [parse_int(c).alias(f"{c}_") for c in cols]
 
 
+def _trimmed_name() -> pl.Expr:
+    """The pod's name without surrounding spaces (the job id); null where nothing is left."""
+    name = pl.col("name").str.strip_chars()
+    return pl.when(name != "").then(name)
+
+
+def _repeated_name(df: pl.DataFrame) -> Check:
+    """A check failing on a pod name already seen, spaces around it aside (``' p1'`` is ``'p1'``)."""
+
+    def describe(value: object) -> str:
+        first = df.filter(pl.col("_name") == str(value).strip()).sort(ROW).row(0, named=True)
+        if first["name"] == value:
+            return f"{value!r} occurs more than once"
+        return f"{value!r} is pod {str(value).strip()!r} again, as {first['name']!r} on line {first[ROW]}"
+
+    bad = pl.col("_name").is_not_null() & ~pl.col("_name").is_first_distinct()
+    return Check("name", bad, "duplicate name", describe)
+
+
 def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read an openb pod list (and the node list beside it) into the canonical schema."""
     raw = read_csv_text(path)
@@ -70,7 +88,8 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         require_columns(raw, TIMED, path)
     numeric = ("cpu_milli", "num_gpu", "gpu_milli") + (TIMED[1:] if timed else ())
     df = raw.with_columns(_ints(numeric))
-    checks = [required_value("name"), duplicate("name")]
+    df = df.with_columns(_trimmed_name().alias("_name"))
+    checks = [required_value("_name", "name"), _repeated_name(df)]
     for col in numeric:
         limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)
         checks += [limit, unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
@@ -98,10 +117,10 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         times = [pl.lit(0).alias("submit_time"), pl.lit("other").alias("status")]
     vc = cell_text("qos").fill_null("default") if "qos" in df.columns else pl.lit("default")
     jobs = conform(df.with_columns(
-        pl.col("name").str.strip_chars().alias("job_id"),
+        pl.col("_name").alias("job_id"),
         pl.lit("openb").alias("cluster"),
         vc.alias("vc"),
-        pl.col("name").str.strip_chars().alias("name"),
+        pl.col("_name").alias("name"),
         pl.col("num_gpu_").alias("gpu_num"),
         pl.when(pl.col("num_gpu_") > 0).then(pl.col("gpu_milli_")).alias("gpu_milli"),
         ((pl.col("cpu_milli_") + 999) // 1000).alias("cpu_num"),

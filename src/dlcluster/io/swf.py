@@ -36,7 +36,6 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     count_limit,
-    duplicate,
     first_line,
     out_of_range,
     read_csv_text,
@@ -95,7 +94,20 @@ def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str
     return base, tz, queues
 
 
-def _record_checks(base: int) -> list[Check]:
+def _repeated_number(records: pl.DataFrame) -> Check:
+    """A check failing on a job number already seen, however spelt: ``7``, ``007`` and ``7.0`` are job 7."""
+    number = pl.col("job number").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+
+    def describe(value: object) -> str:
+        first = records.filter(number == int(float(str(value)))).sort(ROW).row(0, named=True)
+        if first["job number"] == value:
+            return f"{value!r} occurs more than once"
+        return f"{value!r} is job {int(float(str(value)))} again, as {first['job number']!r} on line {first[ROW]}"
+
+    return Check("job number", number.is_not_null() & ~number.is_first_distinct(), "duplicate job number", describe)
+
+
+def _record_checks(base: int, records: pl.DataFrame) -> list[Check]:
     checks = []
     for name in FIELDS:
         value = pl.col(name).cast(pl.Float64, strict=False)
@@ -121,7 +133,7 @@ def _record_checks(base: int) -> list[Check]:
         Check("submit time", n("submit time") == "-1", "unknown submit time", lambda v: "submit time is unknown (-1)"),
         Check("allocated processors", (n("allocated processors") == "-1") & (n("requested processors") == "-1"),
               "unknown processors", lambda v: "allocated and requested processors are both unknown (-1)"),
-        duplicate("job number"),
+        _repeated_number(records),
     ]
     return checks
 
@@ -144,7 +156,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         dropped["wrong field count"] = wrong.height
         records = records.filter(width == len(FIELDS))
     records = records.with_columns(pl.col("_tokens").list.get(i).alias(name) for i, name in enumerate(FIELDS))
-    records, bad = apply_checks(records, _record_checks(base), path=path, lenient=lenient)
+    records, bad = apply_checks(records, _record_checks(base, records), path=path, lenient=lenient)
     dropped.update(bad)
 
     v = {name: pl.col(name).cast(pl.Float64).cast(pl.Int64) for name in USED}
