@@ -160,3 +160,13 @@ def test_cli_error_is_one_line_exit_2(tmp_path: Path) -> None:
     assert out.returncode == 2 and "Traceback" not in out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "cluster_log.csv, line 2, field 'state': unknown status 'DONE'" in lines[0]
+
+
+def test_an_empty_duration_or_queue_is_the_difference_of_the_rows_times(tmp_path: Path) -> None:
+    # the release defines duration = end − start and queue = start − submit: an empty cell is no unknown run time
+    body = ("1,u1,vcA,1,4,1,COMPLETED,2020-04-01 00:10:00,2020-04-01 00:20:00,2020-04-01 01:00:00,,\n"
+            "2,u1,vcA,1,4,1,RUNNING,2020-04-01 00:10:00,2020-04-01 00:20:00,,,\n"
+            "3,u1,vcA,1,4,1,CANCELLED,2020-04-01 00:10:00,,,,\n")
+    jobs = read_trace(_folder(tmp_path, body)).jobs
+    assert jobs["duration"].to_list() == [2400, None, None]
+    assert jobs["queue_delay"].to_list() == [600, 600, None]

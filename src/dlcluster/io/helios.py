@@ -4,7 +4,8 @@
 node_num, state, submit_time, start_time, end_time, duration, queue``, times as
 ``YYYY-MM-DD HH:MM:SS`` wall clock of the datacentre (Asia/Shanghai). Start and end may
 be empty for jobs that had not started or ended (pending, running, cancelled while
-queued); a completed, failed, timed-out or node-failed job must have both. The cluster
+queued); a completed, failed, timed-out or node-failed job must have both. An empty
+``duration`` or ``queue`` is end − start or start − submit where those times are given. The cluster
 name is the folder's name, lower-cased, unless given.
 
 Writing uses Asia/Shanghai wall clock whatever the trace's zone: that is what the format
@@ -130,8 +131,10 @@ def read(
             "job_id", "vc", "user", "status",
             pl.lit(cluster or folder.name.lower()).alias("cluster"),
             *(pl.col(f"{c}_").alias(c) for c in ("gpu_num", "cpu_num", "node_num", "submit_time", "start_time",
-                                                  "end_time", "duration")),
-            pl.col("queue_").alias("queue_delay"),
+                                                  "end_time")),
+            # an empty cell is not an unknown: the release defines both as differences of the row's times
+            pl.coalesce("duration_", pl.col("end_time_") - pl.col("start_time_")).alias("duration"),
+            pl.coalesce("queue_", pl.col("start_time_") - pl.col("submit_time_")).alias("queue_delay"),
         )
     )
     spec = None
