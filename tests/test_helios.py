@@ -170,3 +170,11 @@ def test_an_empty_duration_or_queue_is_the_difference_of_the_rows_times(tmp_path
     jobs = read_trace(_folder(tmp_path, body)).jobs
     assert jobs["duration"].to_list() == [2400, None, None]
     assert jobs["queue_delay"].to_list() == [600, 600, None]
+
+
+def test_the_cluster_is_the_folders_name_whatever_the_working_folder(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _folder(tmp_path, GOOD)
+    monkeypatch.chdir(folder)
+    for given in ("cluster_log.csv", ".", "../Venus/./cluster_log.csv"):
+        assert read_trace(Path(given)).jobs["cluster"].unique().to_list() == ["venus"]

@@ -16,6 +16,7 @@ is exact. The format holds no job name or GPU share, and its cluster name is the
 from __future__ import annotations
 
 import datetime
+import os
 from pathlib import Path
 
 import polars as pl
@@ -129,7 +130,8 @@ def read(
     jobs = conform(
         df.select(
             "job_id", "vc", "user", "status",
-            pl.lit(cluster or folder.name.lower()).alias("cluster"),
+            # (made absolute: ``cluster_log.csv`` or ``.`` given inside the folder has a parent without a name)
+            pl.lit(cluster or Path(os.path.abspath(folder)).name.lower()).alias("cluster"),
             *(pl.col(f"{c}_").alias(c) for c in ("gpu_num", "cpu_num", "node_num", "submit_time", "start_time",
                                                   "end_time")),
             # an empty cell is not an unknown: the release defines both as differences of the row's times
