@@ -88,6 +88,11 @@ def test_attaches_cluster_spec_at_date(shared_data: Path, tmp_path: Path) -> Non
         ("105,u1,vcA,1,1,1,COMPLETED,2020-04-01 08:00:00,,2020-04-01 09:00:10,3600,10\n",
          "line 2, field 'start_time': value is empty (required unless the job is pending or cancelled)"),
         (GOOD.splitlines(keepends=True)[0] * 2, "line 3, field 'job_id': '101' occurs more than once"),
+        # only spaces is no id or VC (the canonical CSV of the trace could not be read back)
+        ("  ,u1,vcA,1,1,1,COMPLETED,2020-04-01 08:00:00,2020-04-01 08:00:10,2020-04-01 09:00:10,3600,10\n",
+         "line 2, field 'job_id': value is empty"),
+        ("105,u1,  ,1,1,1,COMPLETED,2020-04-01 08:00:00,2020-04-01 08:00:10,2020-04-01 09:00:10,3600,10\n",
+         "line 2, field 'vc': value is empty"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:
@@ -170,6 +175,11 @@ def test_an_empty_duration_or_queue_is_the_difference_of_the_rows_times(tmp_path
     jobs = read_trace(_folder(tmp_path, body)).jobs
     assert jobs["duration"].to_list() == [2400, None, None]
     assert jobs["queue_delay"].to_list() == [600, 600, None]
+
+
+def test_a_user_of_only_spaces_is_no_user(tmp_path: Path) -> None:
+    body = "105,  ,vcA,1,1,1,COMPLETED,2020-04-01 08:00:00,2020-04-01 08:00:10,2020-04-01 09:00:10,3600,10\n"
+    assert read_trace(_folder(tmp_path, body)).jobs["user"].to_list() == [None]
 
 
 def test_the_cluster_is_the_folders_name_whatever_the_working_folder(tmp_path: Path,

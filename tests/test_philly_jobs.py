@@ -56,6 +56,7 @@ def test_local_wall_clock_becomes_utc(tmp_path: Path) -> None:
          "line 3, field 'timestamp': cannot parse '2017-13-09 07:01:55' as a time (YYYY-MM-DD HH:MM:SS)"),
         ("2017-10-09 07:01:55,-5,1,66.0,a\n", "line 2, field 'duration': negative value -5"),
         ("2017-10-09 07:01:55,5,two,66.0,a\n", "line 2, field 'num_gpus': cannot parse 'two' as a whole number of GPUs"),
+        ("2017-10-09 07:01:55,66.0,1,66.0,  \n", "line 2, field 'cluster': value is empty"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:

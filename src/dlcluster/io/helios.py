@@ -120,8 +120,9 @@ def read(
     folder = log.parent
     raw = read_csv_text(log)
     require_columns(raw, COLUMNS, log)
+    trimmed = pl.col("job_id", "user", "vc").str.strip_chars()
     df = raw.with_columns(
-        pl.col("job_id", "user", "vc").str.strip_chars(),
+        pl.when(trimmed != "").then(trimmed),  # (only spaces: no value, as in the canonical CSV read back)
         map_status("state", STATES).alias("status"),
         *(parse_datetime(c, TIME_FORMAT, timezone).alias(f"{c}_") for c in ("submit_time", "start_time", "end_time")),
         *(parse_int(c).alias(f"{c}_") for c in ("gpu_num", "cpu_num", "node_num", "duration", "queue")),

@@ -49,6 +49,8 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         parse_datetime("timestamp", "%Y-%m-%d %H:%M:%S", timezone).alias("submit_time"),
         parse_int("duration").alias("duration_"),
         parse_int("num_gpus").alias("gpu_num"),
+        # (only spaces: no value, as in the canonical CSV read back)
+        pl.when(pl.col("cluster").str.strip_chars() != "").then(pl.col("cluster").str.strip_chars()).alias("vc"),
     )
     checks = [
         time_limit("timestamp", pl.col("submit_time")),
@@ -62,12 +64,11 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         unparsable("num_gpus", "gpu_num", "a whole number of GPUs"),
         required_value("gpu_num", "num_gpus"),
         negative("gpu_num", "num_gpus"),
-        required_value("cluster"),
+        required_value("vc", "cluster"),
     ]
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient)
     jobs = conform(
         df.with_columns(
-            pl.col("cluster").str.strip_chars().alias("vc"),
             pl.lit("philly").alias("cluster"),
             pl.col("duration_").alias("duration"),
             pl.lit("other").alias("status"),
