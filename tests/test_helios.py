@@ -188,3 +188,19 @@ def test_the_cluster_is_the_folders_name_whatever_the_working_folder(tmp_path: P
     monkeypatch.chdir(folder)
     for given in ("cluster_log.csv", ".", "../Venus/./cluster_log.csv"):
         assert read_trace(Path(given)).jobs["cluster"].unique().to_list() == ["venus"]
+
+
+def test_a_time_the_clocks_skip_is_no_such_time(tmp_path: Path) -> None:
+    path = _folder(tmp_path, "1,u1,vcA,1,4,1,COMPLETED,2017-03-12 02:30:00,2017-03-12 03:20:00,"
+                             "2017-03-12 04:00:00,2400,0\n") / "cluster_log.csv"
+    with pytest.raises(InputError) as err:
+        read_trace(path.parent, timezone="America/Los_Angeles")
+    assert str(err.value) == (f"{path}, line 2, field 'submit_time': '2017-03-12 02:30:00' is no such time in "
+                              "America/Los_Angeles (the clocks skip it when daylight saving starts)")
+
+
+def test_an_end_in_the_repeated_hour_before_its_start_takes_the_later_instant(tmp_path: Path) -> None:
+    # started 01:50 PDT, ended 01:20 PST: the row's duration (1800) and queue (2400) say so
+    body = "1,u1,vcA,1,4,1,COMPLETED,2017-11-05 01:10:00,2017-11-05 01:50:00,2017-11-05 01:20:00,1800,2400\n"
+    job = read_trace(_folder(tmp_path, body), timezone="America/Los_Angeles").jobs.row(0, named=True)
+    assert (job["submit_time"], job["start_time"], job["end_time"]) == (1509869400, 1509871800, 1509873600)

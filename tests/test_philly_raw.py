@@ -240,6 +240,13 @@ def test_a_truncated_gzip_job_log_is_one_line_naming_it(tmp_path: Path) -> None:
                                                              "detail": [{"ip": 7, "gpus": []}]}])],
          "record 1, field 'attempts[0].detail[0].ip': expected a string, found 7"),
         ([JOBS[0], JOBS[0]], "record 1, field 'jobid': 'app_0' occurs more than once"),
+        # the log's zone skips 02:00-03:00 on 2017-03-12: a well-formed time that does not exist there
+        ([_job("x", "Pass", "2017-03-12 02:30:00", [])],
+         "record 0, field 'submitted_time': '2017-03-12 02:30:00' is no such time in America/Los_Angeles "
+         "(the clocks skip it when daylight saving starts)"),
+        ([_job("x", "Pass", "2017-03-12 01:50:00", [_attempt("2017-03-12 02:30:00", "2017-03-12 04:00:00")])],
+         "record 0, field 'attempts[0].start_time': '2017-03-12 02:30:00' is no such time in America/Los_Angeles "
+         "(the clocks skip it when daylight saving starts)"),
         ([_job("x", "Pass", "2017-10-01 00:00:00", [_attempt("2017-10-01 05:00:00", "2017-10-01 04:00:00")])],
          "record 0, field 'attempts': the last attempt ends before the first attempt starts"),
         # a value error in an earlier record wins over a structural error in a later one
@@ -277,6 +284,13 @@ def test_lenient_drops_and_counts(tmp_path: Path) -> None:
     assert trace.attempts["job_id"].unique(maintain_order=True).to_list() == ["app_0", "app_2", "app_3", "app_5"]
     assert trace.dropped == {"unparsable submitted_time": 1, "malformed jobid": 1,
                              "unparsable attempts.start_time": 1, "duplicate jobid": 1}
+
+
+def test_lenient_counts_an_attempt_time_the_clocks_skip(tmp_path: Path) -> None:
+    bad = _job("s", "Pass", "2017-03-12 01:50:00", [_attempt("2017-03-12 02:30:00", "2017-03-12 04:00:00")])
+    trace = read_trace(_folder(tmp_path, [JOBS[0], bad]), lenient=True)
+    assert trace.jobs["job_id"].to_list() == ["app_0"]
+    assert trace.dropped == {"skipped time attempts.start_time": 1}
 
 
 def test_round_trip_with_attempts(shared_data: Path, tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from dlcluster.io._common import (
     require_columns,
     required_value,
     seconds_limit,
+    skipped_time,
     starts_before,
     time_limit,
     unknown_status,
@@ -70,18 +71,21 @@ def sniff(path: Path) -> bool:
     return header_has(_log_path(path), COLUMNS)
 
 
-def _checks() -> list[Check]:
+def _checks(timezone: str) -> list[Check]:
     checks = [
         required_value("job_id"),
         duplicate("job_id"),
         required_value("vc"),
         required_value("state"),
         unknown_status("state", "status"),
+        skipped_time("submit_time", "submit_time_", TIME_FORMAT, timezone),
         unparsable("submit_time", "submit_time_", TIME_TEXT),
         required_value("submit_time_", "submit_time"),
+        skipped_time("start_time", "start_time_", TIME_FORMAT, timezone),
         unparsable("start_time", "start_time_", TIME_TEXT),
         Check("start_time", pl.col("start_time_").is_null() & ~pl.col("status").is_in(_MAY_LACK_START),
               "missing start_time", lambda v: "value is empty (required unless the job is pending or cancelled)"),
+        skipped_time("end_time", "end_time_", TIME_FORMAT, timezone),
         unparsable("end_time", "end_time_", TIME_TEXT),
         Check("end_time", pl.col("end_time_").is_null() & ~pl.col("status").is_in(_MAY_LACK_END),
               "missing end_time",
@@ -124,10 +128,15 @@ def read(
     df = raw.with_columns(
         pl.when(trimmed != "").then(trimmed),  # (only spaces: no value, as in the canonical CSV read back)
         map_status("state", STATES).alias("status"),
-        *(parse_datetime(c, TIME_FORMAT, timezone).alias(f"{c}_") for c in ("submit_time", "start_time", "end_time")),
+        parse_datetime("submit_time", TIME_FORMAT, timezone).alias("submit_time_"),
         *(parse_int(c).alias(f"{c}_") for c in ("gpu_num", "cpu_num", "node_num", "duration", "queue")),
+    ).with_columns(
+        # the wall clock names no zone: in the hour the clocks repeat, the row's order (submit, start, end) picks it
+        parse_datetime("start_time", TIME_FORMAT, timezone, after=pl.col("submit_time_")).alias("start_time_"),
+    ).with_columns(
+        parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.col("start_time_")).alias("end_time_"),
     )
-    df, dropped = apply_checks(df, _checks(), path=log, lenient=lenient)
+    df, dropped = apply_checks(df, _checks(timezone), path=log, lenient=lenient)
     jobs = conform(
         df.select(
             "job_id", "vc", "user", "status",

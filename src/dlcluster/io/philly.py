@@ -45,6 +45,7 @@ from dlcluster.io._common import (
     TIME_RANGE,
     Check,
     apply_checks,
+    cell_text,
     decompressing,
     duplicate,
     first_file,
@@ -54,6 +55,7 @@ from dlcluster.io._common import (
     parse_datetime,
     require_file,
     required_value,
+    skipped_time,
     time_limit,
     unknown_status,
     unparsable,
@@ -230,25 +232,31 @@ _OPENERS = np.frombuffer(b"[{", dtype=np.uint8)
 
 
 def _attempt_issues(att: pl.DataFrame) -> pl.DataFrame:
-    """Attempts with an unparsable or out-of-range time: record, attempt, field, raw value, what, one row each."""
+    """Attempts with an unparsable, skipped or out-of-range time: record, attempt, field, raw value, what, one row
+    each (``skipped``: a well-formed time the zone skips)."""
     parts = [
         att.filter((~is_null_token(col) & pl.col(f"{col}_").is_null())
                    | ~pl.col(f"{col}_").is_between(MIN_TIME, MAX_TIME)).select(
             ROW, "attempt", pl.lit(order).alias("_order"), pl.lit(col).alias("col"), pl.col(col).alias("value"),
-            pl.col(f"{col}_").is_null().alias("unparsable"))
+            pl.col(f"{col}_").is_null().alias("unparsable"),
+            cell_text(col).str.to_datetime(TIME_FORMAT, strict=False).is_not_null().alias("skipped"))
         for order, col in enumerate(("start_time", "end_time"))
     ]
     return pl.concat(parts).sort(ROW, "attempt", "_order")
 
 
-def _attempt_error(issue: dict[str, Any], log: Path) -> InputError:
-    what = (f"cannot parse {issue['value']!r} as {TIME_TEXT}" if issue["unparsable"]
-            else f"{issue['value']!r} is out of range (expected {TIME_RANGE})")
+def _attempt_error(issue: dict[str, Any], log: Path, timezone: str) -> InputError:
+    if issue["unparsable"] and issue["skipped"]:
+        what = f"{issue['value']!r} is no such time in {timezone} (the clocks skip it when daylight saving starts)"
+    elif issue["unparsable"]:
+        what = f"cannot parse {issue['value']!r} as {TIME_TEXT}"
+    else:
+        what = f"{issue['value']!r} is out of range (expected {TIME_RANGE})"
     return InputError(what, path=log, row=issue[ROW], field=f"attempts[{issue['attempt']}].{issue['col']}",
                       row_label="record")
 
 
-def _job_checks() -> list[Check]:
+def _job_checks(timezone: str) -> list[Check]:
     return [
         required_value("jobid"),
         duplicate("jobid"),
@@ -256,6 +264,7 @@ def _job_checks() -> list[Check]:
         required_value("status"),
         unknown_status("status", "status_"),
         time_limit("submitted_time", pl.col("submit_time")),
+        skipped_time("submitted_time", "submit_time", TIME_FORMAT, timezone),
         unparsable("submitted_time", "submit_time", TIME_TEXT),
         required_value("submit_time", "submitted_time"),
         Check("attempts", pl.col("end_time") < pl.col("start_time"), "negative duration",
@@ -266,24 +275,24 @@ def _job_checks() -> list[Check]:
 
 
 def _validate(jobs: pl.DataFrame, att: pl.DataFrame, errors: list[InputError], log: Path, lenient: bool,
-              dropped: Counter[str]) -> pl.DataFrame:
+              dropped: Counter[str], timezone: str) -> pl.DataFrame:
     """Apply record checks; strict raises the error of the lowest record, lenient drops and counts."""
     issues = _attempt_issues(att)
     if not lenient:
         if issues.height:
-            errors.append(_attempt_error(issues.row(0, named=True), log))
+            errors.append(_attempt_error(issues.row(0, named=True), log, timezone))
         if errors:
             first = min(errors, key=lambda e: e.row or 0)
-            apply_checks(jobs.filter(pl.col(ROW) <= first.row), _job_checks(), path=log, lenient=False,
+            apply_checks(jobs.filter(pl.col(ROW) <= first.row), _job_checks(timezone), path=log, lenient=False,
                          row_label="record")
             raise first
-        apply_checks(jobs, _job_checks(), path=log, lenient=False, row_label="record")
+        apply_checks(jobs, _job_checks(timezone), path=log, lenient=False, row_label="record")
         return jobs
-    jobs, counts = apply_checks(jobs, _job_checks(), path=log, lenient=True, row_label="record")
+    jobs, counts = apply_checks(jobs, _job_checks(timezone), path=log, lenient=True, row_label="record")
     dropped.update(counts)
     bad = issues.unique(ROW, keep="first", maintain_order=True).join(jobs.select(ROW), on=ROW, how="semi")
-    dropped.update(f"{'unparsable' if u else 'out-of-range'} attempts.{c}" for c, u in bad.select("col", "unparsable")
-                   .iter_rows())
+    dropped.update(f"{('skipped time' if k else 'unparsable') if u else 'out-of-range'} attempts.{c}"
+                   for c, u, k in bad.select("col", "unparsable", "skipped").iter_rows())
     return jobs.join(bad.select(ROW), on=ROW, how="anti")
 
 
@@ -320,7 +329,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
             .otherwise(status).alias("status_"),
         )
     )
-    jobs = _validate(jobs, att, errors, log, lenient, dropped)
+    jobs = _validate(jobs, att, errors, log, lenient, dropped, timezone)
     kept = jobs.select(ROW)
     jobs = conform(jobs.with_columns(
         pl.col("jobid").alias("job_id"),
