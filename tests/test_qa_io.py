@@ -332,6 +332,25 @@ def test_convert_to_csv_or_swf_says_it_keeps_no_cluster_spec(tmp_path: Path) -> 
     assert plain.returncode == 0 and "note" not in plain.stderr, plain.stderr
 
 
+def test_convert_of_a_philly_folder_says_it_keeps_no_attempts(tmp_path: Path) -> None:
+    # a job's two attempts were gone from the Parquet or CSV, without a word (failures replay and characterize use them)
+    folder = tmp_path / "ph"
+    folder.mkdir()
+    attempt = {"detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}
+    (folder / "cluster_job_log").write_text(json.dumps([{
+        "status": "Pass", "vc": "vc1", "jobid": "application_1", "submitted_time": "2017-10-01 09:50:00", "user": "u1",
+        "attempts": [{"start_time": "2017-10-01 10:00:00", "end_time": "2017-10-01 10:30:00", **attempt},
+                     {"start_time": "2017-10-01 11:00:00", "end_time": "2017-10-01 12:00:00", **attempt}]}]))
+    for name in ("out.parquet", "out.csv", "out.swf"):
+        res = _cli("convert", str(folder), "-o", str(tmp_path / name))
+        note = (f"note: {name} keeps no attempts table: the 2 attempts of 1 job read back as one run per job, from its "
+                "first start to its last end (simulate --failures replay and characterize's failures read them from "
+                "the Philly folder)")
+        assert res.returncode == 0 and note in res.stderr, res.stderr
+    plain = _cli("convert", str(tmp_path / "out.parquet"), "-o", str(tmp_path / "again.parquet"))
+    assert plain.returncode == 0 and "attempts" not in plain.stderr, plain.stderr
+
+
 def test_convert_onto_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
     src = tmp_path / "jobs.csv"
     src.write_text(PHILLY_JOBS + ROW)

@@ -98,8 +98,10 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
 
 def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone; SWF its GPU shares, the
-    timeout and node_fail statuses (written as failed) and a running job's lack of an end; both its cluster spec."""
+    timeout and node_fail statuses (written as failed) and a running job's lack of an end; both its cluster spec; all
+    but a Philly folder its attempts table."""
     from dlcluster.cli import err_console
+    from dlcluster.text import count
 
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
@@ -107,6 +109,12 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     if fmt in ("csv", "swf") and trace.cluster is not None:  # (Parquet and the folders keep it)
         err_console.print(f"note: {output.name} keeps no cluster spec: simulate, ces and characterize of it will need "
                           "--cluster FILE (a Parquet output keeps it)", soft_wrap=True)
+    attempts = trace.attempts
+    if fmt != "philly" and attempts is not None and attempts.height:  # (only the Philly folder has a place for them)
+        err_console.print(f"note: {output.name} keeps no attempts table: the {count(attempts.height, 'attempt')} of "
+                          f"{count(attempts['job_id'].n_unique(), 'job')} read back as one run per job, from its first "
+                          "start to its last end (simulate --failures replay and characterize's failures read them from "
+                          "the Philly folder)", soft_wrap=True)
     shared = (trace.jobs["gpu_milli"] < 1000).sum() if fmt == "swf" else 0  # (1000: a whole GPU)
     if shared:
         err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
