@@ -81,6 +81,14 @@ def test_header_file_reorders_columns(tmp_path: Path) -> None:
     assert jobs["job_id"].to_list() == ["jx"] and jobs["user"].to_list() == ["u9"]
 
 
+def test_a_header_file_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
+    # Windows editors start a saved file with one: it was read as part of the first column's name
+    folder = _folder(tmp_path)
+    (folder / "pai_job_table.header").write_text("\ufeffjob_name,inst_id,user,status,start_time,end_time\n",
+                                                 encoding="utf-8")
+    assert read_trace(folder).jobs.height == 4
+
+
 @pytest.mark.parametrize(
     ("jobs", "tasks", "table", "message"),
     [

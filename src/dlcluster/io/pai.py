@@ -78,7 +78,8 @@ def _table(folder: Path, name: str, documented: tuple[str, ...]) -> tuple[pl.Dat
         raise InputError(f"missing {path.name}", path=folder)
     columns = documented
     if header.is_file():
-        columns = tuple(c.strip() for c in header.read_text(encoding="utf-8").strip().split(","))
+        # (utf-8-sig: the byte-order mark Windows editors write is no part of the first column's name)
+        columns = tuple(c.strip() for c in header.read_text(encoding="utf-8-sig").strip().split(","))
         missing = [c for c in documented if c not in columns]
         if missing:
             raise InputError(f"header lacks column '{missing[0]}'", path=header)
