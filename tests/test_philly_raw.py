@@ -102,6 +102,20 @@ def test_attempt_starting_in_the_repeated_hour_after_its_submit_takes_the_later_
     assert trace.attempts["start_time"].to_list() == [1509873000]  # 09:10 UTC
 
 
+def test_an_attempt_starting_in_the_repeated_hour_after_the_previous_attempt_takes_the_later_instant(
+        tmp_path: Path) -> None:
+    # attempts 01:10-01:50 PDT, then 01:05-01:30 PST, then 01:40-01:45 PST: each retry was read as PDT, before the
+    # attempt it follows, and the job's run (first start to last end) came out shorter than its first attempt
+    jobs = [_job("r", "Pass", "2017-11-05 00:50:00", [
+        _attempt("2017-11-05 01:10:00", "2017-11-05 01:50:00", ("m1", 1)),
+        _attempt("2017-11-05 01:05:00", "2017-11-05 01:30:00", ("m1", 1)),
+        _attempt("2017-11-05 01:40:00", "2017-11-05 01:45:00", ("m1", 1))])]
+    trace = read_trace(_folder(tmp_path, jobs))
+    assert trace.jobs["duration"].to_list() == [5700]  # 01:10 PDT (08:10 UTC) to 01:45 PST (09:45 UTC)
+    assert trace.attempts["start_time"].to_list() == [1509869400, 1509872700, 1509874800]
+    assert trace.attempts["end_time"].to_list() == [1509871800, 1509874200, 1509875100]
+
+
 def test_utilisation_is_lazy_utc_with_nulls(tmp_path: Path) -> None:
     folder = _folder(tmp_path, JOBS)
     (folder / "cluster_gpu_util").write_text(

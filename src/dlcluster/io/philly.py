@@ -6,7 +6,8 @@ streamed with ijson. The log may be gzip- or zstd-compressed (told by its first 
 its name); a folder's log is ``cluster_job_log``, else ``cluster_job_log.gz``, else
 ``cluster_job_log.zst``, and one cut short or corrupt is refused in one line naming it.
 Times are naive America/Los_Angeles wall clock; in the repeated hour of the autumn change
-the earlier (PDT) instant is taken, as the log cannot tell them apart. Missing times are
+the earlier (PDT) instant is taken, as the log cannot tell them apart, except where it would
+come before the job's submit, the previous attempt's end or (an end) its attempt's start. Missing times are
 the string ``"None"``. Errors name ``record N``, the 0-based array index.
 
 Conventions (the public analysis notebook's): job GPUs and nodes = the first attempt's
@@ -50,6 +51,7 @@ from dlcluster.io._common import (
     duplicate,
     first_file,
     is_null_token,
+    localize,
     map_status,
     open_bytes,
     parse_datetime,
@@ -296,6 +298,19 @@ def _validate(jobs: pl.DataFrame, att: pl.DataFrame, errors: list[InputError], l
     return jobs.join(bad.select(ROW), on=ROW, how="anti")
 
 
+def _order_attempts(att: pl.DataFrame, timezone: str) -> pl.DataFrame:
+    """``start_time_`` and ``end_time_`` of attempts (wall clock ``_start_time``, ``_end_time``; in record order), each
+    the later instant of the repeated hour where the earlier comes before the submit, the previous attempt's end or
+    (an end) the start."""
+    while True:  # a retry read later moves its end, and so the next retry's bound: until nothing moves (2-3 passes)
+        after = pl.max_horizontal("_submit", pl.col("end_time_").shift(1).over(ROW, order_by="attempt"))
+        moved = att.with_columns(localize(pl.col("_start_time"), timezone, after).alias("start_time_")).with_columns(
+            localize(pl.col("_end_time"), timezone, pl.col("start_time_")).alias("end_time_"))
+        if moved["end_time_"].equals(att["end_time_"]):
+            return moved
+        att = moved
+
+
 def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trace:
     """Read a raw Philly folder (or its ``cluster_job_log``) into jobs, attempts, cluster spec and utilisation."""
     path = Path(path)
@@ -304,14 +319,14 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
     raw_jobs, raw_att, errors, dropped = _stream(log, lenient)
     # The log's wall-clock times carry no zone: an attempt that ends in the repeated hour of
     # the autumn DST change reads as ending before it started unless its end takes the later instant.
-    # So does an attempt that starts in it after its job was submitted before the clocks went back: its start takes
-    # the later instant where the earlier comes before the submit.
+    # So does an attempt that starts in it after its job was submitted, or its previous attempt ended, before the
+    # clocks went back: its start takes the later instant where the earlier comes before that.
     submits = raw_jobs.select(ROW, parse_datetime("submitted_time", TIME_FORMAT, timezone).alias("_submit"))
     att = raw_att.join(submits, on=ROW, how="left", maintain_order="left").with_columns(
-        parse_datetime("start_time", TIME_FORMAT, timezone, after=pl.col("_submit")).alias("start_time_"),
-    ).with_columns(
-        parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.col("start_time_")).alias("end_time_"),
-    ).drop("_submit")
+        cell_text(c).str.to_datetime(TIME_FORMAT, strict=False, time_unit="us").alias(f"_{c}")
+        for c in ("start_time", "end_time"))
+    att = _order_attempts(att.with_columns(pl.lit(None, pl.Int64).alias("end_time_")), timezone).drop(
+        "_submit", "_start_time", "_end_time")
     first = att.filter(pl.col("attempt") == 0).select(
         ROW, pl.col("start_time_").alias("start_time"), pl.col("gpus").alias("gpu_num"),
         pl.col("servers").list.len().alias("node_num"))
