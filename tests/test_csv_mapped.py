@@ -122,6 +122,26 @@ def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: 
     assert str(err.value) == f"{path}, {message}"
 
 
+def test_an_end_before_the_submit_of_a_job_that_never_started_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "job_id,submit_time,end_time,gpu_num,status\na,1600000000,1590000000,1,completed\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv")
+    assert str(err.value) == (f"{path}, line 2, field 'end_time': '1590000000' is before the submit time "
+                              "(the job ends before it is submitted)")
+
+
+def test_a_job_cancelled_in_the_repeated_hour_before_it_started_ends_after_its_submit(tmp_path: Path) -> None:
+    # submitted 01:50 PDT, cancelled while queued at 01:10 PST (20 minutes later): its end was read as 01:10 PDT
+    path = _write(tmp_path, "job_id,submit_time,start_time,end_time,gpu_num,status\n"
+                            "a,2017-11-05 01:50:00,,2017-11-05 01:10:00,1,cancelled\n")
+    jobs = read_trace(path, format="csv", timezone="America/Los_Angeles").jobs
+    assert jobs.select("submit_time", "start_time", "end_time").row(0) == (1509871800, None, 1509873000)
+    path = _write(tmp_path, "job_id,submit_time,end_time,gpu_num,status\n"  # (no start column at all)
+                            "a,2017-11-05 01:50:00,2017-11-05 01:10:00,1,cancelled\n", "nostart.csv")
+    jobs = read_trace(path, format="csv", timezone="America/Los_Angeles").jobs
+    assert jobs.select("submit_time", "end_time").row(0) == (1509871800, 1509873000)
+
+
 def test_names_are_trimmed_so_predicted_estimates_find_their_jobs(tmp_path: Path) -> None:
     # the estimates reader trims job ids, as the Helios reader does: "  x" in the trace matched no estimate
     trace = _write(tmp_path, "job_id,vc,gpu_num,submit_time,duration,user,cluster\n  x , v ,1,0,60, u, c\n"

@@ -76,6 +76,14 @@ def test_a_job_submitted_before_the_clocks_went_back_and_started_in_the_repeated
         1636264200, 1636265400, 1636266000, 1200, 600)
 
 
+def test_a_job_cancelled_in_the_repeated_hour_before_it_started_ends_after_its_submit(tmp_path: Path) -> None:
+    # submitted 01:50 PDT, cancelled while queued at 01:10 PST (20 minutes later): its end was read as 01:10 PDT,
+    # 40 minutes before its submission
+    body = "103|a|alice|lab|gpu|2017-11-05T01:50:00|None|2017-11-05T01:10:00|00:00:00|CANCELLED by 1|1|8||\n"
+    jobs = read_trace(_write(tmp_path, body), timezone="America/Los_Angeles").jobs
+    assert jobs.select("submit_time", "start_time", "end_time").row(0) == (1509871800, None, 1509873000)
+
+
 def test_state_vocabulary(tmp_path: Path) -> None:
     states = ["TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "FAILED"]
     body = "".join(f"{i}|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|{s}|1|1||\n" for i, s in enumerate(states))
@@ -97,6 +105,9 @@ def test_state_vocabulary(tmp_path: Path) -> None:
         ("104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n"
          "104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n",
          "line 3, field 'JobID': '104' occurs more than once"),
+        # a job cancelled while queued has no start to check its end against
+        ("104|j|u|a|p|2020-01-05T01:50:00|None|2019-01-05T01:10:00|00:00:00|CANCELLED by 1|1|1||\n",
+         "line 2, field 'End': '2019-01-05T01:10:00' is before the submit time (the job ends before it is submitted)"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:

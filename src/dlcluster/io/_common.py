@@ -320,8 +320,9 @@ def parse_datetime(col: str, fmt: str, tz: str, after: pl.Expr | None = None) ->
     """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
 
     A wall-clock time inside the repeated hour of a daylight-saving change is ambiguous: it reads as the earliest
-    instant, except where that would come before ``after`` (for an end time its job's start, for a start time its
-    submit): the job waited or ran while the clocks went back (see :func:`localize`).
+    instant, except where that would come before ``after`` (for an end time its job's start, or its submit when it
+    never started; for a start time its submit): the job waited or ran while the clocks went back (see
+    :func:`localize`).
     """
     check_timezone(tz)
     return localize(cell_text(col).str.to_datetime(fmt, strict=False, time_unit="us"), tz, after)
@@ -459,6 +460,13 @@ def ends_before(end: str, start: str, source_col: str) -> Check:
     """A check failing where parsed time ``end`` is earlier than parsed time ``start`` (a negative duration)."""
     return Check(source_col, pl.col(end) < pl.col(start), "end before start",
                  lambda v: f"{v!r} is before the start time (negative duration)")
+
+
+def ends_before_submit(end: str, submit: str, source_col: str) -> Check:
+    """A check failing where parsed time ``end`` is earlier than parsed ``submit`` (put after :func:`ends_before` and
+    :func:`starts_before`: it speaks for the rows without a start, such as a job cancelled while queued)."""
+    return Check(source_col, pl.col(end) < pl.col(submit), "end before submit",
+                 lambda v: f"{v!r} is before the submit time (the job ends before it is submitted)")
 
 
 def duplicate(col: str, source_col: str | None = None) -> Check:

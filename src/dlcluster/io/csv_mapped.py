@@ -34,6 +34,7 @@ from dlcluster.io._common import (
     count_limit,
     duplicate,
     ends_before,
+    ends_before_submit,
     header_has,
     localize,
     map_status,
@@ -212,8 +213,10 @@ def read(
     for c in TIMES:
         if c in src:
             # (a start in the autumn's repeated hour is the later instant where the earlier is before its submit;
-            # an end, where the earlier is before its start)
-            before = times.get({"start_time": "submit_time", "end_time": "start_time"}.get(c, ""))
+            # an end, where the earlier is before its start, or its submit when it never started)
+            known = [times[k] for k in {"start_time": ("submit_time",), "end_time": ("start_time", "submit_time")}
+                     .get(c, ()) if k in times]
+            before = pl.select(pl.coalesce(known)).to_series() if known else None
             series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f"_{c}", before)
             zoneless |= naive
             times[c] = series
@@ -249,6 +252,8 @@ def read(
                                 lambda v: f"{v!r} is not the row's end_time − start_time"))
     if "start_time" in src:
         checks.append(starts_before("_start_time", "_submit_time", src["start_time"]))
+    if "end_time" in src:
+        checks.append(ends_before_submit("_end_time", "_submit_time", src["end_time"]))
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
 
     def have(c: str) -> pl.Expr:

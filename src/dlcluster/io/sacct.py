@@ -32,6 +32,7 @@ from dlcluster.io._common import (
     count_limit,
     duplicate,
     ends_before,
+    ends_before_submit,
     first_line,
     map_status,
     negative,
@@ -187,7 +188,9 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         # (in the autumn's repeated hour a start before its submit is the later instant: see parse_datetime)
         parse_datetime("Start", TIME_FORMAT, timezone, after=pl.col("submit_time")).alias("start_time"),
     ).with_columns(
-        parse_datetime("End", TIME_FORMAT, timezone, after=pl.col("start_time")).alias("end_time"),
+        # (a job cancelled while queued has no start: its end is after its submit)
+        parse_datetime("End", TIME_FORMAT, timezone, after=pl.coalesce("start_time", "submit_time"))
+        .alias("end_time"),
     )
     checks = [
         required_value("job_id", "JobID"),
@@ -213,6 +216,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         unknown_status("State", "status"),
         ends_before("end_time", "start_time", "End"),
         starts_before("start_time", "submit_time", "Start"),
+        ends_before_submit("end_time", "submit_time", "End"),
     ]
     tres = pl.when(_text(alloc_col).is_not_null()).then(pl.lit(alloc_col)).otherwise(pl.lit(req_col))
     checks[:0] = [
