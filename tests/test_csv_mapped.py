@@ -122,6 +122,15 @@ def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: 
     assert str(err.value) == f"{path}, {message}"
 
 
+def test_a_queue_delay_that_is_not_start_minus_submit_is_refused(tmp_path: Path) -> None:
+    # (as a duration off end − start is; a second either way is the rounding of sub-second parts)
+    path = _write(tmp_path, "job_id,submit_time,start_time,end_time,gpu_num,queue_delay,duration\n"
+                            "a,1600000000,1600000100,1600000200,1,100.9,100\nb,1600000000,1600000100,1600000200,1,5000,100\n")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv")
+    assert str(err.value) == f"{path}, line 3, field 'queue_delay': '5000' is not the row's start_time − submit_time"
+
+
 def test_an_end_before_the_submit_of_a_job_that_never_started_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, "job_id,submit_time,end_time,gpu_num,status\na,1600000000,1590000000,1,completed\n")
     with pytest.raises(InputError) as err:

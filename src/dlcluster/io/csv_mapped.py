@@ -182,6 +182,14 @@ def _slash_dates(raw: pl.Series, source: str, path: Path) -> pl.Series:
                         .then(iso + pl.col("raw").str.replace(_SLASH, "")).otherwise(pl.col("raw"))).to_series()
 
 
+def _disagrees(source: str, span: str, later: str, earlier: str) -> Check:
+    """A check failing where canonical ``span`` (read from ``source``) is more than a second off the row's ``later`` −
+    ``earlier`` (sub-second parts, dropped apart, may make the two differ by a second)."""
+    return Check(source, (pl.col(f"_{span}") - (pl.col(f"_{later}") - pl.col(f"_{earlier}"))).abs() > 1,
+                 f"{span} disagrees with the times",
+                 lambda v: f"{v!r} is not the row's {later} − {earlier}")
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -244,12 +252,11 @@ def read(
     checks.append(duplicate("_job_id", src.get("job_id")))
     if "start_time" in src and "end_time" in src:
         checks.append(ends_before("_end_time", "_start_time", src["end_time"]))
-        if "duration" in src:  # (the Helios reader refuses such a row too; sub-second parts, dropped apart, may
-            # make the two differ by a second)
-            checks.append(Check(src["duration"],
-                                (pl.col("_duration") - (pl.col("_end_time") - pl.col("_start_time"))).abs() > 1,
-                                "duration disagrees with the times",
-                                lambda v: f"{v!r} is not the row's end_time − start_time"))
+    # (the Helios reader refuses such rows too)
+    for span, (later, earlier) in {"duration": ("end_time", "start_time"),
+                                   "queue_delay": ("start_time", "submit_time")}.items():
+        if span in src and later in src and earlier in src:
+            checks.append(_disagrees(src[span], span, later, earlier))
     if "start_time" in src:
         checks.append(starts_before("_start_time", "_submit_time", src["start_time"]))
     if "end_time" in src:
