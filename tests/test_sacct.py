@@ -105,6 +105,9 @@ def test_state_vocabulary(tmp_path: Path) -> None:
         ("104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n"
          "104|j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|COMPLETED|1|1||\n",
          "line 3, field 'JobID': '104' occurs more than once"),
+        # (spaces only are no id: the canonical CSV of such a trace was refused on read-back)
+        ("  |j|u|a|p|2020-06-09T18:41:01|None|None|00:00:00|PENDING|1|1||\n",
+         "line 2, field 'JobID': value is empty"),
         # a job cancelled while queued has no start to check its end against
         ("104|j|u|a|p|2020-01-05T01:50:00|None|2019-01-05T01:10:00|00:00:00|CANCELLED by 1|1|1||\n",
          "line 2, field 'End': '2019-01-05T01:10:00' is before the submit time (the job ends before it is submitted)"),

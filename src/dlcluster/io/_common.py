@@ -316,6 +316,13 @@ def cell_text(col: str) -> pl.Expr:
     return pl.when(is_null_token(col)).then(None).otherwise(pl.col(col).str.strip_chars())
 
 
+def trimmed_text(col: str) -> pl.Expr:
+    """A text column trimmed of surrounding spaces, null where that leaves nothing (for ids and names, where
+    ``None`` or ``NA`` may be a name: :func:`cell_text` reads them as no value)."""
+    value = pl.col(col).str.strip_chars()
+    return pl.when(value != "").then(value)
+
+
 def parse_datetime(col: str, fmt: str, tz: str, after: pl.Expr | None = None) -> pl.Expr:
     """Parse a local wall-clock text column to UTC epoch seconds (null where unparsable or empty).
 

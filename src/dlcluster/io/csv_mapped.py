@@ -51,6 +51,7 @@ from dlcluster.io._common import (
     starts_before,
     time_limit,
     to_int,
+    trimmed_text,
     unknown_status,
     unparsable,
 )
@@ -239,10 +240,9 @@ def read(
     if "status" in src:
         parsed.append(map_status(src["status"], STATUS_WORDS).alias("_status"))
         checks.append(unknown_status(src["status"], "_status"))
-    text = {c: pl.col(src[c]) for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
-    for c in ("job_id", "cluster", "vc", "user"):
-        if c in src:  # trimmed, as the Helios and estimates readers trim them (" x" matched no estimate of x)
-            text[c] = text[c].str.strip_chars().replace("", None)  # (only spaces: missing)
+    # trimmed, as the Helios and estimates readers trim them (" x" matched no estimate of x); only spaces: missing
+    text = {c: pl.col(src[c]) if c == "name" else trimmed_text(src[c])
+            for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
     text.setdefault("job_id", pl.col("_index"))
     text["cluster"] = pl.lit(cluster or source_stem(path)) if cluster or "cluster" not in src else text["cluster"]
     text.setdefault("vc", pl.lit("default"))

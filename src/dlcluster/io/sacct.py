@@ -46,6 +46,7 @@ from dlcluster.io._common import (
     source_stem,
     starts_before,
     time_limit,
+    trimmed_text,
     unknown_status,
     unparsable,
 )
@@ -72,12 +73,6 @@ OPTIONAL = ("Start", "End", "Elapsed", "NCPUS", "NNodes", "Cluster", "Partition"
 def sniff(path: Path) -> bool:
     """A file whose first line contains ``JobID|``."""
     return "JobID|" in first_line(path)
-
-
-def _text(col: str) -> pl.Expr:
-    """A text column trimmed, null where empty."""
-    value = pl.col(col).str.strip_chars()
-    return pl.when(value != "").then(value)
 
 
 def _gpus(col: str) -> tuple[pl.Expr, pl.Expr]:
@@ -172,12 +167,12 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     alloc, alloc_bad = gpus(alloc_col)
     req, req_bad = gpus(req_col)
     df = jobs.with_columns(
-        pl.col("JobID").str.strip_chars().alias("job_id"),
+        trimmed_text("JobID").alias("job_id"),  # (only spaces: no id)
         parse_datetime("Submit", TIME_FORMAT, timezone).alias("submit_time"),
         _elapsed().alias("elapsed"),
         parse_int("NCPUS").alias("cpu_num"),
         parse_int("NNodes").alias("node_num"),
-        pl.when(_text(alloc_col).is_not_null()).then(alloc.fill_null(0))
+        pl.when(trimmed_text(alloc_col).is_not_null()).then(alloc.fill_null(0))
         .otherwise(req.fill_null(0)).alias("gpu_num"),
         alloc_bad.alias("_alloc_bad"),
         req_bad.alias("_req_bad"),
@@ -218,7 +213,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
         starts_before("start_time", "submit_time", "Start"),
         ends_before_submit("end_time", "submit_time", "End"),
     ]
-    tres = pl.when(_text(alloc_col).is_not_null()).then(pl.lit(alloc_col)).otherwise(pl.lit(req_col))
+    tres = pl.when(trimmed_text(alloc_col).is_not_null()).then(pl.lit(alloc_col)).otherwise(pl.lit(req_col))
     checks[:0] = [
         *(time_limit(raw, pl.col(parsed)) for raw, parsed in (("Submit", "submit_time"), ("Start", "start_time"),
                                                               ("End", "end_time"))),
@@ -235,10 +230,10 @@ def read(path: Path, *, lenient: bool = False, timezone: str = "UTC") -> Trace:
     started = pl.col("status") != "pending"
     df = df.with_columns(pl.when(started).then(pl.col(c)).alias(c) for c in ("start_time", "end_time"))
     out = conform(df.with_columns(
-        _text("Cluster").fill_null(pl.lit(source_stem(path))).alias("cluster"),
-        pl.coalesce(_text("Partition"), _text("Account"), pl.lit("default")).alias("vc"),
-        _text("User").alias("user"),
-        _text("JobName").alias("name"),
+        trimmed_text("Cluster").fill_null(pl.lit(source_stem(path))).alias("cluster"),
+        pl.coalesce(trimmed_text("Partition"), trimmed_text("Account"), pl.lit("default")).alias("vc"),
+        trimmed_text("User").alias("user"),
+        trimmed_text("JobName").alias("name"),
         pl.when(started)
         .then(pl.coalesce(pl.col("end_time") - pl.col("start_time"), pl.col("elapsed"))).alias("duration"),
         (pl.col("start_time") - pl.col("submit_time")).alias("queue_delay"),
