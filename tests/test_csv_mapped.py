@@ -73,6 +73,25 @@ def test_parquet_source(tmp_path: Path) -> None:
     assert jobs["gpu_num"].to_list() == [4]
 
 
+def test_a_parquet_duration_reads_as_seconds_and_an_unmapped_list_is_ignored(tmp_path: Path) -> None:
+    # (casting every column to text made either an internal error)
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"id": ["a"], "sub": [1600000000], "g": [1], "dur": [dt.timedelta(seconds=90, microseconds=5)],
+                  "tags": [["x", "y"]]}).write_parquet(path)
+    jobs = read_trace(path, format="csv", mapping={"job_id": "id", "submit_time": "sub", "gpu_num": "g",
+                                                   "duration": "dur"}).jobs
+    assert jobs.select("job_id", "duration").row(0) == ("a", 90)
+
+
+def test_a_mapped_parquet_list_column_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"id": [["x", "y"]], "sub": [1600000000], "g": [1]}).write_parquet(path)
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv", mapping={"job_id": "id", "submit_time": "sub", "gpu_num": "g"})
+    assert str(err.value) == (f"{path}, field 'id': holds List(String) values, not one value a row "
+                              "(for canonical 'job_id')")
+
+
 def test_round_trip_is_lossless(tmp_path: Path) -> None:
     original = read_trace(_write(tmp_path, SOURCE), format="csv", mapping=MAPPING)
     original = original.with_jobs(original.jobs.with_columns(

@@ -9,7 +9,7 @@ running or pending) end to start + duration.
 A time column is numeric epochs in ``time_unit`` (s, ms, us; default s) when ``time_unit``
 is given or its first value is a number, else date-time text in ``timezone`` (text with an
 explicit offset keeps it). Sub-second parts of times and durations are dropped; durations
-are seconds. :func:`write` produces a canonical CSV this reader reads back losslessly.
+are seconds (a Parquet duration column too). :func:`write` produces a canonical CSV this reader reads back losslessly.
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ def _load(path: Path) -> tuple[pl.DataFrame, str]:
         col = pl.col(name)
         if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
             col = col.dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S%.f+00:00")
-        as_text.append(col.cast(pl.String).alias(name))
+        elif isinstance(dtype, pl.Duration):  # (durations are seconds)
+            col = col.dt.total_seconds(fractional=True)
+        # a list or struct has no text: kept as it is, it is refused only if mapped (see _sources)
+        as_text.append(col if dtype.is_nested() else col.cast(pl.String).alias(name))
     return df.select(as_text).with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)), "row"
 
 
@@ -109,6 +112,10 @@ def _sources(df: pl.DataFrame, mapping: dict[str, str], path: Path) -> dict[str,
     # job's cluster its VC)
     taken = set(mapping.values())
     sources = {c: mapping.get(c, c) for c in JOB_SCHEMA if c in mapping or (c in have and c not in taken)}
+    for canonical, source in sources.items():
+        if df.schema[source] != pl.String:  # (only a Parquet's lists and structs are not text)
+            raise InputError(f"holds {df.schema[source]} values, not one value a row (for canonical {canonical!r})",
+                             path=path, field=source)
     for needed in ("submit_time", "gpu_num"):
         if needed not in sources:
             raise InputError(f"no column for canonical '{needed}' (found: {', '.join(have)}); "
