@@ -311,6 +311,19 @@ def test_convert_to_swf_says_which_statuses_and_ends_it_keeps_not(tmp_path: Path
     assert back["end_time"].to_list() == [1600003600, 1600000200, 1600002000, None]
 
 
+def test_convert_to_csv_says_an_ended_job_without_an_end_reads_back_with_one(tmp_path: Path) -> None:
+    # a job cancelled after it started, with a run time but no end, read back from CSV with end = start + run time
+    (tmp_path / "h5").mkdir()
+    (tmp_path / "h5" / "cluster_log.csv").write_text(
+        HELIOS + "j1,u,v,1,4,1,CANCELLED,2020-04-01 00:10:00,2020-04-01 00:20:00,,100,600\n"
+        "j2,u,v,1,4,1,RUNNING,2020-04-01 00:10:00,2020-04-01 00:20:00,,100,600\n")
+    note = ("note: out.csv keeps no missing end: 1 job(s) that started and are not running read back as ended at "
+            "start + run time")
+    for name, noted in (("out.csv", True), ("out.parquet", False)):
+        res = _cli("convert", str(tmp_path / "h5"), "-o", str(tmp_path / name))
+        assert res.returncode == 0 and (note in res.stderr) == noted, res.stderr
+
+
 def test_convert_to_csv_or_swf_says_it_keeps_no_cluster_spec(tmp_path: Path) -> None:
     # a synth Parquet trace lost its cluster spec in CSV or SWF, without a word: simulate then asked for --cluster
     from dataclasses import replace

@@ -97,15 +97,25 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
 
 
 def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
-    """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone; SWF its GPU shares, the
-    timeout and node_fail statuses (written as failed) and a running job's lack of an end; both its cluster spec; all
-    but a Philly folder its attempts table."""
+    """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone and an ended job's lack of an
+    end; SWF its GPU shares, the timeout and node_fail statuses (written as failed) and a running job's lack of an
+    end; both its cluster spec; all but a Philly folder its attempts table."""
     from dlcluster.cli import err_console
     from dlcluster.text import count
 
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
                           "hours and days", soft_wrap=True)
+    if fmt == "csv":
+        import polars as pl
+
+        # (the CSV reader gives a job that is not running or pending, and has no end, the end start + duration)
+        unended = trace.jobs.filter(pl.col("end_time").is_null() & pl.col("start_time").is_not_null()
+                                    & pl.col("duration").is_not_null()
+                                    & ~pl.col("status").cast(pl.String).is_in(["running", "pending"])).height
+        if unended:
+            err_console.print(f"note: {output.name} keeps no missing end: {unended:,} job(s) that started and are not "
+                              "running read back as ended at start + run time", soft_wrap=True)
     if fmt in ("csv", "swf") and trace.cluster is not None:  # (Parquet and the folders keep it)
         err_console.print(f"note: {output.name} keeps no cluster spec: simulate, ces and characterize of it will need "
                           "--cluster FILE (a Parquet output keeps it)", soft_wrap=True)
