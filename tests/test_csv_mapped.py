@@ -92,6 +92,21 @@ def test_a_mapped_parquet_list_column_is_refused_in_one_line(tmp_path: Path) -> 
                               "(for canonical 'job_id')")
 
 
+def test_columns_named_like_the_readers_own_are_plain_columns(tmp_path: Path) -> None:
+    # a column _row was an internal error, and _index (common in Elasticsearch exports) was replaced by row numbers
+    text = "_index,submit_time,gpu_num,_row,_wide,_i,_duration,_bad0\n"
+    path = _write(tmp_path, text + "jobA,1600000000,1,x,y,z,5,w\njobB,1600000000,1,x,y,z,5,w\n")
+    jobs = read_trace(path, format="csv", mapping={"job_id": "_index", "vc": "_row"}).jobs
+    assert jobs.select("job_id", "vc", "duration").rows() == [("jobA", "x", None), ("jobB", "x", None)]
+    path = _write(tmp_path, text + "jobA,1600000000,1,x,y,z,5,w\njobB,1600000000\n", "short.csv")
+    with pytest.raises(InputError) as err:
+        read_trace(path, format="csv", mapping={"job_id": "_index"})
+    assert str(err.value) == f"{path}, line 3: has 2 fields, the header names 8"
+    pl.DataFrame({"_index": ["jobA"], "_row": [1600000000], "gpu_num": [1]}).write_parquet(tmp_path / "p.parquet")
+    jobs = read_trace(tmp_path / "p.parquet", format="csv", mapping={"job_id": "_index", "submit_time": "_row"}).jobs
+    assert jobs.select("job_id", "submit_time").rows() == [("jobA", 1600000000)]
+
+
 def test_round_trip_is_lossless(tmp_path: Path) -> None:
     original = read_trace(_write(tmp_path, SOURCE), format="csv", mapping=MAPPING)
     original = original.with_jobs(original.jobs.with_columns(

@@ -29,7 +29,9 @@ import polars as pl
 from dlcluster.errors import ConfigError, InputError, os_reason
 from dlcluster.trace import local_datetime
 
-ROW = "_row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
+# The readers' own columns start with a space: a header's names are trimmed (Parquet's too, in the csv reader), so no
+# source column can take one (a column '_row' was an internal error, '_index' was replaced by row numbers).
+ROW = " row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
 NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "null", "NULL", "Unknown")
 
 # Documented input limits (docs/errors.md): a value outside them is a row error, never an overflow.
@@ -51,7 +53,7 @@ class Check:
     names_field: bool = True  # False: the error names the row only (``field`` is then just where the value is)
 
 
-WIDE = "_wide"  # on a row with more or fewer fields than the header: what is wrong (null elsewhere)
+WIDE = " wide"  # on a row with more or fewer fields than the header: what is wrong (null elsewhere)
 
 
 _COMPRESSION = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}  # by magic number: Polars decodes both
@@ -150,7 +152,7 @@ def _short_records(path: Path, df: pl.DataFrame, separator: str, quote_char: str
     """
     columns = [c for c in df.columns if c not in (ROW, WIDE)]
     data = pl.any_horizontal(pl.col(c).is_not_null() for c in columns)  # (a blank line is no record)
-    suspects = df.with_row_index("_i").filter(pl.col(columns[-1]).is_null() & data).select("_i", ROW)
+    suspects = df.with_row_index(" i").filter(pl.col(columns[-1]).is_null() & data).select(" i", ROW)
     if suspects.height == 0:
         return {}
     if records is not None:
@@ -166,7 +168,7 @@ def _short_records(path: Path, df: pl.DataFrame, separator: str, quote_char: str
             fields = fields.scatter(quoted, [len(next(csv.reader([line[int(k)]], delimiter=separator,
                                                                  quotechar=quote_char), [])) for k in quoted])
     short = fields < len(columns)
-    return dict(zip(suspects["_i"].filter(short).to_list(), fields.filter(short).to_list(), strict=True))
+    return dict(zip(suspects[" i"].filter(short).to_list(), fields.filter(short).to_list(), strict=True))
 
 
 def _scan_records(path: Path, separator: str, quote_char: str | None, *, strict: bool) -> list[tuple[int, int]]:
@@ -498,7 +500,7 @@ def apply_checks(
                   *checks]
     if not checks or df.height == 0:
         return df.drop(WIDE, strict=False), Counter()
-    flags = [f"_bad{i}" for i in range(len(checks))]
+    flags = [f" bad{i}" for i in range(len(checks))]
     flagged = df.with_columns([c.bad.fill_null(False).alias(f) for c, f in zip(checks, flags, strict=True)])
     any_bad = pl.any_horizontal(flags)
     bad_rows = flagged.filter(any_bad)

@@ -88,6 +88,13 @@ def _load(path: Path) -> tuple[pl.DataFrame, str]:
         df = pl.read_parquet(path, glob=False)
     except Exception as exc:  # pyarrow/polars raise several types for a damaged file
         raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
+    # names trimmed as a CSV header's are: the reader's own columns (a space first) cannot clash with one
+    trimmed = [c.strip() for c in df.columns]
+    twice = next((c for c in trimmed if trimmed.count(c) > 1), None)
+    if twice is not None:
+        raise InputError(f"column {twice!r} appears more than once (names are trimmed of surrounding spaces)",
+                         path=path)
+    df = df.rename(dict(zip(df.columns, trimmed, strict=True)))
     as_text = []
     for name, dtype in df.schema.items():
         col = pl.col(name)
@@ -194,7 +201,7 @@ def _slash_dates(raw: pl.Series, source: str, path: Path) -> pl.Series:
 def _disagrees(source: str, span: str, later: str, earlier: str) -> Check:
     """A check failing where canonical ``span`` (read from ``source``) is more than a second off the row's ``later`` −
     ``earlier`` (sub-second parts, dropped apart, may make the two differ by a second)."""
-    return Check(source, (pl.col(f"_{span}") - (pl.col(f"_{later}") - pl.col(f"_{earlier}"))).abs() > 1,
+    return Check(source, (pl.col(f" {span}") - (pl.col(f" {later}") - pl.col(f" {earlier}"))).abs() > 1,
                  f"{span} disagrees with the times",
                  lambda v: f"{v!r} is not the row's {later} − {earlier}")
 
@@ -222,7 +229,8 @@ def read(
     check_timezone(timezone)
     df, row_label = _load(path)
     src = _sources(df, mapping or {}, path)
-    df = df.with_columns(pl.int_range(pl.len()).cast(pl.String).alias("_index"))
+    # (the reader's own columns start with a space, which no trimmed source name does: see _common.ROW)
+    df = df.with_columns(pl.int_range(pl.len()).cast(pl.String).alias(" index"))
     parsed: list[pl.Expr] = []
     checks: list[Check] = []
     times: dict[str, pl.Series] = {}
@@ -234,45 +242,45 @@ def read(
             known = [times[k] for k in {"start_time": ("submit_time",), "end_time": ("start_time", "submit_time")}
                      .get(c, ()) if k in times]
             before = pl.select(pl.coalesce(known)).to_series() if known else None
-            series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f"_{c}", before)
+            series, what, time_checks, naive = _time(df, src[c], time_unit, timezone, path, f" {c}", before)
             zoneless |= naive
             times[c] = series
-            parsed.append(pl.lit(series.alias(f"_{c}")))
-            checks += [*time_checks, unparsable(src[c], f"_{c}", what)]
+            parsed.append(pl.lit(series.alias(f" {c}")))
+            checks += [*time_checks, unparsable(src[c], f" {c}", what)]
     for c in COUNTS + SPANS:
         if c in src:
-            parsed.append((parse_int(src[c]) if c in COUNTS else to_int(parse_float(src[c]).floor())).alias(f"_{c}"))
+            parsed.append((parse_int(src[c]) if c in COUNTS else to_int(parse_float(src[c]).floor())).alias(f" {c}"))
             checks += [count_limit(src[c]) if c in COUNTS else seconds_limit(src[c]),
-                       unparsable(src[c], f"_{c}", "a whole number" if c in COUNTS else "seconds"),
-                       negative(f"_{c}", src[c])]
+                       unparsable(src[c], f" {c}", "a whole number" if c in COUNTS else "seconds"),
+                       negative(f" {c}", src[c])]
     if "status" in src:
-        parsed.append(map_status(src["status"], STATUS_WORDS).alias("_status"))
-        checks.append(unknown_status(src["status"], "_status"))
+        parsed.append(map_status(src["status"], STATUS_WORDS).alias(" status"))
+        checks.append(unknown_status(src["status"], " status"))
     # trimmed, as the Helios and estimates readers trim them (" x" matched no estimate of x); only spaces: missing
     text = {c: pl.col(src[c]) if c == "name" else trimmed_text(src[c])
             for c in ("job_id", "cluster", "vc", "user", "name") if c in src}
-    text.setdefault("job_id", pl.col("_index"))
+    text.setdefault("job_id", pl.col(" index"))
     text["cluster"] = pl.lit(cluster or source_stem(path)) if cluster or "cluster" not in src else text["cluster"]
     text.setdefault("vc", pl.lit("default"))
-    parsed += [expr.alias(f"_{c}") for c, expr in text.items()]
+    parsed += [expr.alias(f" {c}") for c, expr in text.items()]
     df = df.with_columns(parsed)
-    checks += [required_value(f"_{c}", src.get(c)) for c in ("job_id", "cluster", "vc", "submit_time", "gpu_num")]
-    checks.append(duplicate("_job_id", src.get("job_id")))
+    checks += [required_value(f" {c}", src.get(c)) for c in ("job_id", "cluster", "vc", "submit_time", "gpu_num")]
+    checks.append(duplicate(" job_id", src.get("job_id")))
     if "start_time" in src and "end_time" in src:
-        checks.append(ends_before("_end_time", "_start_time", src["end_time"]))
+        checks.append(ends_before(" end_time", " start_time", src["end_time"]))
     # (the Helios reader refuses such rows too)
     for span, (later, earlier) in {"duration": ("end_time", "start_time"),
                                    "queue_delay": ("start_time", "submit_time")}.items():
         if span in src and later in src and earlier in src:
             checks.append(_disagrees(src[span], span, later, earlier))
     if "start_time" in src:
-        checks.append(starts_before("_start_time", "_submit_time", src["start_time"]))
+        checks.append(starts_before(" start_time", " submit_time", src["start_time"]))
     if "end_time" in src:
-        checks.append(ends_before_submit("_end_time", "_submit_time", src["end_time"]))
+        checks.append(ends_before_submit(" end_time", " submit_time", src["end_time"]))
     df, dropped = apply_checks(df, checks, path=path, lenient=lenient, row_label=row_label)
 
     def have(c: str) -> pl.Expr:
-        return pl.col(f"_{c}") if f"_{c}" in df.columns else pl.lit(None, JOB_SCHEMA[c])
+        return pl.col(f" {c}") if f" {c}" in df.columns else pl.lit(None, JOB_SCHEMA[c])
 
     jobs = conform(df.select(
         *[have(c).alias(c) for c in ("job_id", "cluster", "vc", "user", "name", *COUNTS, *TIMES)],
