@@ -93,6 +93,10 @@ def test_attaches_cluster_spec_at_date(shared_data: Path, tmp_path: Path) -> Non
          "line 2, field 'job_id': value is empty"),
         ("105,u1,  ,1,1,1,COMPLETED,2020-04-01 08:00:00,2020-04-01 08:00:10,2020-04-01 09:00:10,3600,10\n",
          "line 2, field 'vc': value is empty"),
+        # a job cancelled while queued has no start: its end is checked against its submit
+        ("105,u1,vcA,1,1,1,CANCELLED,2020-04-01 08:00:00,,2020-04-01 07:00:00,,\n",
+         "line 2, field 'end_time': '2020-04-01 07:00:00' is before the submit time (the job ends before it is "
+         "submitted)"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, body: str, message: str) -> None:

@@ -29,6 +29,7 @@ from dlcluster.io._common import (
     count_limit,
     duplicate,
     ends_before,
+    ends_before_submit,
     header_has,
     map_status,
     negative,
@@ -92,6 +93,7 @@ def _checks(timezone: str) -> list[Check]:
               lambda v: "value is empty (required unless the job is pending, running or cancelled)"),
         ends_before("end_time_", "start_time_", "end_time"),
         starts_before("start_time_", "submit_time_", "start_time"),
+        ends_before_submit("end_time_", "submit_time_", "end_time"),
     ]
     checks[:0] = [time_limit(c, pl.col(f"{c}_")) for c in ("submit_time", "start_time", "end_time")]
     counts = (("gpu_num", "GPUs"), ("cpu_num", "CPUs"), ("node_num", "nodes"), ("duration", "seconds"),
@@ -134,7 +136,8 @@ def read(
         # the wall clock names no zone: in the hour the clocks repeat, the row's order (submit, start, end) picks it
         parse_datetime("start_time", TIME_FORMAT, timezone, after=pl.col("submit_time_")).alias("start_time_"),
     ).with_columns(
-        parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.col("start_time_")).alias("end_time_"),
+        parse_datetime("end_time", TIME_FORMAT, timezone, after=pl.coalesce("start_time_", "submit_time_"))
+        .alias("end_time_"),
     )
     df, dropped = apply_checks(df, _checks(timezone), path=log, lenient=lenient)
     jobs = conform(
