@@ -102,6 +102,14 @@ def test_attempt_starting_in_the_repeated_hour_after_its_submit_takes_the_later_
     assert trace.attempts["start_time"].to_list() == [1509873000]  # 09:10 UTC
 
 
+def test_a_job_killed_in_the_repeated_hour_before_it_started_ends_after_its_submit(tmp_path: Path) -> None:
+    # submitted 01:50 PDT, killed while queued at 01:10 PST: its end was read as PDT, 40 minutes before its submit
+    jobs = [_job("k", "Killed", "2017-11-05 01:50:00", [{"start_time": "None", "end_time": "2017-11-05 01:10:00",
+                                                        "detail": []}])]
+    trace = read_trace(_folder(tmp_path, jobs))
+    assert trace.jobs.select("submit_time", "end_time").row(0) == (1509871800, 1509873000)  # 08:50, 09:10 UTC
+
+
 def test_an_attempt_starting_in_the_repeated_hour_after_the_previous_attempt_takes_the_later_instant(
         tmp_path: Path) -> None:
     # attempts 01:10-01:50 PDT, then 01:05-01:30 PST, then 01:40-01:45 PST: each retry was read as PDT, before the
@@ -263,6 +271,10 @@ def test_a_truncated_gzip_job_log_is_one_line_naming_it(tmp_path: Path) -> None:
          "(the clocks skip it when daylight saving starts)"),
         ([_job("x", "Pass", "2017-10-01 00:00:00", [_attempt("2017-10-01 05:00:00", "2017-10-01 04:00:00")])],
          "record 0, field 'attempts': the last attempt ends before the first attempt starts"),
+        # killed while queued: an attempt that never started has only its end to check
+        ([_job("x", "Killed", "2017-10-01 09:50:00", [{"start_time": "None", "end_time": "2017-10-01 08:00:00",
+                                                      "detail": []}])],
+         "record 0, field 'attempts': the last attempt ends before submitted_time"),
         # a value error in an earlier record wins over a structural error in a later one
         ([_job("x", "Nope", "2017-10-01 00:00:00", []), {"jobid": "y"}],
          "record 0, field 'status': unknown status 'Nope'"),

@@ -273,6 +273,9 @@ def _job_checks(timezone: str) -> list[Check]:
               lambda v: "the last attempt ends before the first attempt starts"),
         Check("attempts", pl.col("start_time") < pl.col("submit_time"), "start before submit",
               lambda v: "the first attempt starts before submitted_time (negative queueing delay)"),
+        # (an attempt that never started, a job killed while queued, has only its end to check)
+        Check("attempts", pl.col("end_time") < pl.col("submit_time"), "end before submit",
+              lambda v: "the last attempt ends before submitted_time"),
     ]
 
 
@@ -301,11 +304,11 @@ def _validate(jobs: pl.DataFrame, att: pl.DataFrame, errors: list[InputError], l
 def _order_attempts(att: pl.DataFrame, timezone: str) -> pl.DataFrame:
     """``start_time_`` and ``end_time_`` of attempts (wall clock ``_start_time``, ``_end_time``; in record order), each
     the later instant of the repeated hour where the earlier comes before the submit, the previous attempt's end or
-    (an end) the start."""
+    (an end) the start, or the submit for an attempt that never started."""
     while True:  # a retry read later moves its end, and so the next retry's bound: until nothing moves (2-3 passes)
         after = pl.max_horizontal("_submit", pl.col("end_time_").shift(1).over(ROW, order_by="attempt"))
         moved = att.with_columns(localize(pl.col("_start_time"), timezone, after).alias("start_time_")).with_columns(
-            localize(pl.col("_end_time"), timezone, pl.col("start_time_")).alias("end_time_"))
+            localize(pl.col("_end_time"), timezone, pl.coalesce("start_time_", "_submit")).alias("end_time_"))
         if moved["end_time_"].equals(att["end_time_"]):
             return moved
         att = moved
