@@ -9,8 +9,9 @@ running or pending) end to start + duration.
 A time column is numeric epochs in ``time_unit`` (s, ms, us; default s) when ``time_unit``
 is given or its first value is a number, else date-time text in ``timezone`` (text with an
 explicit offset keeps it). Sub-second parts of times and durations are dropped; durations
-are seconds (a Parquet duration column too). :func:`write` produces a canonical CSV this reader reads back losslessly, but for a job
-that started and is not running but has no end (it gets start + duration; ``convert`` notes it).
+are seconds (a Parquet duration column too). :func:`write` produces a canonical CSV this
+reader reads back losslessly, but for a job that started and is not running but has no end
+(it gets start + duration; ``convert`` notes it).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from dlcluster.io._common import (
     skipped_time,
     starts_before,
     time_limit,
+    trimmed_text,
     unknown_status,
     unparsable,
     wall_clock_text,
@@ -126,9 +127,8 @@ def read(
     folder = log.parent
     raw = read_csv_text(log)
     require_columns(raw, COLUMNS, log)
-    trimmed = pl.col("job_id", "user", "vc").str.strip_chars()
     df = raw.with_columns(
-        pl.when(trimmed != "").then(trimmed),  # (only spaces: no value, as in the canonical CSV read back)
+        *(trimmed_text(c) for c in ("job_id", "user", "vc")),  # (only spaces: no value, as the canonical CSV reads)
         map_status("state", STATES).alias("status"),
         parse_datetime("submit_time", TIME_FORMAT, timezone).alias("submit_time_"),
         *(parse_int(c).alias(f"{c}_") for c in ("gpu_num", "cpu_num", "node_num", "duration", "queue")),

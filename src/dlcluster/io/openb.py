@@ -39,6 +39,7 @@ from dlcluster.io._common import (
     required_value,
     starts_before,
     time_limit,
+    trimmed_text,
     unknown_status,
     unparsable,
 )
@@ -58,12 +59,6 @@ def sniff(path: Path) -> bool:
 
 def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:
     return [parse_int(c).alias(f"{c}_") for c in cols]
-
-
-def _trimmed_name() -> pl.Expr:
-    """The pod's name without surrounding spaces (the job id); null where nothing is left."""
-    name = pl.col("name").str.strip_chars()
-    return pl.when(name != "").then(name)
 
 
 def _repeated_name(df: pl.DataFrame) -> Check:
@@ -88,7 +83,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         require_columns(raw, TIMED, path)
     numeric = ("cpu_milli", "num_gpu", "gpu_milli") + (TIMED[1:] if timed else ())
     df = raw.with_columns(_ints(numeric))
-    df = df.with_columns(_trimmed_name().alias("_name"))
+    df = df.with_columns(trimmed_text("name").alias("_name"))
     checks = [required_value("_name", "name"), _repeated_name(df)]
     for col in numeric:
         limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)

@@ -26,6 +26,7 @@ from dlcluster.io._common import (
     seconds_limit,
     skipped_time,
     time_limit,
+    trimmed_text,
     unparsable,
 )
 from dlcluster.schema import conform
@@ -49,8 +50,7 @@ def read(path: Path, *, lenient: bool = False, timezone: str = TIMEZONE) -> Trac
         parse_datetime("timestamp", "%Y-%m-%d %H:%M:%S", timezone).alias("submit_time"),
         parse_int("duration").alias("duration_"),
         parse_int("num_gpus").alias("gpu_num"),
-        # (only spaces: no value, as in the canonical CSV read back)
-        pl.when(pl.col("cluster").str.strip_chars() != "").then(pl.col("cluster").str.strip_chars()).alias("vc"),
+        trimmed_text("cluster").alias("vc"),  # (only spaces: no value, as the canonical CSV reads)
     )
     checks = [
         time_limit("timestamp", pl.col("submit_time")),
