@@ -300,8 +300,8 @@ def test_convert_to_swf_says_which_statuses_and_ends_it_keeps_not(tmp_path: Path
                    "3,v,u,1600000200,1600000200,,1800,2,running\n"
                    "4,v,u,1600000300,,,,2,pending\n")
     notes = ["note: out.swf keeps no timeout or node_fail status: 2 timeout/node_fail job(s) are written as failed",
-             "note: out.swf keeps no running job: 1 running job(s) are written with their run time so far as run time "
-             "and read back as ended at start + that time"]
+             "note: out.swf keeps no missing end: 1 job(s) that started and have no end (running, or with the end "
+             "unrecorded) are written with their run time (so far) and read back as ended at start + that time"]
     for name, noted in (("out.swf", True), ("out.parquet", False), ("out.csv", False)):
         res = _cli("convert", str(src), "--format", "csv", "--tz", "UTC", "-o", str(tmp_path / name))
         assert res.returncode == 0, res.stderr

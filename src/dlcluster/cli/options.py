@@ -98,7 +98,7 @@ def writer(output: Path, fmt: str | None, format_flag: str | None = "--format") 
 
 def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone and an ended job's lack of an
-    end; SWF its GPU shares, the timeout and node_fail statuses (written as failed) and a running job's lack of an
+    end; SWF its GPU shares, the timeout and node_fail statuses (written as failed) and a started job's lack of an
     end; both its cluster spec; all but a Philly folder its attempts table."""
     from dlcluster.cli import err_console
     from dlcluster.text import count
@@ -141,9 +141,9 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
         unended = jobs.filter(pl.col("end_time").is_null() & pl.col("start_time").is_not_null()
                               & pl.col("duration").is_not_null()).height
         if unended:
-            err_console.print(f"note: {output.name} keeps no running job: {unended:,} running job(s) are written with "
-                              "their run time so far as run time and read back as ended at start + that time",
-                              soft_wrap=True)
+            err_console.print(f"note: {output.name} keeps no missing end: {unended:,} job(s) that started and have no "
+                              "end (running, or with the end unrecorded) are written with their run time (so far) and "
+                              "read back as ended at start + that time", soft_wrap=True)
 
 
 def parse_mapping(spec: str | None) -> dict[str, str] | None:
