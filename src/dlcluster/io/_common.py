@@ -486,6 +486,21 @@ def duplicate(col: str, source_col: str | None = None) -> Check:
     )
 
 
+def duplicate_key(col: str, key: pl.Expr, df: pl.DataFrame, noun: str) -> Check:
+    """A check failing on every row of ``df`` whose ``key`` (raw ``col`` as the format reads it: ``7`` and ``007`` are
+    job 7) an earlier row had; the error names the earlier spelling and its line when it differs."""
+    keyed = df.select(ROW, col, key.alias(" key"))
+
+    def describe(value: object) -> str:
+        same = keyed.filter(pl.col(" key") == keyed.filter(pl.col(col) == value)[" key"][0])
+        first = same.sort(ROW).row(0, named=True)
+        if first[col] == value:
+            return f"{value!r} occurs more than once"
+        return f"{value!r} is {noun} {first[' key']!r} again, as {first[col]!r} on line {first[ROW]}"
+
+    return Check(col, key.is_not_null() & ~key.is_first_distinct(), f"duplicate {col}", describe)
+
+
 def apply_checks(
     df: pl.DataFrame,
     checks: Sequence[Check],

@@ -28,6 +28,7 @@ from dlcluster.io._common import (
     apply_checks,
     cell_text,
     count_limit,
+    duplicate_key,
     ends_before,
     header_has,
     map_status,
@@ -61,19 +62,6 @@ def _ints(cols: tuple[str, ...]) -> list[pl.Expr]:
     return [parse_int(c).alias(f"{c}_") for c in cols]
 
 
-def _repeated_name(df: pl.DataFrame) -> Check:
-    """A check failing on a pod name already seen, spaces around it aside (``' p1'`` is ``'p1'``)."""
-
-    def describe(value: object) -> str:
-        first = df.filter(pl.col("_name") == str(value).strip()).sort(ROW).row(0, named=True)
-        if first["name"] == value:
-            return f"{value!r} occurs more than once"
-        return f"{value!r} is pod {str(value).strip()!r} again, as {first['name']!r} on line {first[ROW]}"
-
-    bad = pl.col("_name").is_not_null() & ~pl.col("_name").is_first_distinct()
-    return Check("name", bad, "duplicate name", describe)
-
-
 def read(path: Path, *, lenient: bool = False) -> Trace:
     """Read an openb pod list (and the node list beside it) into the canonical schema."""
     raw = read_csv_text(path)
@@ -84,7 +72,7 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
     numeric = ("cpu_milli", "num_gpu", "gpu_milli") + (TIMED[1:] if timed else ())
     df = raw.with_columns(_ints(numeric))
     df = df.with_columns(trimmed_text("name").alias("_name"))
-    checks = [required_value("_name", "name"), _repeated_name(df)]
+    checks = [required_value("_name", "name"), duplicate_key("name", pl.col("_name"), df, "pod")]
     for col in numeric:
         limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)
         checks += [limit, unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]

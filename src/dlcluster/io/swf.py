@@ -36,6 +36,7 @@ from dlcluster.io._common import (
     Check,
     apply_checks,
     count_limit,
+    duplicate_key,
     first_line,
     out_of_range,
     read_csv_text,
@@ -94,19 +95,6 @@ def _header(comments: pl.DataFrame, path: Path) -> tuple[int, str, dict[int, str
     return base, tz, queues
 
 
-def _repeated_number(records: pl.DataFrame) -> Check:
-    """A check failing on a job number already seen, however spelt: ``7``, ``007`` and ``7.0`` are job 7."""
-    number = pl.col("job number").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
-
-    def describe(value: object) -> str:
-        first = records.filter(number == int(float(str(value)))).sort(ROW).row(0, named=True)
-        if first["job number"] == value:
-            return f"{value!r} occurs more than once"
-        return f"{value!r} is job {int(float(str(value)))} again, as {first['job number']!r} on line {first[ROW]}"
-
-    return Check("job number", number.is_not_null() & ~number.is_first_distinct(), "duplicate job number", describe)
-
-
 def _record_checks(base: int, records: pl.DataFrame) -> list[Check]:
     checks = []
     for name in FIELDS:
@@ -133,7 +121,9 @@ def _record_checks(base: int, records: pl.DataFrame) -> list[Check]:
         Check("submit time", n("submit time") == "-1", "unknown submit time", lambda v: "submit time is unknown (-1)"),
         Check("allocated processors", (n("allocated processors") == "-1") & (n("requested processors") == "-1"),
               "unknown processors", lambda v: "allocated and requested processors are both unknown (-1)"),
-        _repeated_number(records),
+        # (a job number is a number: 7, 007 and 7.0 are job 7)
+        duplicate_key("job number", pl.col("job number").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False),
+                      records, "job"),
     ]
     return checks
 
