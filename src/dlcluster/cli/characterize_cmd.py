@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from dlcluster.cli import Console, app
+from dlcluster.cli import app, err_console
 from dlcluster.cli.options import PATH, load, report_folder, trace_options
 from dlcluster.errors import ConfigError
 
@@ -51,10 +51,10 @@ def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cl
 
     for path, trace in zip(paths, traces, strict=True):
         if note := running_note(trace.jobs):
-            Console(stderr=True).print(f"note: {path}: {note}", soft_wrap=True)
+            err_console.print(f"note: {path}: {note}", soft_wrap=True)
     # a run's folder is named after its policy (dlcluster simulate -p a,b writes OUT/a, OUT/b)
     sim_name = f"{sim_jobs.parent.name or 'simulation'}/{sim_jobs.name}" if sim_jobs is not None else "simulation"
     page = build_report(traces, output, cluster=spec, sim_jobs=sim, sim_placements=placements, sim_name=sim_name,
                         memory_limit=memory_limit, sim_summary=summary, pooled=pooled)
-    Console(stderr=True).print(f"wrote {page}", soft_wrap=True)
+    err_console.print(f"wrote {page}", soft_wrap=True)
 

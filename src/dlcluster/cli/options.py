@@ -100,21 +100,21 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
     """Say on stderr what writing ``trace`` as ``fmt`` does not keep: a CSV its time zone and an ended job's lack of an
     end; SWF its GPU shares, the timeout and node_fail statuses (written as failed) and a started job's lack of an
     end; both its cluster spec; all but a Philly folder its attempts table."""
+    import polars as pl
+
     from dlcluster.cli import err_console
     from dlcluster.text import count
 
+    jobs = trace.jobs
+    # a started job without an end: both formats' readers give it the end start + run time
+    unended = pl.col("end_time").is_null() & pl.col("start_time").is_not_null() & pl.col("duration").is_not_null()
     if fmt == "csv" and trace.timezone != "UTC":  # (Parquet, SWF and the folders keep it)
         err_console.print(f"note: {output.name} keeps no time zone: read it with --tz {trace.timezone} for local "
                           "hours and days", soft_wrap=True)
-    if fmt == "csv":
-        import polars as pl
-
-        # (the CSV reader gives a job that is not running or pending, and has no end, the end start + duration)
-        unended = trace.jobs.filter(pl.col("end_time").is_null() & pl.col("start_time").is_not_null()
-                                    & pl.col("duration").is_not_null()
-                                    & ~pl.col("status").cast(pl.String).is_in(["running", "pending"])).height
-        if unended:
-            err_console.print(f"note: {output.name} keeps no missing end: {unended:,} job(s) that started and are not "
+    if fmt == "csv":  # (a running job's missing end the CSV reader keeps)
+        ended = jobs.filter(unended & ~pl.col("status").cast(pl.String).is_in(["running", "pending"])).height
+        if ended:
+            err_console.print(f"note: {output.name} keeps no missing end: {ended:,} job(s) that started and are not "
                               "running read back as ended at start + run time", soft_wrap=True)
     if fmt in ("csv", "swf") and trace.cluster is not None:  # (Parquet and the folders keep it)
         err_console.print(f"note: {output.name} keeps no cluster spec: simulate, ces and characterize of it will need "
@@ -125,23 +125,18 @@ def note_what_is_lost(trace: Trace, output: Path, fmt: str) -> None:
                           f"{count(attempts['job_id'].n_unique(), 'job')} read back as one run per job, from its first "
                           "start to its last end (simulate --failures replay and characterize's failures read them from "
                           "the Philly folder)", soft_wrap=True)
-    shared = (trace.jobs["gpu_milli"] < 1000).sum() if fmt == "swf" else 0  # (1000: a whole GPU)
+    shared = (jobs["gpu_milli"] < 1000).sum() if fmt == "swf" else 0  # (1000: a whole GPU)
     if shared:
         err_console.print(f"note: {output.name} keeps no GPU shares (gpu_milli): {shared:,} job(s) that held part of a "
                           "GPU read back as holding whole GPUs", soft_wrap=True)
     if fmt == "swf":
-        import polars as pl
-
-        jobs = trace.jobs
         merged = jobs["status"].cast(pl.String).is_in(["timeout", "node_fail"]).sum()
         if merged:
             err_console.print(f"note: {output.name} keeps no timeout or node_fail status: {merged:,} timeout/node_fail "
                               "job(s) are written as failed", soft_wrap=True)
-        # (the writer's run time: the duration, else end − start)
-        unended = jobs.filter(pl.col("end_time").is_null() & pl.col("start_time").is_not_null()
-                              & pl.col("duration").is_not_null()).height
-        if unended:
-            err_console.print(f"note: {output.name} keeps no missing end: {unended:,} job(s) that started and have no "
+        started = jobs.filter(unended).height
+        if started:
+            err_console.print(f"note: {output.name} keeps no missing end: {started:,} job(s) that started and have no "
                               "end (running, or with the end unrecorded) are written with their run time (so far) and "
                               "read back as ended at start + that time", soft_wrap=True)
 
@@ -232,13 +227,12 @@ def zone_unknown(fmt: str) -> bool:
 
 
 def not_an_input(option: str, output: Path | None, *inputs: Path | None) -> None:
-    """Fail before any work when the output path ``option`` names one of the files or folders the command reads: the
-    atomic write would replace the user's input with the result."""
-    if output is None:
+    """Fail before any work when the output path ``option`` names one of the files or folders the command reads
+    (through a link too): the atomic write would replace the user's input with the result."""
+    if output is None or not output.exists():  # (an input exists)
         return
     for given in inputs:
-        if given is not None and (output.resolve() == given.resolve()
-                                  or (output.exists() and given.exists() and os.path.samefile(output, given))):
+        if given is not None and given.exists() and os.path.samefile(output, given):
             raise ConfigError(f"{option} {output}: is the input {given} itself; choose another path for the output")
 
 
