@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -140,7 +141,8 @@ def running_note(jobs: pl.DataFrame) -> str | None:
     n, last = still_running(jobs)
     if not n:
         return None
-    when = pl.from_epoch(pl.Series([last]), time_unit="s").dt.strftime("%Y-%m-%d %H:%M UTC")[0]
+    assert last is not None  # (a trace with a running job has a last recorded time)
+    when = datetime.datetime.fromtimestamp(last, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (f"{n:,} GPU job(s) still running (a start, no end) count as holding their GPUs until the trace's last "
             f"recorded time, {when}")
 
