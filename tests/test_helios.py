@@ -208,3 +208,10 @@ def test_an_end_in_the_repeated_hour_before_its_start_takes_the_later_instant(tm
     body = "1,u1,vcA,1,4,1,COMPLETED,2017-11-05 01:10:00,2017-11-05 01:50:00,2017-11-05 01:20:00,1800,2400\n"
     job = read_trace(_folder(tmp_path, body), timezone="America/Los_Angeles").jobs.row(0, named=True)
     assert (job["submit_time"], job["start_time"], job["end_time"]) == (1509869400, 1509871800, 1509873600)
+
+
+def test_a_job_cancelled_in_the_repeated_hour_before_it_started_ends_after_its_submit(tmp_path: Path) -> None:
+    # submitted 01:50 PDT, cancelled in the queue at 01:10 PST: its end was read as PDT, before its submit
+    body = "1,u1,vcA,1,4,1,CANCELLED,2017-11-05 01:50:00,,2017-11-05 01:10:00,,\n"
+    job = read_trace(_folder(tmp_path, body), timezone="America/Los_Angeles").jobs.row(0, named=True)
+    assert (job["submit_time"], job["end_time"]) == (1509871800, 1509873000)
