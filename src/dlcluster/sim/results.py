@@ -11,14 +11,16 @@ simulation loop only records what happened.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
 import polars as pl
 
 from dlcluster.cluster import ClusterSpec
+from dlcluster.sim.cluster import ON
 from dlcluster.sim.jobs import Record, Segments, checkpoint_overhead
-from dlcluster.sim.power import NEVER, NODE_STATES_SCHEMA, PowerModel, energy, node_spans
+from dlcluster.sim.power import BOOTING, NEVER, NODE_STATES_SCHEMA, PowerModel, energy, node_spans
 from dlcluster.sim.prepare import Prepared
 from dlcluster.schema import STATUSES
 
@@ -550,21 +552,30 @@ class NodeStates:
 
     def __init__(self, spans: pl.DataFrame) -> None:
         self.states = sorted(spans["state"].unique().to_list())
-        self.by_vc = {vc: part for (vc,), part in spans.partition_by("vc", as_dict=True).items()}
+        # per VC: per state the spans' (time, until) as arrays, and how many of its nodes changed state (each has
+        # one span from NEVER); read once, as every timeline and the powered nodes ask again
+        self.spans: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        self.changed: dict[str, int] = {}
+        for (vc, st), part in spans.partition_by("vc", "state", as_dict=True).items():
+            time = part["time"].to_numpy()
+            self.spans.setdefault(vc, {})[st] = (time, part["until"].to_numpy())
+            self.changed[vc] = self.changed.get(vc, 0) + int(np.count_nonzero(time == NEVER))
 
-    def counts(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE) -> dict[str, np.ndarray]:
-        """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + step·k, k < n."""
-        out = {f"nodes_{st}": np.zeros(n, dtype=np.int64) for st in self.states}
-        mine = self.by_vc.get(vc)
-        changed = 0
-        if mine is not None:
-            for (st,), part in mine.partition_by("state", as_dict=True).items():
-                out[f"nodes_{st}"] = _covering(part["time"].to_numpy(), part["until"].to_numpy(), t0, n, None, step)
-            changed = mine.filter(pl.col("time") == NEVER).height
-        out["nodes_on"] += nodes - changed  # nodes that never changed state are on throughout
+    def counts(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE,
+               states: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Columns ``nodes_<state>`` for ``vc`` (``nodes`` nodes) at the samples t0 + step·k, k < n (of ``states``,
+        default every state any node entered)."""
+        mine = self.spans.get(vc, {})
+        out = {}
+        for st in self.states if states is None else states:
+            held = mine.get(st)
+            out[f"nodes_{st}"] = np.zeros(n, dtype=np.int64) if held is None else \
+                _covering(held[0], held[1], t0, n, None, step)
+        if "nodes_on" in out:
+            out["nodes_on"] += nodes - self.changed.get(vc, 0)  # nodes that never changed state are on throughout
         return out
 
     def powered(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
         """``vc``'s powered nodes (on or booting) at the samples t0 + step·k, k < n."""
-        counts = self.counts(vc, nodes, t0, n, step)
-        return counts["nodes_on"] + counts.get("nodes_booting", 0)
+        counts = self.counts(vc, nodes, t0, n, step, (ON, BOOTING))
+        return counts["nodes_on"] + counts["nodes_booting"]

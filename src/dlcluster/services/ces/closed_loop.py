@@ -142,17 +142,13 @@ class PowerManager(Observer):
             # one node size: what the general case below finds node by node, counted. Nodes idle or booting are the
             # histogram's idle ones and the boots under way, enough nodes are always enough GPUs, and the nodes
             # booted are the lowest-numbered that are off. Once the ``queued`` waiting jobs need every node (each
-            # needs one at least), the rest of a long queue changes nothing
+            # needs one at least), the rest of a long queue changes nothing (and fewer jobs than nodes are summed)
             if self._boots:
                 self._settle(now)
             have = self._idle(g) + self.booting[g]
-            need, every = 0, have + len(off)
-            if queued >= every:
+            if queued >= have + len(off):
                 return sorted(off)
-            for j in self.control.waiting(group):
-                need += -(-gpus[j] // largest)
-                if need >= every:
-                    break
+            need = sum([-(-gpus[j] // largest) for j in self.control.waiting(group)])
             return sorted(off)[: need - have] if need > have else []
         wanted = [gpus[j] for j in self.control.waiting(group)]
         if not wanted:
