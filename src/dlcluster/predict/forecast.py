@@ -318,8 +318,7 @@ class DemandForecaster:
 
     def fit(self, until: int | None = None) -> DemandForecaster:
         """Train on the origins whose outcome was known at step ``until`` (default: now), the last ``history_steps``."""
-        from dlcluster.predict.lightgbm_import import lightgbm as lgb
-
+        from dlcluster.predict.lightgbm_capi import train
         from dlcluster.predict.single_row import single_row_predictor
 
         known = len(self.y) if until is None else min(until, len(self.y))
@@ -339,9 +338,7 @@ class DemandForecaster:
                 raise ValueError(f"{known} steps are too few to train a forecast of {target.label}")
             first = max(0, last + 1 - self.history_steps)
             outcome = outcomes(y, target)[first: last + 1]
-            data = lgb.Dataset(self._rows[k][first: last + 1], outcome - y[first: last + 1],
-                               feature_name=list(FEATURES), params={"max_bin": 63, "verbosity": -1})
-            model = lgb.train(params, data, num_boost_round=self.trees, keep_training_booster=True)
+            model = train(params, self._rows[k][first: last + 1], outcome - y[first: last + 1], FEATURES, self.trees)
             models.append(model)
             buffers.append(np.zeros((1, len(FEATURES))))
             fast.append(single_row_predictor(model, buffers[-1]))

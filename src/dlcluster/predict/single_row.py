@@ -8,24 +8,29 @@ single rows: configured once per model, then called with a pointer to the row.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 
-from dlcluster.predict.lightgbm_import import lightgbm as lgb
+from dlcluster.predict.lightgbm_capi import CBooster, check_status
 
 
 class FastPredictor:
     """Single-row prediction straight from the stored feature matrix (LightGBM's fast C path, ~3 µs a row)."""
 
-    def __init__(self, booster: lgb.Booster, matrix: np.ndarray) -> None:
-        from lightgbm.basic import _LIB, _c_str, _safe_call  # LightGBM's own ctypes handle to its library
+    def __init__(self, booster: Any, matrix: np.ndarray) -> None:
+        if isinstance(booster, CBooster):
+            lib, handle = booster.lib, booster.handle
+        else:
+            from lightgbm.basic import _LIB as lib  # LightGBM's own ctypes handle to its library
 
-        self._lib = _LIB
+            handle = booster._handle
+        self._lib, self._booster = lib, booster  # (the booster outlives its prediction state)
         self._config = ctypes.c_void_p()
-        _safe_call(_LIB.LGBM_BoosterPredictForMatSingleRowFastInit(
-            booster._handle, ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(-1),
+        check_status(lib, lib.LGBM_BoosterPredictForMatSingleRowFastInit(
+            handle, ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(-1),
             ctypes.c_int(0 if matrix.dtype == np.float32 else 1), ctypes.c_int32(matrix.shape[1]),
-            _c_str("num_threads=1"), ctypes.byref(self._config)))
+            b"num_threads=1", ctypes.byref(self._config)))
         self._base = matrix.ctypes.data
         self._stride = matrix.strides[0]
         self._out = np.zeros(1)
@@ -33,7 +38,7 @@ class FastPredictor:
         self._result = self._out.data  # (a memoryview: its item is a Python float, no NumPy scalar per call)
         self._len = ctypes.byref(ctypes.c_int64(0))
         self._row0 = ctypes.c_void_p(self._base)  # (a forecaster's matrix is one row, predicted at every step)
-        self._call = _LIB.LGBM_BoosterPredictForMatSingleRowFast
+        self._call = lib.LGBM_BoosterPredictForMatSingleRowFast
 
     def __call__(self, row: int) -> float:
         """The raw model output for row ``row`` of the matrix."""
@@ -59,7 +64,7 @@ class FastPredictor:
 class BoosterPredictor:
     """Single-row prediction through ``Booster.predict`` (~18 µs a row; the fallback of :class:`FastPredictor`)."""
 
-    def __init__(self, booster: lgb.Booster, matrix: np.ndarray) -> None:
+    def __init__(self, booster: Any, matrix: np.ndarray) -> None:
         self._booster, self._matrix = booster, matrix
 
     def __call__(self, row: int) -> float:
@@ -73,7 +78,7 @@ class BoosterPredictor:
 SingleRowPredictor = FastPredictor | BoosterPredictor
 
 
-def single_row_predictor(booster: lgb.Booster, matrix: np.ndarray) -> SingleRowPredictor:
+def single_row_predictor(booster: Any, matrix: np.ndarray) -> SingleRowPredictor:
     """The fast C path for rows of ``matrix`` (C-contiguous float64 or float32), or the public one where that is missing."""
     try:
         return FastPredictor(booster, matrix)

@@ -578,4 +578,5 @@ class NodeStates:
     def powered(self, vc: str, nodes: int, t0: int, n: int, step: int = SAMPLE) -> np.ndarray:
         """``vc``'s powered nodes (on or booting) at the samples t0 + step·k, k < n."""
         counts = self.counts(vc, nodes, t0, n, step, (ON, BOOTING))
-        return counts["nodes_on"] + counts["nodes_booting"]
+        powered: np.ndarray = counts["nodes_on"] + counts["nodes_booting"]
+        return powered
