@@ -8,8 +8,7 @@ closed-loop). Every figure is one fresh process (CPU seconds = user + sys, ``os.
 ``closed-loop``  ``dlcluster simulate -p fifo`` with ``--power none``, ``on`` and ``ces`` (both rules) on the
                  Philly window and on the 180-day Saturn look-alike, each run several times in turn (a one-second
                  run varies by ±10% on the shared machine); the ratio is the median CPU seconds over the median
-                 of the same run with ``--power none`` (target < 1.5×); then the CPU seconds that importing
-                 LightGBM adds.
+                 of the same run with ``--power none`` (target < 1.5×).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from benchmarks._measure import (
     figures,
     in_turn,
     philly_window_args,
-    python_snippet_measured,
     run_cases,
     saturn_parquet,
     simulate_measured,
@@ -77,13 +75,6 @@ def closed_loop() -> None:
             t.row(name, label, len(cpu), statistics.median(cpu), spread(cpu), max(m.peak_mib for m, _ in done),
                   statistics.median(cpu) / base, energy.get("saved_pct"), energy.get("wakeups"),
                   summary["overall"]["mean_queue_delay"])
-    # the forecaster's fixed cost, which no faster simulator can take off a short run: importing LightGBM (and the
-    # SciPy it imports) into a process that already has what a plain run imports
-    # (the least of five processes each: one process's start-up varies by more than the difference)
-    imports = "import dlcluster.cli.simulate_cmd, dlcluster.sim.run"
-    plain, with_lgbm = (min(python_snippet_measured(code).cpu for _ in range(5))
-                        for code in (imports, imports + ", lightgbm"))
-    print(f"importing LightGBM: {with_lgbm - plain:.2f} CPU s")
 
 
 CASES = {"open-loop": open_loop, "closed-loop": closed_loop}

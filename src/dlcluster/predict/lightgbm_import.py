@@ -3,10 +3,11 @@
 LightGBM imports ``scipy.sparse``, and SciPy (1.17) copies every name in ``numpy.__all__``
 into its array-API namespace. That list includes submodules that NumPy otherwise loads only
 on first use, among them ``numpy.f2py`` and ``numpy.testing``. Together they took about 0.1 s,
-close to half the cost of importing LightGBM, which the closed-loop CES and every
-LightGBM-backed command pay. Registering those submodules with the standard library's
-:class:`importlib.util.LazyLoader` first gives SciPy the module objects and delays loading
-each one until something reads one of its attributes.
+close to half the cost of importing LightGBM, which every command that trains duration models
+pays (CES's forecaster avoids the package: see :mod:`dlcluster.predict.lightgbm_capi`).
+Registering those submodules with the standard library's :class:`importlib.util.LazyLoader`
+first gives SciPy the module objects and delays loading each one until something reads one of
+its attributes.
 
 Import ``lightgbm`` through this module (``from dlcluster.predict.lightgbm_import import lightgbm as lgb``).
 """
