@@ -195,6 +195,23 @@ def test_feature_rows_are_the_same_bits_in_blocks_and_one_by_one(
         assert np.array_equal(blocks._rows[k][: len(y)], single._rows[k][: len(y)], equal_nan=True)  # noqa: SLF001
 
 
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.integers(0, 400), min_size=40, max_size=1200), step=st.sampled_from([600, 3600, 7200]),
+       t0=st.integers(1_400_000_000, 1_600_000_000), start=st.integers(0, 12), length=st.integers(1, 12),
+       stat=st.sampled_from(["mean", "max"]))
+def test_the_latest_rows_are_the_same_bits_as_rows_one_by_one(
+        values: list[int], step: int, t0: int, start: int, length: int, stat: str) -> None:
+    """The rows a forecast computes for the latest origin (unrolled once the series is a week long) equal the rows
+    computed one origin at a time."""
+    y = [v / 7 for v in values]
+    targets = (horizon(1), Target(start, start + length, stat), Target(1, 7, "max"))
+    f = DemandForecaster(step, t0, targets, Calendar("US", (datetime.date(2017, 11, 20),)))
+    f.extend(y)
+    for i in range(len(y)):
+        want = [f._shared(i) + f._specific(i, t) for t in targets]  # noqa: SLF001
+        assert np.array_equal(np.array(f._latest_rows(i)), np.array(want), equal_nan=True)  # noqa: SLF001
+
+
 def test_open_loop_decisions_before_t_ignore_the_series_after_t() -> None:
     series = _daily(12)
     first = series.height - 3 * 144

@@ -309,6 +309,40 @@ class DemandForecaster:
         return [*seen, (mid % DAY) / 3600, float((day + 3) % 7),  # 1970-01-01 was a Thursday: Monday is 0
                 *self._day_flags(day), (origin_s % DAY) / 3600]
 
+    def _latest_rows(self, i: int) -> list[list[float]]:
+        """Per target, the row of origin ``i``: :meth:`_shared` and :meth:`_specific`, with the same arithmetic in
+        the same order, unrolled where every window lies within the series (nearly every origin of a long run,
+        where a controller asks for them at every step)."""
+        y, step = self.y, self.step
+        per_day = DAY // step
+        if i < 7 * per_day or i < 35 or any(t.stop > per_day for t in self.targets):
+            shared = self._shared(i)
+            return [shared + self._specific(i, t) for t in self.targets]
+        cum = self._cum
+        a, b, c, d, e, now = y[i - 5: i + 1]
+        mean6 = (a + b + c + d + e + now) / 6
+        da, db, dc, dd, de, dn = a - mean6, b - mean6, c - mean6, d - mean6, e - mean6, now - mean6
+        shared = [now, now - e, now - y[i - 6], mean6 - now, max(a, b, c, d, e, now) - now,
+                  math.sqrt((da * da + db * db + dc * dc + dd * dd + de * de + dn * dn) / 6),
+                  (cum[i + 1] - cum[i - 35]) / 36 - now, max(y[i - 35: i + 1]) - now,
+                  (cum[i + 1] - cum[i + 1 - per_day]) / per_day - now]
+        origin_s = self.t0 + i * step
+        rows = []
+        for t in self.targets:
+            # the target's window a day and a week before: [first, stop), whole and known
+            first, stop = i + t.start - per_day, i + t.stop - per_day
+            if t.stat == "mean":
+                width = t.stop - t.start
+                seen = [(cum[stop] - cum[first]) / width - now,
+                        (cum[stop - 6 * per_day] - cum[first - 6 * per_day]) / width - now]
+            else:
+                seen = [max(y[first: stop]) - now, max(y[first - 6 * per_day: stop - 6 * per_day]) - now]
+            mid = origin_s + (t.start + t.stop - 1) * step // 2
+            day = mid // DAY
+            rows.append([*shared, *seen, (mid % DAY) / 3600, float((day + 3) % 7), *self._day_flags(day),
+                         (origin_s % DAY) / 3600])
+        return rows
+
     def _day_flags(self, day: int) -> tuple[float, float]:
         """(holiday, event) of epoch day ``day``, cached."""
         flags = self._flags.get(day)
@@ -353,9 +387,8 @@ class DemandForecaster:
         if i >= self._filled:
             # this row alone, not stored: the next fit computes every row it lacks in one block, which costs about
             # as much as a few dozen rows one by one (storing rows here would pay that every few dozen steps)
-            shared = self._shared(i)
-            for k, target in enumerate(self.targets):
-                self._buffers[k][0] = shared + self._specific(i, target)
+            for k, row in enumerate(self._latest_rows(i)):
+                self._buffers[k][0] = row
         else:
             for k in range(len(self.targets)):
                 self._buffers[k][0] = self._rows[k][i]
