@@ -442,6 +442,17 @@ def test_a_job_arriving_when_its_vcs_free_nodes_are_off_waits_exactly_the_boot()
     assert result.summary["energy"]["boot_delay_seconds"] == 70
 
 
+def test_a_pooled_run_counts_its_boot_delayed_jobs() -> None:
+    # pooled, the placements and node states name the one group "all" while each job keeps its own VC
+    t = jobs(("A", "v", 8, 0, 1000), ("B", "w", 8, 100, 10))
+    result = simulate(t, spec(v=(8,), w=(8, 8)), "fifo", pooled=True, observers=[_manager([0], boot=70)],
+                      power=PowerModel())
+    r = by_id(result.jobs)
+    assert (r["B"]["vc"], r["B"]["start"], r["B"]["queue_delay"]) == ("w", 170, 70)
+    assert set(result.node_states["vc"]) == {"all"}
+    assert (result.summary["energy"]["boot_delayed_jobs"], result.summary["energy"]["boot_delay_seconds"]) == (1, 70)
+
+
 def _not_on(states: pl.DataFrame, end: int) -> pl.DataFrame:
     """Intervals [since, until) during which each (vc, node) was not on."""
     spans = states.with_columns(pl.col("time").shift(-1).over("vc", "node").fill_null(end).alias("until"))

@@ -498,8 +498,10 @@ def _energy(power: PowerModel, prep: Prepared, spans: pl.DataFrame, ran: pl.Data
     ons = spans.filter((pl.col("state") == "on") & (pl.col("time") != NEVER)).select(
         pl.col("time").alias("start"), "vc", "node")
     near = placements.filter(pl.col("start").is_in(ons["start"].unique().implode()))  # most rows go here, cheaply
+    # (placements and node states name the simulated group: a pooled run's one group, not each job's own VC)
     delayed = near.join(ons, on=["start", "vc", "node"]).select("job_id", "vc").unique() \
-        .join(ran.select("job_id", "vc", "queue_delay"), on=["job_id", "vc"]).filter(pl.col("queue_delay") > 0)
+        .join(ran.select("job_id", pl.col("group").alias("vc"), "queue_delay"), on=["job_id", "vc"]) \
+        .filter(pl.col("queue_delay") > 0)
     out["boot_delayed_jobs"] = delayed.height
     out["boot_delay_seconds"] = _int(delayed.select(pl.min_horizontal("queue_delay", pl.lit(power.boot_seconds))
                                                     .sum()).item()) if delayed.height else 0
