@@ -212,6 +212,21 @@ def test_the_latest_rows_are_the_same_bits_as_rows_one_by_one(
         assert np.array_equal(np.array(f._latest_rows(i)), np.array(want), equal_nan=True)  # noqa: SLF001
 
 
+@pytest.mark.parametrize("step", [600, 3600])
+def test_the_forecaster_trains_on_the_last_56_days_whatever_the_step(step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlcluster.predict import lightgbm_capi
+
+    rows = []
+    real = lightgbm_capi.train
+    monkeypatch.setattr(lightgbm_capi, "train", lambda params, x, *rest: rows.append(len(x)) or real(params, x, *rest))
+    per_day = 86_400 // step
+    f = DemandForecaster(step, 0, (horizon(1), Target(0, 3)))
+    f.extend([float(v % 17) for v in range(80 * per_day)])
+    f.fit()
+    # the last origins whose outcomes are known: 56 days of them, each target's window ending inside the series
+    assert rows == [56 * per_day, 56 * per_day]
+
+
 def test_open_loop_decisions_before_t_ignore_the_series_after_t() -> None:
     series = _daily(12)
     first = series.height - 3 * 144

@@ -234,8 +234,8 @@ def settings(options: dict[str, Any]) -> Settings:
               "quantile (keep the forecast peak's 1-risk quantile powered).")
 @click.option("--ces-preset", help="helios rule hyperparameters: philly (the default), venus, earth, saturn, uranus.")
 @ces_options
-@click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs "
-              "(default: the power model's, 300).")
+@click.option("--boot-seconds", type=click.IntRange(min=0), help="Seconds from power-on until a node hosts jobs, "
+              "at most 86,400 (default: the power model's, 300).")
 @click.option("--power-model", type=PATH, help="TOML file of node watts by state and boot seconds (see "
               "docs/ces.md); default: an 8×V100 server.")
 @click.option("--failures", default="none", show_default=True, help="none, or replay: each job ends as the trace says "

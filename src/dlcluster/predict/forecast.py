@@ -153,7 +153,7 @@ class DemandForecaster:
     quantile: float | None = None
     trees: int = 30
     leaves: int = 4
-    history_steps: int = 8 * 7 * 144  # train on at most this many most recent origins
+    history_days: int = 56  # train on the origins of at most this many most recent days (whatever the step)
     seed: int = 0
     y: list[float] = field(default_factory=list, init=False)
     models_: list[Any] | None = field(default=None, init=False)
@@ -351,7 +351,7 @@ class DemandForecaster:
         return flags
 
     def fit(self, until: int | None = None) -> DemandForecaster:
-        """Train on the origins whose outcome was known at step ``until`` (default: now), the last ``history_steps``."""
+        """Train on the origins whose outcome was known at step ``until`` (default: now), of the last ``history_days``."""
         from dlcluster.predict.lightgbm_capi import train
         from dlcluster.predict.single_row import single_row_predictor
 
@@ -370,7 +370,7 @@ class DemandForecaster:
             last = known - target.stop  # the last origin whose whole target window is known
             if last < 0:
                 raise ValueError(f"{known} steps are too few to train a forecast of {target.label}")
-            first = max(0, last + 1 - self.history_steps)
+            first = max(0, last + 1 - self.history_days * DAY // self.step)
             outcome = outcomes(y, target)[first: last + 1]
             model = train(params, self._rows[k][first: last + 1], outcome - y[first: last + 1], FEATURES, self.trees)
             models.append(model)

@@ -4,7 +4,7 @@ Importing the ``lightgbm`` package imports SciPy's sparse matrices and narwhals,
 that a short closed-loop CES run (about 1.4 CPU s in all on the Philly window) would pay for a
 forecaster that trains only on dense float64 matrices. :func:`train` makes the library calls
 ``lightgbm.train`` makes for such a matrix, in the same order and with the same parameters, so
-the boosters are the same (``tests/test_ces.py`` compares the two); where the library file
+the boosters are the same (``tests/test_lightgbm_capi.py`` compares the two); where the library file
 cannot be found next to the installed package, it trains through the package instead.
 """
 
@@ -71,7 +71,8 @@ class CBooster:
         return out
 
     def model_to_string(self) -> str:
-        """The model in LightGBM's text format (as ``Booster.model_to_string``)."""
+        """The model in LightGBM's text format (as ``Booster.model_to_string``, without the package's
+        ``pandas_categorical`` line)."""
         size = ctypes.c_int64(0)
         buffer = ctypes.create_string_buffer(1 << 16)
         for _ in range(2):  # the first call says how long the text is when the buffer is too short
