@@ -695,6 +695,14 @@ def test_a_usage_error_is_one_line(tmp_path: Path) -> None:
     assert refused("info", str(tmp_path), "--bogus") == "error: No such option '--bogus'. (see dlcluster info --help)"
 
 
+def test_debug_shows_the_traceback_of_bad_input_and_keeps_its_status(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.csv"
+    code, _, err = cli("--debug", "info", str(missing))
+    assert code == 2  # (1 is for dlcluster's own bugs)
+    assert err.startswith("Traceback (most recent call last):") and "InputError" in err
+    assert error_lines(err)[-1] == f"error: {missing}: no such file or folder"
+
+
 def test_a_real_bug_is_still_an_internal_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,5\n")
 
@@ -850,3 +858,33 @@ def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Pat
     assert refused("synth", "--preset", "philly", "--days", "1", "-o", str(model), "--save-model", str(model)) == (
         f"error: --save-model {model}: is the -o file too; choose another path for the model")
     assert not model.exists()
+
+
+def test_an_output_folder_that_holds_an_input_is_refused_and_the_input_kept(tmp_path: Path) -> None:
+    # (each input below has the name of a file its command writes in that folder, or lies where a report removes
+    # files it did not write: all were replaced or removed)
+    text = CSV + "a,0,1,5\nb,60,2,300\n"
+    out = tmp_path / "out"
+    (out / "tables").mkdir(parents=True)
+    spec = _spec(tmp_path)
+    cases = [
+        (out / "jobs.csv", ("simulate", "{input}", "--format", "csv", "--cluster", str(spec), "-o", str(out)),
+         "--output"),
+        (out / "fifo" / "jobs.csv", ("simulate", "{input}", "--format", "csv", "-p", "fifo,sjf", "-o", str(out)),
+         "--output"),
+        (out / "predictions.csv", ("predict", "eval", "{input}", "--format", "csv", "-o", str(out)), "--output"),
+        (out / "steps.csv", ("ces", "{input}", "--format", "csv", "-o", str(out)), "--output"),
+        (out / "tables" / "x.csv", ("characterize", "{input}", "--format", "csv", "-o", str(out)), "-o"),
+    ]
+    for path, args, option in cases:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write(path, text)
+        assert refused(*(str(path) if a == "{input}" else a for a in args)) == (
+            f"error: {option} {out}: holds the input {path}, which writing there could replace or remove; choose "
+            "another folder for the output")
+        assert path.read_text() == text
+    # a cluster file in the folder counts too
+    inside = _spec(out)
+    trace = _write(tmp_path / "jobs.csv", text)
+    assert refused("simulate", str(trace), "--format", "csv", "--cluster", str(inside), "-o", str(out)).startswith(
+        f"error: --output {out}: holds the input {inside},")

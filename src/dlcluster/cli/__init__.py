@@ -1,7 +1,7 @@
 """The ``dlcluster`` command: a thin layer over the library.
 
 Every command module registers itself on :data:`app`. User-facing errors print one line
-and exit with status 2; ``--debug`` shows the traceback instead.
+and exit with status 2; ``--debug`` shows the traceback before it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import importlib
 import os
 import signal
 import sys
+import traceback
 from typing import Any
 
 # dlcluster does no large dense linear algebra; OpenBLAS's thread pool, started when NumPy is
@@ -125,13 +126,13 @@ def main(argv: list[str] | None = None) -> None:
         with app.make_context("dlcluster", list(args)) as ctx:
             app.invoke(ctx)
     except DlclusterError as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, and still the status of bad input (1 is for dlcluster's bugs)
+            traceback.print_exc()
         _error("error:", _one_line(str(exc)))
         sys.exit(2)
     except OSError as exc:  # the machine's answer (no permission, disk full, a path through a file): not a bug
         if debug:
-            raise
+            traceback.print_exc()
         where = f"{exc.filename}: " if exc.filename else ""
         _error("error:", _one_line(where + os_reason(exc)))
         sys.exit(2)

@@ -129,7 +129,7 @@ def ces(
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
     if DAY % step:  # (a day of steps is the forecaster's lag: a step that does not divide it shortens the replay)
         raise ConfigError(f"--step {step}: must divide a day (86,400 s) evenly, e.g. 300, 600, 900 or 3600")
-    output_folder(output)
+    output_folder(output, source, cluster)
     # (checks the values before any work; the quantile rule takes no preset)
     controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset",
                                  rule_flag="--rule")

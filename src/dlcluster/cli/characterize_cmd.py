@@ -37,7 +37,7 @@ def characterize(paths: tuple[Path, ...], output: Path, cluster: Path | None, cl
     from dlcluster.report import build_report
     from dlcluster.report.build import read_sim_jobs, read_sim_placements, read_sim_summary
 
-    report_folder(output)
+    report_folder(output, inputs=(*paths, cluster, sim_jobs))
     if not MEMORY.fullmatch(memory_limit):
         raise ConfigError(f"--memory-limit {memory_limit!r}: expected a size such as 1GB, 512MB or 2GiB")
     if cluster_date is not None and cluster is None:

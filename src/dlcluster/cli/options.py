@@ -26,9 +26,9 @@ PATH = click.Path(path_type=Path)  # a path as given: the commands check existen
 FORMAT = click.option("--format", "-f", "fmt", help="Force the input format (default: auto-detect).")
 TRACE_READING = (
     click.option("--lenient", is_flag=True, help="Drop malformed rows (counted by reason) instead of failing."),
-    click.option("--map", "mapping", help="Column mapping for --format csv: canonical=source,... "
+    click.option("--map", "mapping", help="Column mapping of an input read as csv: canonical=source,... "
                  "(e.g. submit_time=submitted,duration=runtime_s,gpu_num=gpus)."),
-    click.option("--time-unit", help="For --format csv: unit of numeric times (s, ms, us)."),
+    click.option("--time-unit", help="For an input read as csv: unit of numeric times (s, ms, us)."),
     click.option("--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai)."),
 )
 
@@ -236,19 +236,34 @@ def not_an_input(option: str, output: Path | None, *inputs: Path | None) -> None
             raise ConfigError(f"{option} {output}: is the input {given} itself; choose another path for the output")
 
 
-def output_folder(output: Path | None) -> None:
-    """Fail before any work when ``--output`` names something that is not a folder."""
+def output_folder(output: Path | None, *inputs: Path | None, option: str = "--output") -> None:
+    """Fail before any work when ``option`` names something that is not a folder, or a folder that holds one of the
+    command's ``inputs``."""
     if output is not None and output.exists() and not output.is_dir():
-        raise ConfigError(f"--output {output}: exists and is not a folder")
+        raise ConfigError(f"{option} {output}: exists and is not a folder")
+    not_inside(option, output, *inputs)
 
 
-def report_folder(output: Path, results: Path | None = None) -> None:
-    """Fail before any work when the report folder ``output`` cannot be written (a file, not writable), or would be
-    the folder ``results`` the report reads."""
+def not_inside(option: str, folder: Path | None, *inputs: Path | None) -> None:
+    """Fail before any work when an input lies in the output folder ``option`` (at any depth, through links too): the
+    command replaces the files it writes there and removes those an earlier run wrote, which could be the input."""
+    if folder is None or not folder.is_dir():
+        return
+    root = folder.resolve()
+    for given in inputs:
+        if given is not None and given.exists() and given.resolve().is_relative_to(root):
+            raise ConfigError(f"{option} {folder}: holds the input {given}, which writing there could replace or "
+                              "remove; choose another folder for the output")
+
+
+def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path | None, ...] = ()) -> None:
+    """Fail before any work when the report folder ``output`` cannot be written (a file, not writable), would be
+    the folder ``results`` the report reads, or holds one of the input files ``inputs``."""
     if output.exists() and not output.is_dir():
         raise ConfigError(f"-o {output}: is a file; the report is written as a folder")
     if results is not None and output.resolve() == results.resolve():
         raise ConfigError(f"-o {output}: is the results folder itself; choose another folder for the report")
+    not_inside("-o", output, *inputs)
     # the folder is created only once the report is written, so check the nearest existing ancestor
     base = next(p for p in (output, *output.absolute().parents) if p.exists())
     if not base.is_dir():

@@ -97,7 +97,7 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
     from dlcluster.predict.evaluate import evaluate, write_outputs
 
     est = make_estimator(estimator)  # an unknown name fails before the trace is read
-    output_folder(output)
+    output_folder(output, trace_path)
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
     since = wall_instant(start, "--start", trace.timezone, wall=False) if start is not None else None
     with _progress(estimator) as progress:

@@ -305,7 +305,8 @@ def simulate(
 
     # (locals() here are exactly the command's parameters: settings checks them as the sweep's cells are checked)
     names, classes, placement, speed, failure_model, make_power = settings(locals())
-    output_folder(output)
+    output_folder(output, trace_path, cluster, power_model,
+                  Path(speed_model) if speed_model not in ("philly", "none") else None)
     extra: dict[str, Any] = {"cluster_date": cluster_date} if cluster_date and cluster is None else {}
     trace = _simulable(load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz, **extra),
                        lenient, trace_path)

@@ -148,7 +148,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
     for level in levels:  # checked before the traces are read, as every option is
         check_load(level, option="--loads")
-    output_folder(output)
+    output_folder(output, real_path, *generated_paths, cluster_file)
 
     def read(path: Path, fmt: str | None, option: str, **options: Any) -> Trace:
         trace = load_trace(path, fmt, format_option=option, **options)
