@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from dlcluster.cluster import ClusterSpec
+from dlcluster.cluster import MAX_NODES, ClusterSpec
 from dlcluster.errors import InputError
 from dlcluster.io._common import MAX_TIME, MIN_TIME, TIME_RANGE, decompressing, is_blank
 
@@ -86,6 +86,8 @@ def _check(table: pl.DataFrame, path: Path | str, used_name: str = "used") -> No
         (pl.col("time").diff() <= 0, "time", "times must increase from row to row"),
         (pl.col("used") < 0, used_name, "busy nodes must not be negative"),
         (pl.col("total") <= 0, "total", "total nodes must be positive"),
+        # (as a cluster spec's; far larger counts would also lose their last digits as floats)
+        (pl.col("total") > MAX_NODES, "total", f"at most {MAX_NODES:,} nodes are supported"),
         (pl.col("used") > pl.col("total"), used_name, "more busy nodes than total nodes"),
     )
     for rule, field, message in checks:
