@@ -236,12 +236,12 @@ def not_an_input(option: str, output: Path | None, *inputs: Path | None) -> None
             raise ConfigError(f"{option} {output}: is the input {given} itself; choose another path for the output")
 
 
-def output_folder(output: Path | None, *inputs: Path | None, option: str = "--output") -> None:
-    """Fail before any work when ``option`` names something that is not a folder, or a folder that holds one of the
-    command's ``inputs``."""
+def output_folder(output: Path | None, *inputs: Path | None) -> None:
+    """Fail before any work when ``--output`` names something that is not a folder, or a folder that holds one of
+    the command's ``inputs``."""
     if output is not None and output.exists() and not output.is_dir():
-        raise ConfigError(f"{option} {output}: exists and is not a folder")
-    not_inside(option, output, *inputs)
+        raise ConfigError(f"--output {output}: exists and is not a folder")
+    not_inside("--output", output, *inputs)
 
 
 def not_inside(option: str, folder: Path | None, *inputs: Path | None) -> None:
