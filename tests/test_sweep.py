@@ -276,6 +276,8 @@ def test_the_demo_sweep_has_the_cells_the_readme_names() -> None:
     assert {c.params["policy"] for c in exp.cells} == {"fifo", "sjf", "qssf", "tiresias", "fifo-easy"}
     assert {c.params.get("estimates") for c in exp.cells if c.params["policy"] == "qssf"} == {"lgbm"}
     assert len({c.params["power"] for c in exp.cells}) == len({c.params["load"] for c in exp.cells}) == 2
+    # docs/sweeps.md: "on two weeks of a generated Helios-Venus"
+    assert [(t.preset, t.days) for t in exp.traces] == [("helios-venus", 14)]
 
 
 def test_no_option_a_sweep_sets_shares_its_column_name_with_a_metric() -> None:

@@ -71,8 +71,8 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         require_columns(raw, TIMED, path)
     numeric = ("cpu_milli", "num_gpu", "gpu_milli") + (TIMED[1:] if timed else ())
     df = raw.with_columns(_ints(numeric))
-    df = df.with_columns(trimmed_text("name").alias("_name"))
-    checks = [required_value("_name", "name"), duplicate_key("name", pl.col("_name"), df, "pod")]
+    df = df.with_columns(trimmed_text("name").alias(" name"))
+    checks = [required_value(" name", "name"), duplicate_key("name", pl.col(" name"), df, "pod")]
     for col in numeric:
         limit = time_limit(col, raw_number(col)) if col in TIMED else count_limit(col)
         checks += [limit, unparsable(col, f"{col}_", "a whole number"), negative(f"{col}_", col)]
@@ -100,10 +100,10 @@ def read(path: Path, *, lenient: bool = False) -> Trace:
         times = [pl.lit(0).alias("submit_time"), pl.lit("other").alias("status")]
     vc = cell_text("qos").fill_null("default") if "qos" in df.columns else pl.lit("default")
     jobs = conform(df.with_columns(
-        pl.col("_name").alias("job_id"),
+        pl.col(" name").alias("job_id"),
         pl.lit("openb").alias("cluster"),
         vc.alias("vc"),
-        pl.col("_name").alias("name"),
+        pl.col(" name").alias("name"),
         pl.col("num_gpu_").alias("gpu_num"),
         pl.when(pl.col("num_gpu_") > 0).then(pl.col("gpu_milli_")).alias("gpu_milli"),
         ((pl.col("cpu_milli_") + 999) // 1000).alias("cpu_num"),

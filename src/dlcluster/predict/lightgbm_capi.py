@@ -113,10 +113,10 @@ def train(params: Mapping[str, Any], x: np.ndarray, label: np.ndarray, feature_n
     try:
         names = [n.encode() for n in feature_names]
         check_status(lib, lib.LGBM_DatasetSetFeatureNames(dataset, (ctypes.c_char_p * len(names))(*names),
-                                                    ctypes.c_int(len(names))))
+                                                          ctypes.c_int(len(names))))
         y = np.ascontiguousarray(label, dtype=np.float32)  # (the package's label type)
         check_status(lib, lib.LGBM_DatasetSetField(dataset, b"label", y.ctypes.data_as(ctypes.c_void_p),
-                                             ctypes.c_int(len(y)), ctypes.c_int(_FLOAT32)))
+                                                   ctypes.c_int(len(y)), ctypes.c_int(_FLOAT32)))
         check_status(lib, lib.LGBM_BoosterCreate(dataset, text, ctypes.byref(booster)))
     except RuntimeError:
         lib.LGBM_DatasetFree(dataset)
