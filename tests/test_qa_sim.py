@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import Terminated, long_runs, main, raise_terminated, simulate_cmd
+from dlcluster.cli import main, raise_terminated, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -159,24 +160,30 @@ def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
                                       for f in ("jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"))}
 
 
-def test_an_interrupted_rerun_leaves_no_policy_folder_of_the_earlier_run(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    # (Ctrl-C after the new fifo folder left the earlier run's sjf beside it, and `report` compared the two)
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError(errno.ENOSPC, "No space left on device")])
+def test_an_interrupted_or_failed_rerun_leaves_the_earlier_run_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     stop: BaseException) -> None:
+    # (the earlier run's policy folders were removed before the first policy ran: Ctrl-C left nothing, or a subset
+    # that looked like a whole run; a full disk left a single run's new jobs.parquet beside its old summary)
     trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
     out = tmp_path / "out"
     assert cli("simulate", str(trace), "-p", "fifo,sjf", "-o", str(out)).returncode == 0
+    def contents() -> dict[Path, bytes | None]:
+        return {p.relative_to(out): p.read_bytes() if p.is_file() else None for p in out.rglob("*")}
+
+    before = contents()
     real = simulate_cmd._write_outputs
 
-    def interrupted(result: object, outdir: Path, csv: bool) -> None:
+    def stopped(result: object, outdir: Path, csv: bool) -> None:
         real(result, outdir, csv)  # type: ignore[arg-type]
-        raise KeyboardInterrupt
+        raise stop
 
-    monkeypatch.setattr(simulate_cmd, "_write_outputs", interrupted)
-    with pytest.raises(SystemExit) as exit_:
-        main(["simulate", str(trace), "-p", "fifo,sjf", "--load", "2", "-o", str(out)])
-    assert exit_.value.code == 130
-    assert json.loads((out / "fifo" / "summary.json").read_text())["load"] == 2
-    assert not (out / "sjf").exists()
+    monkeypatch.setattr(simulate_cmd, "_write_outputs", stopped)
+    for policies in ("fifo,sjf", "fifo"):  # after the first new policy folder; a single run's files at the top
+        with pytest.raises(SystemExit) as exit_:
+            main(["simulate", str(trace), "-p", policies, "--load", "2", "-o", str(out)])
+        assert exit_.value.code == (130 if stop is KeyboardInterrupt else 2)
+        assert contents() == before  # (and no staging folder left)
 
 
 def test_output_that_is_a_file_is_a_one_line_error_before_the_run(tmp_path: Path) -> None:
@@ -210,9 +217,10 @@ def test_error_output_is_exactly_one_line(tmp_path: Path) -> None:
     assert res.stderr == "error: policy 'qssf' needs duration estimates (--estimates FILE, or --estimates history|lgbm|oracle)\n"
 
 
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_ctrl_c_or_sigterm_exits_and_leaves_no_output(tmp_path: Path, sig: signal.Signals, status: int) -> None:
-    # (SIGTERM: kill, timeout, a batch scheduler's cancel; it ended the process before its temporary files went)
+    # (SIGTERM: kill, timeout, a batch scheduler's cancel; SIGHUP: the terminal closed; both ended the process before
+    # its temporary files went)
     # hundreds of long 1-GPU jobs under LAS with a short quantum on one node: hours of simulation
     table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
     trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
@@ -282,32 +290,6 @@ def test_a_sigterm_that_a_library_turns_into_a_plain_keyboardinterrupt_still_exi
     with pytest.raises(SystemExit) as err:
         main(["simulate", str(tmp_path / "t.csv"), "-o", str(tmp_path / "out")])
     assert err.value.code == 130
-
-
-@pytest.mark.parametrize(("sig", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
-def test_ctrl_c_or_sigterm_while_writing_finishes_the_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    sig: signal.Signals,
-                                                                    raised: type[BaseException]) -> None:
-    result = simulate(jobs(("a", "v", 1, 0, 10)), spec(v=(8,)), "fifo")
-    real = simulate_cmd.write_atomic
-
-    def interrupted_write(target: Path, writer: object) -> Path:
-        if target.name == "jobs.parquet":
-            os.kill(os.getpid(), sig)
-        return real(target, writer)
-
-    monkeypatch.setattr(simulate_cmd, "write_atomic", interrupted_write)
-    # the handlers the command's own process has (a test worker may ignore Ctrl-C, which the command respects)
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, raise_terminated),
-                signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler)}
-    try:
-        with pytest.raises(raised), long_runs.deferring_interrupts():
-            simulate_cmd._write_outputs(result, tmp_path / "out", csv=False)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    assert all((tmp_path / "out" / f).exists() for f in OUTPUTS)
-    assert json.loads((tmp_path / "out/summary.json").read_text())["policy"] == "fifo"
 
 
 def test_fairness_is_over_known_users_and_null_without_any() -> None:

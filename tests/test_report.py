@@ -170,9 +170,10 @@ def test_cli_writes_a_report_and_rejects_bad_sim_jobs(tmp_path: Path, capsys: py
     assert not (tmp_path / "rep2").exists()
 
 
-def test_a_report_interrupted_while_written_has_no_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Written again into the same folder, a report that stops half-way must not leave the old page beside some of
-    the new figures: the page is removed first and written last."""
+def test_a_report_interrupted_while_written_leaves_the_earlier_one_whole(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written again into the same folder, a report that stops half-way must leave neither the old page beside some
+    of the new figures nor no page at all: the earlier report stays as it was."""
     from matplotlib.figure import Figure
 
     import dlcluster.report.html as report_html
@@ -187,6 +188,7 @@ def test_a_report_interrupted_while_written_has_no_page(tmp_path: Path, monkeypa
                                             Item("b", "B", "second", figure=figure())])]
     page = report_html.write_report(sections, tmp_path, "old", [])
     assert page.is_file()
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     written = []
     real = report_html.write_atomic
 
@@ -199,7 +201,8 @@ def test_a_report_interrupted_while_written_has_no_page(tmp_path: Path, monkeypa
     monkeypatch.setattr(report_html, "write_atomic", stop_at_the_second_figure)
     with pytest.raises(KeyboardInterrupt):
         report_html.write_report(sections, tmp_path, "new", [])
-    assert not page.exists() and (tmp_path / "figures/a.svg").is_file()
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures", "index.html"]  # no staging folder left
 
 
 def test_a_report_written_again_keeps_only_its_own_figures_and_tables(tmp_path: Path) -> None:

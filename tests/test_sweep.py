@@ -3,6 +3,7 @@ front, determinism, and the Ray executor agreeing with the local pool cell by ce
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -601,6 +603,65 @@ def test_a_terminal_shows_cells_done_failed_and_time_left(tmp_path: Path, monkey
     assert "0:00:" in drawn  # the elapsed and remaining times
 
 
+def _workers(pid: int) -> list[int]:
+    """The pool workers among ``pid``'s children (spawned: ``spawn_main`` and not the resource tracker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                args = Path(f"/proc/{child}/cmdline").read_bytes()
+                if b"spawn_main" in args and b"resource_tracker" not in args:
+                    found.append(int(child))
+    return found
+
+
+def test_a_worker_that_dies_mid_cell_ends_the_sweep_with_one_line(tmp_path: Path) -> None:
+    # (the pool waited for ever for the lost cell, and Ctrl-C no longer stopped it: the OOM killer, a kill -9)
+    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', f'seed = {list(range(1, 13))}'))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 1, 120)
+        workers = _workers(proc.pid)
+        assert workers, "no pool worker found"
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # (any worker's death breaks the pool: the dozens of cells still to run cannot all have finished)
+    assert proc.returncode == 2, err
+    assert err.splitlines()[-1] == ("error: a worker process died while it ran a cell (killed, or out of memory?); the "
+                                    "finished cells are kept, and running the same command again runs only the others")
+    assert "Traceback" not in err
+    # and it resumes: the rerun runs the cells left
+    assert cli("sweep", str(exp), "-o", str(out), "--workers", "2").returncode == 0
+    assert pl.read_parquet(out / "results.parquet").height == 24
+
+
+def test_workers_end_when_their_driver_is_killed(tmp_path: Path) -> None:
+    # (after a kill -9 of the driver the workers waited for cells for ever, or printed BrokenPipeError tracebacks)
+    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', f'seed = {list(range(1, 13))}'))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 1, 120)
+        workers = _workers(proc.pid)
+        assert workers, "no pool worker found"
+        proc.kill()
+        _, err = proc.communicate(timeout=60)
+        _wait_until(lambda: not any(_running(pid) for pid in workers), 20, every=0.1)
+        assert not [pid for pid in workers if _running(pid)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    # (multiprocessing's resource tracker, which outlives the driver too, may still warn of its semaphores)
+    assert "Traceback" not in err
+    assert not list((out / "cells").glob(".*"))  # the cells that were running removed their staging folders
+
+
 def test_local_workers_run_polars_on_one_thread_and_leave_the_drivers_environment_alone(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import polars
@@ -612,7 +673,7 @@ def test_local_workers_run_polars_on_one_thread_and_leave_the_drivers_environmen
     executor.start()
     try:
         # two workers on two cores: a second Polars thread in each would only fight the other worker for its core
-        assert executor.pool.starmap(polars.thread_pool_size, [(), ()], chunksize=1) == [1, 1]
+        assert [f.result() for f in [executor.pool.submit(polars.thread_pool_size) for _ in range(2)]] == [1, 1]
     finally:
         executor.stop()
     assert "POLARS_MAX_THREADS" not in os.environ
@@ -624,30 +685,27 @@ class InlinePool:
 
     started: list[int] = []
 
-    def __init__(self, processes: int, initializer: object) -> None:
+    def __init__(self, processes: int, mp_context: object, initializer: object) -> None:
         self.started.append(processes)
         assert processes <= 64, f"a pool of {processes} workers"  # (stops a sweep that should have been refused)
 
-    def imap_unordered(self, fn: Any, tasks: Any) -> Any:
-        return map(fn, tasks)
+    def submit(self, fn: Any, *args: Any) -> Future:
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
 
-    def terminate(self) -> None:
-        pass
-
-    def join(self) -> None:
+    def shutdown(self, wait: bool, cancel_futures: bool) -> None:
         pass
 
 
 @pytest.fixture
 def inline_pool(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Sweeps of this test run their cells inline; the worker counts their pools were asked for."""
-    from types import SimpleNamespace
-
     from dlcluster.sweep import executors
 
     started: list[int] = []
     monkeypatch.setattr(InlinePool, "started", started)
-    monkeypatch.setattr(executors.multiprocessing, "get_context", lambda method: SimpleNamespace(Pool=InlinePool))
+    monkeypatch.setattr(executors, "ProcessPoolExecutor", InlinePool)
     return started
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,31 +46,85 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         raise
 
 
+# written last when a folder's files are moved into place: a folder without them was stopped while they moved
+LAST = ("summary.json", "index.html")
+HELD_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextmanager
-def atomic_folder(target: str | Path) -> Iterator[Path]:
-    """Yield the folder to write ``target``'s files into: ``target`` itself if it exists, else a temporary sibling
-    renamed onto ``target`` on success and removed on any exception (including KeyboardInterrupt)."""
+def atomic_folder(target: str | Path, earlier: Iterable[str] = ()) -> Iterator[Path]:
+    """Yield an empty folder to write all of ``target``'s files into; on success they become ``target``'s together,
+    in place of the ``earlier`` ones (an earlier run's outputs: names in ``target``); on any exception (including
+    KeyboardInterrupt) it is removed and ``target`` is left as it was.
+
+    A new ``target`` is a temporary sibling renamed onto it. An existing one (perhaps a mount point, or holding other
+    files: no rename can replace it) gets a temporary folder inside it; once every file is written, the earlier
+    outputs are removed and the new ones renamed into ``target`` (``LAST`` last) while signals are held back, so a
+    folder never mixes files of two runs, and a full disk or a kill while writing leaves the earlier run whole.
+    """
     target = Path(target)
-    if target.is_dir():  # (perhaps a mount point, or holding other files: no rename can replace it) written in
-        # place, each file atomically, so an interrupted run leaves the earlier files whole
-        yield target
-        return
-    if target.exists() or target.is_symlink():  # a file, a device, a dangling link: the rename would fail at the end
+    existing = target.is_dir()
+    if not existing and (target.exists() or target.is_symlink()):  # a file, a device, a dangling link
         raise OutputError(f"cannot write into {target}: it exists and is not a folder")
-    make_folder(target.parent)
+    parent = target if existing else make_folder(target.parent)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
     except OSError as exc:
         raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes folders owner-only; outputs are ordinary folders
         yield tmp
-        os.rename(tmp, target)
+        if existing:
+            _move_into(tmp, target, set(earlier))
+        else:
+            os.rename(tmp, target)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OutputError):  # (named after the temporary folder, which is gone)
+            raise OutputError(str(exc).replace(str(tmp), str(target))) from exc
         if _is_os_error(exc):
             raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
         raise
+
+
+def _move_into(staged: Path, target: Path, earlier: set[str]) -> None:
+    """Replace ``target``'s ``earlier`` entries with ``staged``'s (``LAST`` last), then remove ``staged``."""
+    entries = sorted(staged.iterdir(), key=lambda p: (p.name in LAST, p.name))
+    for entry in entries:  # checked before anything is removed: the earlier run stays whole if one cannot go
+        there = target / entry.name
+        if entry.name not in earlier and (there.exists() or there.is_symlink()) \
+                and (entry.is_dir() or there.is_dir() or there.is_symlink()):
+            raise OutputError(f"cannot write into {target}: {entry.name} is in the way (a folder not written by "
+                              "this command); move it, or choose another output folder")
+    with _signals_held():
+        for name in sorted(earlier):
+            there = target / name
+            if there.is_dir() and not there.is_symlink():
+                shutil.rmtree(there)
+            else:
+                there.unlink(missing_ok=True)
+        for entry in entries:
+            os.replace(entry, target / entry.name)
+        staged.rmdir()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP back until the block ends, then deliver them (main thread only: signal
+    handlers are set there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = [sig for sig in HELD_SIGNALS if signal.getsignal(sig) not in (signal.SIG_IGN, None)]
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in held}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    for sig in dict.fromkeys(caught):
+        signal.raise_signal(sig)
 
 
 def make_folder(folder: str | Path) -> Path:

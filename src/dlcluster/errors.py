@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 
@@ -60,6 +62,12 @@ def os_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[0].lower() + exc.strerror[1:]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    # a library's own error around the OS's (Polars, Arrow: "parquet: ... underlying IO error: No space left on
+    # device (os error 28)"): the OS's words, as for an OSError
+    code = re.search(r"\((?:os error|errno) (\d+)\)|\[errno (\d+)\]", text, re.IGNORECASE)
+    if code:
+        reason = os.strerror(int(code.group(1) or code.group(2)))
+        return reason[0].lower() + reason[1:]
     return text
 
 

@@ -90,16 +90,17 @@ INTERRUPTED = "interrupted; no file was left half-written (a report has an index
 
 
 class Terminated(KeyboardInterrupt):
-    """A SIGTERM (``kill``, ``timeout``, a batch scheduler's cancel): stopped as a Ctrl-C is, exit status 143."""
+    """A SIGTERM (``kill``, ``timeout``, a batch scheduler's cancel) or a SIGHUP (the terminal closed): stopped as a
+    Ctrl-C is, exit status 128 + the signal's number (143, 129)."""
 
-    # set by the handler: a library may turn the exception into a plain KeyboardInterrupt (Ray's ray.wait does
-    # when the signal lands in it), and the exit status must still say SIGTERM
-    received = False
+    # the signal, set by the handler: a library may turn the exception into a plain KeyboardInterrupt (Ray's ray.wait
+    # does when the signal lands in it), and the exit status must still name it
+    received = 0
 
 
 def raise_terminated(signum: int, frame: object) -> None:
-    """The SIGTERM handler of a dlcluster process (see :func:`run`)."""
-    Terminated.received = True
+    """The SIGTERM and SIGHUP handler of a dlcluster process (see :func:`run`)."""
+    Terminated.received = signum
     raise Terminated
 
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     _register(args)
     debug = "--debug" in args
-    Terminated.received = False  # (this command's SIGTERM only: a process may run several, as tests do)
+    Terminated.received = 0  # (this command's signal only: a process may run several, as tests do)
     try:
         _check_paths(args)
         with app.make_context("dlcluster", list(args)) as ctx:
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except KeyboardInterrupt as exc:
         err_console.print(INTERRUPTED, soft_wrap=True)
-        sys.exit(143 if isinstance(exc, Terminated) or Terminated.received else 130)
+        terminated = Terminated.received or (signal.SIGTERM if isinstance(exc, Terminated) else 0)
+        sys.exit(128 + terminated if terminated else 130)
     except click.exceptions.Exit as exc:  # --help, or a command's own exit status
         if exc.exit_code:
             sys.exit(exc.exit_code)
@@ -187,6 +189,9 @@ def run() -> None:
     # removed). Only here, in a process of its own: a sweep's worker runs main() for each cell, and its pool stops
     # it with a SIGTERM that must end it.
     signal.signal(signal.SIGTERM, raise_terminated)
+    # so does a SIGHUP (the terminal closed, an SSH session dropped), unless started with it ignored (nohup)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, raise_terminated)
     if SIGINT_IGNORED:  # started with Ctrl-C ignored: so it stays (see dlcluster.SIGINT_IGNORED)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in ("stdout", "stderr"):  # closed (>&-): Python leaves None, and what was to be printed is not wanted

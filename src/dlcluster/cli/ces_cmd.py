@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 from rich.table import Table
 
+from dlcluster.atomic import atomic_folder
 from dlcluster.cli import Console, app, echo, err_console
-from dlcluster.cli.long_runs import deferring_interrupts
 from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
 from dlcluster.errors import ConfigError, InputError, UnknownFormatError, first_names
 from dlcluster.services.ces.params import PRESETS
@@ -238,13 +238,13 @@ def ces(
                      "degenerate")
     if notes:
         summary["notes"] = notes
-    with deferring_interrupts():
-        if output is not None:
-            from dlcluster.services.ces.report import write_open_loop
+    if output is not None:
+        from dlcluster.services.ces.report import OPEN_LOOP_FILES, write_open_loop
 
-            title = f"CES open loop, {rule} rule" + (f", {preset} hyperparameters" if preset else "") + (
-                f" ({compat})" if compat else "")
-            write_open_loop(output, steps, summary, horizons, title, label)
+        title = f"CES open loop, {rule} rule" + (f", {preset} hyperparameters" if preset else "") + (
+            f" ({compat})" if compat else "")
+        with atomic_folder(output, OPEN_LOOP_FILES) as staged:
+            write_open_loop(staged, steps, summary, horizons, title, label)
     if as_json:
         echo(json.dumps(summary))
         return

@@ -85,17 +85,22 @@ def progress_bar(console: Console, *more: ProgressColumn) -> Progress:
 
 @contextmanager
 def deferring_interrupts() -> Iterator[None]:
-    """Hold a Ctrl-C (or a SIGTERM) back until the block ends, then raise it: the block's files are written all or
-    none."""
+    """Hold a Ctrl-C (or a SIGTERM, a SIGHUP) back until the block ends, then raise it: the block's files are written
+    all or none."""
     caught: list[int] = []
-    # (a SIGTERM only where the process ends on it as on a Ctrl-C: not in a sweep's worker, which it must stop)
-    signals = ([] if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else [signal.SIGINT]) + (
-        [signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is raise_terminated else [])
+    # (a SIGTERM or SIGHUP only where the process ends on it as on a Ctrl-C: not in a sweep's worker, which it must
+    # stop)
+    ending = [sig for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
+              if sig is not None and signal.getsignal(sig) is raise_terminated]
+    signals = ([] if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else [signal.SIGINT]) + ending
     previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    for sig in caught:
+        if sig != signal.SIGINT:
+            raise_terminated(sig, None)
     if caught:
-        raise Terminated if signal.SIGTERM in caught else KeyboardInterrupt
+        raise KeyboardInterrupt

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from dlcluster.atomic import write_atomic
+from dlcluster.atomic import atomic_folder, write_atomic
 from dlcluster.cli import Console, app, echo, err_console
-from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, wall_instant
+from dlcluster.cli.long_runs import progress_bar, wall_instant
 from dlcluster.cli.options import PATH, load, not_an_input, output_folder, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
@@ -94,7 +94,7 @@ def _progress(estimator: str) -> Iterator[Callable[[int, int], None]]:
 def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Path | None, as_json: bool,
                  fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Score an estimator on a trace: each GPU job predicted at its submission from the jobs ended by then."""
-    from dlcluster.predict.evaluate import evaluate, write_outputs
+    from dlcluster.predict.evaluate import EVAL_FILES, evaluate, write_outputs
 
     est = make_estimator(estimator)  # an unknown name fails before the trace is read
     output_folder(output, trace_path)
@@ -104,8 +104,8 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
         result = evaluate(trace.jobs, est, since, source=str(trace_path), progress=progress)
     notes: list[str] = []
     if output is not None:
-        with deferring_interrupts():  # each file is atomic; this keeps the folder from mixing two runs
-            written, notes = write_outputs(result, output, label=estimator)
+        with atomic_folder(output, EVAL_FILES) as staged:
+            written, notes = write_outputs(result, staged, label=estimator)
     if as_json:
         doc = {"estimator": estimator, "start": start, **result.overall, "vcs": result.vcs,
                **{k: result.stats[k] for k in ("retrains", "train_seconds", "predict_seconds", "predict_us_per_job")}}

@@ -14,9 +14,9 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from dlcluster.atomic import write_atomic, write_text_atomic
+from dlcluster.atomic import atomic_folder
 from dlcluster.cli import Console, app, echo
-from dlcluster.cli.long_runs import deferring_interrupts, progress_bar, submit_window, wall_instant
+from dlcluster.cli.long_runs import progress_bar, submit_window, wall_instant
 from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
 from dlcluster.cli.sim_tables import ENERGY_LEGEND, LEGEND, simulate_tables
 from dlcluster.errors import ConfigError, InputError, UnknownVCError
@@ -40,49 +40,36 @@ OUTPUT_FILES = ("jobs.parquet", "timeline.parquet", "placements.parquet", "node_
                 "jobs.csv", "timeline.csv")
 
 
-def _clear_earlier_run(output: Path, names: list[str]) -> None:
-    """Remove what an earlier run left in ``output``, so that no folder mixes two runs: its files at the top when this
-    run writes a folder per policy, and its policy folders (those whose ``summary.json`` names the folder's policy),
-    those this run writes too (interrupted after its first policy, it would leave that policy's folder beside the
-    earlier run's others)."""
+def _earlier_run(output: Path) -> list[str]:
+    """What an earlier run left in ``output`` (names in it), replaced as a whole by this run's outputs so that no folder
+    mixes two runs: its files at the top, and its policy folders (those whose ``summary.json`` names the folder's
+    policy)."""
     if not output.is_dir():
-        return
-    # (a single policy's files at the top are replaced as a whole when it is written)
-    earlier = [output] if len(names) > 1 else []
+        return []
+    earlier = [name for name in OUTPUT_FILES if (output / name).exists()]
     for folder in sorted(output.iterdir()):
         summary = folder / "summary.json"
         if folder.is_dir() and summary.is_file():
             with contextlib.suppress(ValueError, OSError):
                 if json.loads(summary.read_text(encoding="utf-8")).get("policy") == folder.name:
-                    earlier.append(folder)
-    for folder in earlier:
-        for name in OUTPUT_FILES:
-            (folder / name).unlink(missing_ok=True)
-        if folder != output:
-            with contextlib.suppress(OSError):  # (left where it holds other files)
-                folder.rmdir()
+                    earlier.append(folder.name)
+    return earlier
 
 
 def _write_outputs(result: SimResult, outdir: Path, csv: bool) -> None:
-    outdir.mkdir(parents=True, exist_ok=True)
-    write_atomic(outdir / "jobs.parquet", lambda p: result.jobs.write_parquet(p, compression="zstd"))
+    """Write one run's tables and summary into the empty folder ``outdir`` (the summary last)."""
+    outdir.mkdir(exist_ok=True)
+    result.jobs.write_parquet(outdir / "jobs.parquet", compression="zstd")
     # without column statistics: a timeline (a row per VC every minute) is read whole, and computing them was a fifth
     # of the time its writing took
-    write_atomic(outdir / "timeline.parquet",
-                 lambda p: result.timeline.write_parquet(p, compression="zstd", statistics=False))
-    write_atomic(outdir / "placements.parquet", lambda p: result.placements.write_parquet(p, compression="zstd"))
-    written = {"jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"}
+    result.timeline.write_parquet(outdir / "timeline.parquet", compression="zstd", statistics=False)
+    result.placements.write_parquet(outdir / "placements.parquet", compression="zstd")
     if result.node_states.height:
-        write_atomic(outdir / "node_states.parquet", lambda p: result.node_states.write_parquet(p))
-        written.add("node_states.parquet")
+        result.node_states.write_parquet(outdir / "node_states.parquet")
     if csv:
-        write_atomic(outdir / "jobs.csv", result.jobs.write_csv)
-        write_atomic(outdir / "timeline.csv", result.timeline.write_csv)
-        written |= {"jobs.csv", "timeline.csv"}
-    write_text_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
-    for name in OUTPUT_FILES:  # an earlier run's table (a power run's, a --csv copy) would pass for this run's
-        if name not in written:
-            (outdir / name).unlink(missing_ok=True)
+        result.jobs.write_csv(outdir / "jobs.csv")
+        result.timeline.write_csv(outdir / "timeline.csv")
+    (outdir / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n", encoding="utf-8")
 
 
 def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estimates: str | None) -> None:
@@ -342,8 +329,8 @@ def simulate(
         _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
-    _clear_earlier_run(output, names)
-    with _unknown_vcs_hint(), progress_bar(console) as bar:
+    # every policy's files are written into a staging folder, which replaces the earlier run only once all are there
+    with atomic_folder(output, _earlier_run(output)) as staged, _unknown_vcs_hint(), progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
 
@@ -368,9 +355,7 @@ def simulate(
                 result.summary["energy"]["controller"] = manager.describe()
             elif est is not None and (cls.needs_estimates or cls.uses_estimates):
                 result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
-            # each file is atomic; holding Ctrl-C back keeps a folder from mixing files of two runs
-            with deferring_interrupts():
-                _write_outputs(result, output / name if len(names) > 1 else output, csv)
+            _write_outputs(result, staged / name if len(names) > 1 else staged, csv)
             summaries[name] = result.summary
     if as_json:
         echo(json.dumps(summaries[names[0]] if len(names) == 1 else summaries))

@@ -179,7 +179,7 @@ def _gpu_number_table(trace: Trace) -> pl.DataFrame:
 
 def write(trace: Trace, target: str | Path) -> Path:
     """Write the trace as a Helios folder (``cluster_log.csv`` and, with a cluster spec, ``cluster_gpu_number.csv``)."""
-    with atomic_folder(target) as folder:
+    with atomic_folder(target, earlier=(LOG, GPU_NUMBER)) as folder:
         log = conform(trace.jobs).select(
             "job_id", "user", "vc", "gpu_num", "cpu_num", "node_num",
             pl.col("status").cast(pl.String).replace_strict(_WRITE_STATES).alias("state"),

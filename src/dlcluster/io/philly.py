@@ -431,7 +431,7 @@ def write(trace: Trace, target: str | Path) -> Path:
 
     Times are America/Los_Angeles wall clock, what the format means, whatever the trace's zone.
     """
-    with atomic_folder(target) as folder:
+    with atomic_folder(target, earlier=(JOB_LOG, *MACHINE_LISTS)) as folder:
         records = _records(trace)
         with atomic_path(folder / JOB_LOG) as tmp, tmp.open("w", encoding="utf-8") as out:
             out.write("[")

@@ -191,6 +191,10 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     return [svg, png]
 
 
+# what ``predict eval -o`` writes (an earlier run's are replaced as a whole: see dlcluster.atomic.atomic_folder)
+EVAL_FILES = ("predictions.parquet", "metrics.csv", "calibration.svg", "calibration.png", "bands.svg", "bands.png")
+
+
 def write_outputs(evaluation: Evaluation, outdir: Path, label: str = "") -> tuple[list[Path], list[str]]:
     """Write predictions.parquet, metrics.csv and both figures to ``outdir``: (files written, notes on figures skipped).
 
@@ -206,8 +210,6 @@ def write_outputs(evaluation: Evaluation, outdir: Path, label: str = "") -> tupl
     for stem, reason in (("calibration", calibration_absent(preds)), ("bands", bands_absent(preds))):
         if reason is not None:
             notes.append(f"{stem}.svg/.png not written: {reason}")
-            for suffix in (".svg", ".png"):  # an earlier run's figure would pass for this one's
-                (outdir / stem).with_suffix(suffix).unlink(missing_ok=True)
             continue
         fig = (calibration_figure(preds, f"{prefix}calibration ({jobs:,} jobs)") if stem == "calibration"
                else bands_figure(evaluation.overall, f"{prefix}accuracy bands ({jobs:,} jobs)"))

@@ -11,8 +11,7 @@ from pathlib import Path
 import matplotlib
 import polars as pl
 
-from dlcluster.atomic import write_atomic, write_text_atomic
-from dlcluster.errors import OutputError, os_reason
+from dlcluster.atomic import atomic_folder, write_atomic, write_text_atomic
 from dlcluster.report.model import Item, Section
 
 _NAMESPACE = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
@@ -72,7 +71,7 @@ def _inline(svg: str) -> str:
     return _NAMESPACE.sub("", _METADATA.sub("", svg))
 
 
-def _item(item: Item, out: Path, written: set[str]) -> str:
+def _item(item: Item, out: Path) -> str:
     definition = f'<p class="def"><b>Definition.</b> {html.escape(item.definition)}</p>'
     if item.absent is not None:
         return (f'<div class="card absent" id="{item.id}"><h3>{html.escape(item.title)}</h3>'
@@ -94,38 +93,28 @@ def _item(item: Item, out: Path, written: set[str]) -> str:
     for stem, df in item.data.items():
         write_atomic(out / "tables" / f"{stem}.csv", lambda p, df=df: df.write_csv(p))
         files.append(f"tables/{stem}.csv")
-    written.update(files)
     listing = " · ".join(f"<code>{html.escape(f)}</code>" for f in files)
     tag, cls = ("figure", "report-figure") if item.figure is not None else ("div", "card")
     caption = f"<figcaption>{definition}<p class=\"files\">Files: {listing}</p></figcaption>"
     return f'<{tag} class="{cls}" id="{item.id}"><h3>{html.escape(item.title)}</h3>{body}{caption}</{tag}>'
 
 
-def _remove_unlisted(out: Path, written: set[str]) -> None:
-    # an earlier report's figure or table the page does not list would pass for this report's; only the report's own
-    # subfolders are swept, never the user's files beside them
-    for sub in ("figures", "tables"):
-        folder = out / sub
-        if folder.is_dir():
-            for path in folder.iterdir():
-                if f"{sub}/{path.name}" not in written and not path.is_dir():
-                    try:
-                        path.unlink(missing_ok=True)
-                    except OSError as exc:
-                        raise OutputError(f"cannot remove {path}: {os_reason(exc)}") from exc
+REPORT_FILES = ("index.html", "figures", "tables")  # what a report is: an earlier one's are replaced as a whole
 
 
 def write_report(sections: list[Section], out: Path, title: str, subtitle: list[str]) -> Path:
-    """Write figures, tables and ``index.html`` under ``out`` (each file atomically; the page last, once every file it
-    lists is there, and an earlier report's other files in figures/ and tables/ are gone); return the page's path."""
-    # a report written again into the same folder: until the new page is whole there is none, so an interrupted run
-    # cannot leave the old page beside some of the new figures
-    (out / "index.html").unlink(missing_ok=True)
+    """Write figures, tables and ``index.html`` under ``out``, all together in place of an earlier report's (see
+    :func:`dlcluster.atomic.atomic_folder`); return the page's path."""
+    with atomic_folder(out, REPORT_FILES) as staged:
+        _write_page(sections, staged, title, subtitle)
+    return out / "index.html"
+
+
+def _write_page(sections: list[Section], out: Path, title: str, subtitle: list[str]) -> None:
     toc = "".join(f'<li><a href="#{s.id}">{html.escape(s.title)}</a></li>' for s in sections)
     parts = []
-    written: set[str] = set()
     for s in sections:
-        items = "".join(_item(i, out, written) for i in s.items)
+        items = "".join(_item(i, out) for i in s.items)
         if s.items and all(i.absent is not None for i in s.items):
             # nothing drawn: one line with the reason, the per-item notes folded away
             reasons = sorted({i.absent for i in s.items if i.absent}, key=[i.absent for i in s.items].index)
@@ -133,8 +122,6 @@ def write_report(sections: list[Section], out: Path, title: str, subtitle: list[
                      f"</summary>{items}</details>")
         parts.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2><p class="intro">{html.escape(s.intro)}</p>'
                      f"{items}</section>")
-    # before the page: once it is there, the folder holds this report's files and no earlier one's
-    _remove_unlisted(out, written)
     sub = "".join(f"<p>{html.escape(line)}</p>" for line in subtitle)
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -143,4 +130,4 @@ def write_report(sections: list[Section], out: Path, title: str, subtitle: list[
         f"<header><h1>{html.escape(title)}</h1>{sub}</header><main>"
         f"<nav><b>Contents</b><ul>{toc}</ul></nav>{''.join(parts)}</main></body></html>\n"
     )
-    return write_text_atomic(out / "index.html", page)
+    (out / "index.html").write_text(page, encoding="utf-8")

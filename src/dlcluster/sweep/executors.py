@@ -11,16 +11,20 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from dlcluster.errors import ConfigError
+from dlcluster.errors import ConfigError, DlclusterError
 from dlcluster.sweep.cells import CellOutcome, CellTask, run_cell, stop_worker
 
 EXECUTORS = ("local", "ray")
 WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
 MAX_WORKERS = 1_024  # each local worker is a process holding its own trace: more is a slip of the keyboard
+PARENT_CHECK_SECONDS = 0.5  # how often a worker looks whether its driver is still there
 
 
 class Executor(Protocol):
@@ -43,9 +47,19 @@ def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
     # the pool stops its workers with a SIGTERM: the cell running removes its staging folder, and the worker ends
     signal.signal(signal.SIGTERM, stop_worker)
+    # so does a driver that died without stopping them (kill -9, the OOM killer): its workers would wait for cells
+    # for ever
+    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
     # what every cell runs, imported while the driver still reads the experiment and makes its traces
     import dlcluster.cli.simulate_cmd  # noqa: F401
     import dlcluster.sim.run  # noqa: F401
+
+
+def _end_with_parent(parent: int) -> None:
+    """In a worker: once the driver that started it is gone (the worker has a new parent), end as a SIGTERM would."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    stop_worker(signal.SIGTERM, None)
 
 
 class LocalExecutor:
@@ -66,8 +80,11 @@ class LocalExecutor:
             self._saved_env = {k: os.environ.get(k) for k in WORKER_ENV}
             os.environ.update(WORKER_ENV)
             try:
-                self.pool = multiprocessing.get_context("spawn").Pool(processes=worker_count(self.workers, cells),
-                                                                      initializer=_init_worker)
+                count = worker_count(self.workers, cells)
+                self.pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=_init_worker)
+                for _ in range(count):  # (the pool starts a worker per task it cannot hand to an idle one)
+                    self.pool.submit(int)
             except BaseException:
                 self._restore_env()
                 raise
@@ -75,8 +92,11 @@ class LocalExecutor:
     def stop(self) -> None:
         """Stop the workers, idle or not (every outcome that was handed back is already stored)."""
         if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
+            # a SIGTERM to each (the cell running removes its staging folder); the pool itself waits for its tasks
+            # (Python 3.14's terminate_workers does this)
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                process.terminate()
+            self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
             self._restore_env()
 
@@ -89,13 +109,23 @@ class LocalExecutor:
 
     def run(self, tasks: Sequence[CellTask]) -> Iterator[CellOutcome]:
         """Outcomes of ``tasks`` from the pool, as they finish; the workers stop at the end, or when stopped early
-        (Ctrl-C, an error while storing a cell), with the cells they were running."""
+        (Ctrl-C, an error while storing a cell, a worker that died), with the cells they were running."""
         try:
             if tasks:
                 self.start(len(tasks))
-                yield from self.pool.imap_unordered(run_cell, tasks)
+                for done in as_completed([self.pool.submit(run_cell, task) for task in tasks]):
+                    try:
+                        yield done.result()
+                    except BrokenProcessPool:
+                        raise WorkerDied("a worker process died while it ran a cell (killed, or out of memory?); "
+                                         "the finished cells are kept, and running the same command again runs only "
+                                         "the others") from None
         finally:
             self.stop()
+
+
+class WorkerDied(DlclusterError):
+    """A local worker process ended in the middle of a cell (the pool cannot tell which cell, nor run it again)."""
 
 
 class RayExecutor:

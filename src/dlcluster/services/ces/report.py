@@ -40,6 +40,10 @@ def series_figure(steps: pl.DataFrame, title: str, forecast_label: str) -> Figur
     return fig
 
 
+# what an open-loop run writes (an earlier run's are replaced as a whole: see dlcluster.atomic.atomic_folder)
+OPEN_LOOP_FILES = ("steps.parquet", "horizons.parquet", "ces.svg", "ces.png", "summary.json")
+
+
 def write_open_loop(outdir: Path, steps: pl.DataFrame, summary: dict[str, Any], horizons: pl.DataFrame | None,
                     title: str, forecast_label: str) -> list[Path]:
     """Write ``steps.parquet``, ``horizons.parquet`` (if any), ``summary.json`` and ``ces.svg``/``ces.png``."""
@@ -47,10 +51,8 @@ def write_open_loop(outdir: Path, steps: pl.DataFrame, summary: dict[str, Any], 
 
     outdir.mkdir(parents=True, exist_ok=True)
     written = [write_atomic(outdir / "steps.parquet", lambda p: steps.write_parquet(p, compression="zstd"))]
-    if horizons is not None:
+    if horizons is not None:  # (a compat run has none)
         written.append(write_atomic(outdir / "horizons.parquet", lambda p: horizons.write_parquet(p)))
-    else:  # (a compat run has none: an earlier run's would pass for this one's)
-        (outdir / "horizons.parquet").unlink(missing_ok=True)
     written += save_figure(series_figure(steps, title, forecast_label), outdir / "ces")
     written.append(write_text_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n"))
     return written
