@@ -446,7 +446,7 @@ def test_a_second_report_into_the_same_folder_leaves_none_of_the_first_ones_file
     assert (out / "tables" / "curve_load.csv").is_file() and (out / "figures" / "curve-load.svg").is_file()
     page = build_compare_report(second, out).read_text()
     listed = set(re.findall(r"<code>((?:figures|tables)/[^<]+)</code>", page))
-    on_disk = {f"{p.parent.name}/{p.name}" for sub in ("figures", "tables") for p in (out / sub).iterdir()}
+    on_disk = {f"{p.parent.name}/{p.name}" for sub in ("figures", "tables") for p in (out / sub).glob("*")}
     assert on_disk == listed and "tables/curve_load.csv" not in on_disk
 
 

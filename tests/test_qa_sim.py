@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import main, raise_terminated, simulate_cmd
+from dlcluster.cli import INTERRUPTED, main, raise_terminated, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -30,6 +30,22 @@ def test_fairness_does_not_depend_on_the_order_users_come_in() -> None:
     expected = _jain(pl.Series(values))
     for seed in range(5):
         assert _jain(pl.Series(np.random.default_rng(seed).permutation(values))) == expected
+
+
+def test_fairness_of_a_run_is_the_same_bits_every_time() -> None:
+    # (a user's mean slowdown came from Polars' parallel group_by, which adds floats in a varying order: the summary's
+    # fairness changed in its last bits from one run to the next); each user's slowdowns are added in sorted order
+    from dlcluster.sim.results import _stats
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    table = pl.DataFrame({"user": rng.integers(0, 300, n).astype(str), "slowdown": rng.lognormal(0, 2, n),
+                          "jct": rng.integers(1, 10**6, n), "queue_delay": rng.integers(0, 10**5, n),
+                          "bounded_slowdown": rng.lognormal(0, 1, n), "submit": rng.integers(0, 10**6, n),
+                          "preemptions": np.zeros(n, dtype=np.int64)}).with_columns(end=pl.col("submit") + pl.col("jct"))
+    means = [np.cumsum(np.sort(part["slowdown"].to_numpy()))[-1] / part.height
+             for _, part in table.group_by("user")]
+    assert _stats(table, 1.0, 8, 0)["fairness"] == _jain(pl.Series(means))
 
 
 def test_empty_run_still_has_every_summary_key() -> None:
@@ -237,7 +253,7 @@ def test_ctrl_c_or_sigterm_exits_and_leaves_no_output(tmp_path: Path, sig: signa
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == status, err
-    assert err == "interrupted; no file was left half-written (a report has an index.html only once whole)\n"
+    assert err == INTERRUPTED + "\n"
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -299,3 +315,21 @@ def test_fairness_is_over_known_users_and_null_without_any() -> None:
     assert fair == pytest.approx((1 + 2) ** 2 / (2 * (1 + 4)))
     anonymous = two.with_columns(pl.lit(None, pl.String).alias("user"))
     assert simulate(anonymous, spec(v=(1,)), "fifo").summary["overall"]["fairness"] is None
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["ces"], ["predict", "eval"]])
+def test_an_unwritable_output_folder_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture,
+                                                                command: list[str]) -> None:
+    # (a read-only file system was found only once the run was done, after seconds or minutes of work)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    monkeypatch.setattr("os.access", lambda path, mode: not mode & os.W_OK)  # (tests may run as root)
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the trace was read")
+
+    monkeypatch.setattr("dlcluster.io.read_trace", no_work)
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, str(trace), "-o", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"error: --output {tmp_path / 'out'}: {tmp_path} is not writable\n"

@@ -107,6 +107,11 @@ def test_same_input_gives_byte_identical_output(tmp_path: Path) -> None:
     assert a == b
     assert (tmp_path / "a" / "figures" / "jobs-size-mix.png").read_bytes() == \
         (tmp_path / "b" / "figures" / "jobs-size-mix.png").read_bytes()
+    # every table too (a share of GPU time lost to failures changed in its last digits from one run to the next)
+    tables = sorted(p.name for p in (tmp_path / "a" / "tables").iterdir())
+    assert "failures-lost-gpu-time.csv" in tables
+    for name in tables:
+        assert (tmp_path / "a" / "tables" / name).read_bytes() == (tmp_path / "b" / "tables" / name).read_bytes(), name
 
 
 def _cpu_only() -> Trace:

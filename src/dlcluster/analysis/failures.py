@@ -27,8 +27,10 @@ def lost_gpu_time(jobs: pl.DataFrame) -> pl.DataFrame:
     """GPU time by outcome and its share of all GPU time: ``outcome, jobs, gpu_hours, share``."""
     g = jobs.filter(pl.col("gpu_num") > 0).select(outcome().cast(pl.String).fill_null("other").alias("outcome"),
                                                   gpu_seconds().alias("gs"))
-    return (g.group_by("outcome").agg(pl.len().alias("jobs"), (pl.col("gs").sum() / 3600).alias("gpu_hours"))
-            .with_columns((pl.col("gpu_hours") / pl.col("gpu_hours").sum()).fill_nan(None).alias("share"))
+    # (GPU-seconds are whole numbers, so their sums are exact in any order; sums of hours were not)
+    return (g.group_by("outcome").agg(pl.len().alias("jobs"), pl.col("gs").sum())
+            .select("outcome", "jobs", (pl.col("gs") / 3600).alias("gpu_hours"),
+                    (pl.col("gs") / pl.col("gs").sum()).fill_nan(None).alias("share"))
             .sort("outcome"))
 
 

@@ -7,6 +7,7 @@ and exit with status 2; ``--debug`` shows the traceback before it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import signal
@@ -86,7 +87,7 @@ def app(debug: bool) -> None:
 
 
 err_console = Console(stderr=True, highlight=False)
-INTERRUPTED = "interrupted; no file was left half-written (a report has an index.html only once whole)"
+INTERRUPTED = "interrupted; no file was left half-written, and an earlier result in the output folder is as it was"
 
 
 class Terminated(KeyboardInterrupt):
@@ -197,6 +198,9 @@ def run() -> None:
     for name in ("stdout", "stderr"):  # closed (>&-): Python leaves None, and what was to be printed is not wanted
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 (open until the process exits)
+        else:  # a terminal or pipe that takes ASCII only (PYTHONIOENCODING=ascii): "±" or "µ" printed as "?"
+            with contextlib.suppress(AttributeError, ValueError):  # (a stream that cannot be reconfigured)
+                getattr(sys, name).reconfigure(errors="replace")
     try:
         main()
         code = 0

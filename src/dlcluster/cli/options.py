@@ -242,6 +242,8 @@ def output_folder(output: Path | None, *inputs: Path | None) -> None:
     if output is not None and output.exists() and not output.is_dir():
         raise ConfigError(f"--output {output}: exists and is not a folder")
     not_inside("--output", output, *inputs)
+    if output is not None:
+        writable("--output", output)
 
 
 def not_inside(option: str, folder: Path | None, *inputs: Path | None) -> None:
@@ -264,9 +266,14 @@ def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path 
     if results is not None and output.resolve() == results.resolve():
         raise ConfigError(f"-o {output}: is the results folder itself; choose another folder for the report")
     not_inside("-o", output, *inputs)
-    # the folder is created only once the report is written, so check the nearest existing ancestor
+    writable("-o", output)
+
+
+def writable(option: str, output: Path) -> None:
+    """Fail before any work when the folder ``output`` could not be written (a read-only file system, no permission):
+    it is created only once the results are, so its nearest existing ancestor is checked."""
     base = next(p for p in (output, *output.absolute().parents) if p.exists())
     if not base.is_dir():
-        raise ConfigError(f"-o {output}: {base} is a file, not a folder")
+        raise ConfigError(f"{option} {output}: {base} is a file, not a folder")
     if not os.access(base, os.W_OK | os.X_OK):
-        raise ConfigError(f"-o {output}: {base} is not writable")
+        raise ConfigError(f"{option} {output}: {base} is not writable")

@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
+from dlcluster.analysis.common import ordered_mean
 from dlcluster.cluster import ClusterSpec
 from dlcluster.sim.cluster import ON
 from dlcluster.sim.jobs import Record, Segments, checkpoint_overhead
@@ -293,7 +294,7 @@ def _stats(jobs: pl.DataFrame, busy: float, capacity_gpus: int, unschedulable: i
     out["makespan"] = makespan
     out["utilization"] = busy / (capacity_gpus * makespan) if makespan > 0 and capacity_gpus else None
     # over known users only: a trace without users has no fairness to report
-    per_user = jobs.drop_nulls("user").group_by("user").agg(pl.col("slowdown").mean())["slowdown"]
+    per_user = jobs.drop_nulls("user").group_by("user").agg(ordered_mean("slowdown"))["slowdown"]
     out["fairness"] = _jain(per_user)
     out["preemptions"] = int(jobs["preemptions"].sum())
     if SLOWDOWN in jobs.columns:
