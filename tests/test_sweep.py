@@ -615,15 +615,22 @@ def _workers(pid: int) -> list[int]:
     return found
 
 
-def test_a_worker_that_dies_mid_cell_ends_the_sweep_with_one_line(tmp_path: Path) -> None:
-    # (the pool waited for ever for the lost cell, and Ctrl-C no longer stopped it: the OOM killer, a kill -9)
+def _sweep_under_way(tmp_path: Path) -> tuple[subprocess.Popen, Path, list[int]]:
+    """A sweep of 24 cells on two local workers, once its first cell is done: the driver, the experiment file and
+    the workers' process ids."""
     exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', f'seed = {list(range(1, 13))}'))
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 1, 120)
+    return proc, exp, _workers(proc.pid)
+
+
+def test_a_worker_that_dies_mid_cell_ends_the_sweep_with_one_line(tmp_path: Path) -> None:
+    # (the pool waited for ever for the lost cell, and Ctrl-C no longer stopped it: the OOM killer, a kill -9)
+    proc, exp, workers = _sweep_under_way(tmp_path)
+    out = tmp_path / "out"
     try:
-        _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 1, 120)
-        workers = _workers(proc.pid)
         assert workers, "no pool worker found"
         os.kill(workers[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
@@ -642,13 +649,9 @@ def test_a_worker_that_dies_mid_cell_ends_the_sweep_with_one_line(tmp_path: Path
 
 def test_workers_end_when_their_driver_is_killed(tmp_path: Path) -> None:
     # (after a kill -9 of the driver the workers waited for cells for ever, or printed BrokenPipeError tracebacks)
-    exp = _write(tmp_path, SMALL.replace('seed = [1, 2]', f'seed = {list(range(1, 13))}'))
+    proc, _, workers = _sweep_under_way(tmp_path)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(out), "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        _wait_until(lambda: len(list((out / "cells").glob("[0-9a-f]*"))) >= 1, 120)
-        workers = _workers(proc.pid)
         assert workers, "no pool worker found"
         proc.kill()
         _, err = proc.communicate(timeout=60)

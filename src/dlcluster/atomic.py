@@ -96,7 +96,7 @@ def _move_into(staged: Path, target: Path, earlier: set[str]) -> None:
                 and (entry.is_dir() or there.is_dir() or there.is_symlink()):
             raise OutputError(f"cannot write into {target}: {entry.name} is in the way (a folder not written by "
                               "this command); move it, or choose another output folder")
-    with _signals_held():
+    with signals_held():
         for name in sorted(earlier):
             there = target / name
             if there.is_dir() and not there.is_symlink():
@@ -109,9 +109,9 @@ def _move_into(staged: Path, target: Path, earlier: set[str]) -> None:
 
 
 @contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C, SIGTERM and SIGHUP back until the block ends, then deliver them (main thread only: signal
-    handlers are set there)."""
+def signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP back until the block ends, then deliver them to the handlers they had (main
+    thread only: signal handlers are set there); ignored ones stay ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

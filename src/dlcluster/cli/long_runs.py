@@ -1,19 +1,15 @@
-"""What commands that run for a while share: wall-clock options as instants, a progress bar, Ctrl-C deferral."""
+"""What commands that run for a while share: wall-clock options as instants, a progress bar."""
 
 from __future__ import annotations
 
 import datetime
 import math
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from zoneinfo import ZoneInfo
 
 import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 
-from dlcluster.cli import Terminated, raise_terminated
 from dlcluster.errors import ConfigError
 
 
@@ -81,26 +77,3 @@ def progress_bar(console: Console, *more: ProgressColumn) -> Progress:
     # a bar that cannot redraw (stderr piped) only leaves a stray blank line before errors
     return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), *more, console=console, transient=True, disable=not console.is_terminal)
-
-
-@contextmanager
-def deferring_interrupts() -> Iterator[None]:
-    """Hold a Ctrl-C (or a SIGTERM, a SIGHUP) back until the block ends, then raise it: the block's files are written
-    all or none."""
-    caught: list[int] = []
-    # (a SIGTERM or SIGHUP only where the process ends on it as on a Ctrl-C: not in a sweep's worker, which it must
-    # stop)
-    ending = [sig for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
-              if sig is not None and signal.getsignal(sig) is raise_terminated]
-    signals = ([] if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else [signal.SIGINT]) + ending
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    for sig in caught:
-        if sig != signal.SIGINT:
-            raise_terminated(sig, None)
-    if caught:
-        raise KeyboardInterrupt

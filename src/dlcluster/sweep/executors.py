@@ -174,14 +174,14 @@ class RayExecutor:
         """Start (or attach to) Ray for ``cells`` cells, keeping this process's own Ctrl-C and SIGTERM handling."""
         import ray
 
-        from dlcluster.cli.long_runs import deferring_interrupts
+        from dlcluster.atomic import signals_held
 
         options: dict[str, Any] = {"runtime_env": {"env_vars": WORKER_ENV}, "configure_logging": False,
                                    "log_to_driver": False, "include_dashboard": False}
         address = os.environ.get("RAY_ADDRESS")
         # Ctrl-C is held back until ray.init returns: interrupted half-way, it leaves processes (the raylet's agents)
         # that ray.shutdown does not know of, and that outlive the command
-        with deferring_interrupts(), _keeping_sigterm_handler():
+        with signals_held(), _keeping_sigterm_handler():
             if address:
                 ray.init(address=address, **options)
             else:
