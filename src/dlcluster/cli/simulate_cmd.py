@@ -46,7 +46,7 @@ def _earlier_run(output: Path) -> list[str]:
     policy)."""
     if not output.is_dir():
         return []
-    earlier = [name for name in OUTPUT_FILES if (output / name).exists()]
+    earlier = list(OUTPUT_FILES)
     for folder in sorted(output.iterdir()):
         summary = folder / "summary.json"
         if folder.is_dir() and summary.is_file():
