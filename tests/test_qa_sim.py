@@ -257,23 +257,26 @@ def test_ctrl_c_or_sigterm_exits_and_leaves_no_output(tmp_path: Path, sig: signa
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_a_command_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_a_command_started_with_ctrl_c_or_sighup_ignored_keeps_ignoring_it(tmp_path: Path, sig: signal.Signals) -> None:
     # (`trap '' INT`, a script's `cmd &`: importing Polars took the "ignore" away, and Ctrl-C in the terminal ended
-    # a background run)
+    # a background run; `nohup` ignores SIGHUP, which a command must then keep ignoring)
     table = jobs(*((f"j{i}", "v", 1, i, 10_000_000) for i in range(400)))
     trace, out = write_trace(tmp_path / "t.parquet", table, spec(v=(8,))), tmp_path / "out"
-    script = ("import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    script = (f"import signal, sys; signal.signal({int(sig)}, signal.SIG_IGN); "
               f"sys.argv = ['dlcluster', 'simulate', {str(trace)!r}, '-p', 'las:61', '-o', {str(out)!r}]; "
               "from dlcluster.cli import run; print('ready', flush=True); run()")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "ready\n"
         time.sleep(1.0)
-        # the kernel's view: SIGINT (bit 1 of the masks) ignored, not caught by a handler that may end the run
+        # the kernel's view: the signal (bit signum - 1 of the masks) ignored, not caught by a handler that may end
+        # the run
         status = dict(line.split(":\t") for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
                       if line.startswith(("SigIgn", "SigCgt")))
-        assert (int(status["SigIgn"], 16) >> 1 & 1, int(status["SigCgt"], 16) >> 1 & 1) == (1, 0)
-        proc.send_signal(signal.SIGINT)
+        bit = int(sig) - 1
+        assert (int(status["SigIgn"], 16) >> bit & 1, int(status["SigCgt"], 16) >> bit & 1) == (1, 0)
+        proc.send_signal(sig)
         time.sleep(1.0)
         assert proc.poll() is None  # still simulating
         proc.send_signal(signal.SIGTERM)

@@ -46,11 +46,13 @@ def write_trace(path: Path, table: pl.DataFrame, cluster: ClusterSpec) -> Path:
 
 
 def interruptible() -> None:
-    """``preexec_fn`` for a child that a test interrupts: it starts as a shell starts a foreground job, with SIGINT at
-    its default and unblocked, whatever the test process inherited or an earlier test left (in two fresh-clone runs
-    of the whole suite on every core such a child ran on after the signal; alone, the same tests pass)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    """``preexec_fn`` for a child that a test interrupts: it starts as a shell starts a foreground job, with SIGINT (and
+    SIGHUP, which ``nohup`` ignores) at its default and unblocked, whatever the test process inherited or an earlier
+    test left (in two fresh-clone runs of the whole suite on every core such a child ran on after the signal; alone,
+    the same tests pass)."""
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
