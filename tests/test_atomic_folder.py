@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def test_a_new_folder_appears_whole_or_not_at_all(tmp_path: Path) -> None:
 
 def test_an_existing_folder_gets_this_runs_outputs_in_place_of_the_earlier_ones(tmp_path: Path) -> None:
     _earlier(tmp_path)
-    with atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub", "gone.txt")) as staged:
+    with atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub/", "gone.txt")) as staged:
         assert staged.parent == tmp_path and staged.name.startswith(".")  # (same file system: renames)
         (staged / "summary.json").write_text("new")
         (staged / "b.txt").write_text("new b")
@@ -52,7 +53,7 @@ def test_a_run_that_stops_while_writing_leaves_the_earlier_outputs_whole(tmp_pat
     before = _contents(tmp_path)
     # a full disk is the user's to fix: one line, named after the folder they gave (not the temporary one)
     expected = OutputError if isinstance(stop, OSError) else KeyboardInterrupt
-    with pytest.raises(expected) as raised, atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub")) as staged:
+    with pytest.raises(expected) as raised, atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub/")) as staged:
         (staged / "summary.json").write_text("new")
         raise stop
     assert _contents(tmp_path) == before
@@ -89,10 +90,60 @@ def test_a_folder_in_the_way_is_refused_before_anything_is_removed(tmp_path: Pat
     (tmp_path / "fifo" / "notes.txt").write_text("the user's")
     before = _contents(tmp_path)
     with pytest.raises(OutputError, match="fifo is in the way"), \
-            atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub")) as staged:
+            atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub/")) as staged:
         (staged / "fifo").mkdir()
         (staged / "fifo" / "jobs.parquet").write_text("new")
     assert _contents(tmp_path) == before
+
+
+def test_an_earlier_output_that_cannot_be_moved_aside_puts_everything_back(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the earlier outputs were removed one by one: one that could not be, an immutable file, left the earlier run
+    # half-deleted and the new one thrown away)
+    _earlier(tmp_path)
+    before = _contents(tmp_path)
+    real = os.replace
+
+    def stuck(src: Path, dst: Path) -> None:
+        if Path(src).name == "summary.json" and Path(src).parent == tmp_path:
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), str(src))
+        real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", stuck)
+    with pytest.raises(OutputError, match="operation not permitted"), \
+            atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub/")) as staged:
+        (staged / "a.txt").write_text("new a")
+        (staged / "summary.json").write_text("new")
+    assert _contents(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["a.txt", "sub"])
+def test_an_output_of_the_other_kind_is_in_the_way(tmp_path: Path, name: str) -> None:
+    # (a user's folder named like an output file, jobs.csv/ say, was deleted with the earlier run's files)
+    _earlier(tmp_path)
+    there = tmp_path / name
+    if there.is_dir():  # a file where the command writes a folder
+        shutil.rmtree(there)
+        there.write_text("the user's file")
+    else:  # a folder where it writes a file
+        there.unlink()
+        there.mkdir()
+        (there / "mine.txt").write_text("the user's")
+    before = _contents(tmp_path)
+    with pytest.raises(OutputError, match=f"{name} is in the way"), \
+            atomic.atomic_folder(tmp_path, ("a.txt", "summary.json", "sub/")) as staged:
+        (staged / "summary.json").write_text("new")
+    assert _contents(tmp_path) == before
+
+
+def test_the_earlier_outputs_are_those_there_once_the_files_are_written(tmp_path: Path) -> None:
+    # (another run into the same folder meanwhile: what it wrote was kept beside this run's files)
+    _earlier(tmp_path)
+    with atomic.atomic_folder(tmp_path, lambda: sorted(p.name for p in tmp_path.glob("*.txt") if p.name != "mine.txt")
+                              ) as staged:
+        (tmp_path / "meanwhile.txt").write_text("another run's")
+        (staged / "summary.json").write_text("new")
+    assert sorted(_contents(tmp_path)) == ["mine.txt", "sub", "sub/x.txt", "summary.json"]
 
 
 @pytest.fixture(scope="module")

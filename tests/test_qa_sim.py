@@ -336,3 +336,43 @@ def test_an_unwritable_output_folder_is_refused_before_any_work(tmp_path: Path, 
         main([*command, str(trace), "-o", str(tmp_path / "out")])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == f"error: --output {tmp_path / 'out'}: {tmp_path} is not writable\n"
+
+
+def test_rerunning_into_a_folder_of_policies_replaces_them_however_a_policy_was_spelt(tmp_path: Path,
+                                                                                       capsys: pytest.CaptureFixture
+                                                                                       ) -> None:
+    # (las:0300's folder holds a summary of las:300: a rerun refused it as in the way, a single run left it behind)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert cli("simulate", str(trace), "-p", "fifo,las:0300", "-o", str(out)).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["fifo", "las:0300"]
+    assert cli("simulate", str(trace), "-o", str(out)).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
+    # a file where a policy's folder goes is refused before any run
+    (out / "sjf").write_text("the user's\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", str(trace), "-p", "fifo,sjf", "-o", str(out)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"error: --output {out}: sjf is in the way (not a folder of an earlier simulate "
+                                       "run); move it, or choose another output folder\n")
+    assert (out / "sjf").read_text() == "the user's\n"
+
+
+def test_a_report_refuses_to_replace_the_folder_it_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # (`simulate -o tables`, then `report tables -o .`: the report replaced tables/, runs and all, with exit 0)
+    trace = write_trace(tmp_path / "t.parquet", jobs(("a", "v", 1, 0, 10)), spec(v=(8,)))
+    runs = tmp_path / "tables"
+    assert cli("simulate", str(trace), "-p", "fifo,sjf", "-o", str(runs)).returncode == 0
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(runs), "-o", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"error: -o {tmp_path}: its tables/ holds the input {runs}, which the report "
+                                       "replaces; choose another folder for the report\n")
+    assert (runs / "fifo" / "summary.json").is_file()
+    # a trace folder fitted and written into itself, likewise
+    helios = tmp_path / "h"
+    assert cli("synth", "--preset", "helios-venus", "--days", "1", "--load", "0.1", "--format", "helios", "-o",
+               str(helios)).returncode == 0
+    refit = cli("synth", "--fit", str(helios / "cluster_log.csv"), "--format", "helios", "-o", str(helios))
+    assert refit.returncode == 2 and "holds the input" in refit.stderr

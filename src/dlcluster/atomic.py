@@ -52,15 +52,17 @@ HELD_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 @contextmanager
-def atomic_folder(target: str | Path, earlier: Iterable[str] = ()) -> Iterator[Path]:
+def atomic_folder(target: str | Path, earlier: Iterable[str] | Callable[[], Iterable[str]] = ()) -> Iterator[Path]:
     """Yield an empty folder to write all of ``target``'s files into; on success they become ``target``'s together,
-    in place of the ``earlier`` ones (an earlier run's outputs: names in ``target``); on any exception (including
-    KeyboardInterrupt) it is removed and ``target`` is left as it was.
+    in place of the ``earlier`` ones (an earlier run's outputs: names in ``target``, a folder's ending in ``/``; or a
+    function giving them, asked once the files are written); on any exception (including KeyboardInterrupt) it is
+    removed and ``target`` is left as it was.
 
     A new ``target`` is a temporary sibling renamed onto it. An existing one (perhaps a mount point, or holding other
     files: no rename can replace it) gets a temporary folder inside it; once every file is written, the earlier
-    outputs are removed and the new ones renamed into ``target`` (``LAST`` last) while signals are held back, so a
-    folder never mixes files of two runs, and a full disk or a kill while writing leaves the earlier run whole.
+    outputs are moved aside and the new ones renamed into ``target`` (``LAST`` last) while signals are held back,
+    so a folder never mixes files of two runs, and a full disk, a kill or an earlier file that cannot be moved leaves
+    the earlier run whole.
     """
     target = Path(target)
     existing = target.is_dir()
@@ -75,7 +77,7 @@ def atomic_folder(target: str | Path, earlier: Iterable[str] = ()) -> Iterator[P
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes folders owner-only; outputs are ordinary folders
         yield tmp
         if existing:
-            _move_into(tmp, target, set(earlier))
+            _move_into(tmp, target, list(earlier() if callable(earlier) else earlier))
         else:
             os.rename(tmp, target)
     except BaseException as exc:
@@ -87,25 +89,45 @@ def atomic_folder(target: str | Path, earlier: Iterable[str] = ()) -> Iterator[P
         raise
 
 
-def _move_into(staged: Path, target: Path, earlier: set[str]) -> None:
-    """Replace ``target``'s ``earlier`` entries with ``staged``'s (``LAST`` last), then remove ``staged``."""
+def _move_into(staged: Path, target: Path, earlier: list[str]) -> None:
+    """Move ``target``'s ``earlier`` entries aside and ``staged``'s in (``LAST`` last), then remove both; an earlier
+    entry that cannot be moved puts back those moved before it."""
     entries = sorted(staged.iterdir(), key=lambda p: (p.name in LAST, p.name))
-    for entry in entries:  # checked before anything is removed: the earlier run stays whole if one cannot go
+    kinds = {name.rstrip("/"): name.endswith("/") for name in earlier}  # name -> is a folder
+    for entry in entries:  # checked before anything is moved
         there = target / entry.name
-        if entry.name not in earlier and (there.exists() or there.is_symlink()) \
+        if entry.name not in kinds and (there.exists() or there.is_symlink()) \
                 and (entry.is_dir() or there.is_dir() or there.is_symlink()):
-            raise OutputError(f"cannot write into {target}: {entry.name} is in the way (a folder not written by "
-                              "this command); move it, or choose another output folder")
+            _in_the_way(target, entry.name)
+    for name, folder in kinds.items():
+        there = target / name
+        if (there.exists() or there.is_symlink()) and folder != (there.is_dir() and not there.is_symlink()):
+            _in_the_way(target, name)
+    aside = staged / ".earlier"
+    aside.mkdir()
     with signals_held():
-        for name in sorted(earlier):
-            there = target / name
-            if there.is_dir() and not there.is_symlink():
-                shutil.rmtree(there)
-            else:
-                there.unlink(missing_ok=True)
-        for entry in entries:
-            os.replace(entry, target / entry.name)
-        staged.rmdir()
+        moved: list[str] = []
+        placed: list[str] = []
+        try:
+            for name in sorted(kinds):
+                if (target / name).exists() or (target / name).is_symlink():
+                    os.replace(target / name, aside / name)
+                    moved.append(name)
+            for entry in entries:
+                os.replace(entry, target / entry.name)
+                placed.append(entry.name)
+        except OSError:  # (one that cannot move, say an immutable file: everything goes back where it was)
+            for name in reversed(placed):
+                os.replace(target / name, staged / name)
+            for name in reversed(moved):
+                os.replace(aside / name, target / name)
+            raise
+    shutil.rmtree(staged, ignore_errors=True)
+
+
+def _in_the_way(target: Path, name: str) -> None:
+    raise OutputError(f"cannot write into {target}: {name} is in the way (not an output of this command); move it, "
+                      "or choose another output folder")
 
 
 @contextmanager

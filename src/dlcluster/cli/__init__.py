@@ -87,7 +87,7 @@ def app(debug: bool) -> None:
 
 
 err_console = Console(stderr=True, highlight=False)
-INTERRUPTED = "interrupted; no file was left half-written, and an earlier result in the output folder is as it was"
+INTERRUPTED = "interrupted; no file was left half-written, and no output folder mixes two runs"
 
 
 class Terminated(KeyboardInterrupt):
@@ -120,10 +120,10 @@ def _register(args: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     args = argv if argv is not None else sys.argv[1:]
-    _register(args)
     debug = "--debug" in args
     Terminated.received = 0  # (this command's signal only: a process may run several, as tests do)
     try:
+        _register(args)  # (a Ctrl-C while the command's modules load stops it as any other)
         _check_paths(args)
         with app.make_context("dlcluster", list(args)) as ctx:
             app.invoke(ctx)

@@ -258,14 +258,23 @@ def not_inside(option: str, folder: Path | None, *inputs: Path | None) -> None:
                               "remove; choose another folder for the output")
 
 
-def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path | None, ...] = ()) -> None:
+def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path | None, ...] = (),
+                  reads: tuple[Path | None, ...] = ()) -> None:
     """Fail before any work when the report folder ``output`` cannot be written (a file, not writable), would be
-    the folder ``results`` the report reads, or holds one of the input files ``inputs``."""
+    the folder ``results`` the report reads, holds one of the input files ``inputs``, or one of the folders the report
+    ``reads`` lies in what it replaces (its figures/ and tables/)."""
     if output.exists() and not output.is_dir():
         raise ConfigError(f"-o {output}: is a file; the report is written as a folder")
     if results is not None and output.resolve() == results.resolve():
         raise ConfigError(f"-o {output}: is the results folder itself; choose another folder for the report")
     not_inside("-o", output, *inputs)
+    for sub in ("figures", "tables"):  # replaced whole by the report (its runs or results may be read from there)
+        if (output / sub).is_dir():
+            root = (output / sub).resolve()
+            for given in (results, *inputs, *reads):
+                if given is not None and given.exists() and given.resolve().is_relative_to(root):
+                    raise ConfigError(f"-o {output}: its {sub}/ holds the input {given}, which the report replaces; "
+                                      "choose another folder for the report")
     writable("-o", output)
 
 

@@ -25,7 +25,7 @@ def report(runs: tuple[Path, ...], output: Path, trace: Path | None, fmt: str | 
     from dlcluster.report.runs import read_runs
     from dlcluster.report.sim_build import build_sim_report
 
-    report_folder(output)
+    report_folder(output, inputs=(trace,), reads=runs)
     sims = read_runs(list(runs))
     observed = (load(trace, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
                 if trace is not None else None)

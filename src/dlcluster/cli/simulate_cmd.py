@@ -41,18 +41,20 @@ OUTPUT_FILES = ("jobs.parquet", "timeline.parquet", "placements.parquet", "node_
 
 
 def _earlier_run(output: Path) -> list[str]:
-    """What an earlier run left in ``output`` (names in it), replaced as a whole by this run's outputs so that no folder
-    mixes two runs: its files at the top, and its policy folders (those whose ``summary.json`` names the folder's
-    policy)."""
+    """What an earlier run left in ``output`` (names in it, a folder's ending in ``/``), replaced as a whole by this
+    run's outputs so that no folder mixes two runs: its files at the top, and its policy folders (those holding a
+    simulation's ``summary.json``)."""
     if not output.is_dir():
         return []
     earlier = list(OUTPUT_FILES)
     for folder in sorted(output.iterdir()):
         summary = folder / "summary.json"
-        if folder.is_dir() and summary.is_file():
+        # (a hidden folder is a run's staging folder, this one's among them)
+        if folder.is_dir() and not folder.is_symlink() and not folder.name.startswith(".") and summary.is_file():
             with contextlib.suppress(ValueError, OSError):
-                if json.loads(summary.read_text(encoding="utf-8")).get("policy") == folder.name:
-                    earlier.append(folder.name)
+                doc = json.loads(summary.read_text(encoding="utf-8"))
+                if isinstance(doc, dict) and {"policy", "overall"} <= doc.keys():
+                    earlier.append(f"{folder.name}/")
     return earlier
 
 
@@ -329,8 +331,16 @@ def simulate(
         _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
-    # every policy's files are written into a staging folder, which replaces the earlier run only once all are there
-    with atomic_folder(output, _earlier_run(output)) as staged, _unknown_vcs_hint(), progress_bar(console) as bar:
+    if len(names) > 1:  # (found before the runs, not once they are done)
+        earlier = _earlier_run(output)
+        for name in names:
+            if ((output / name).exists() or (output / name).is_symlink()) and f"{name}/" not in earlier:
+                raise ConfigError(f"--output {output}: {name} is in the way (not a folder of an earlier simulate run); "
+                                  "move it, or choose another output folder")
+    # every policy's files are written into a staging folder, which replaces the earlier run (as it is then: another
+    # run may have written the folder meanwhile) only once all are there
+    with atomic_folder(output, lambda: _earlier_run(output)) as staged, _unknown_vcs_hint(), \
+            progress_bar(console) as bar:
         for name in names:
             task = bar.add_task(name, total=None)
 

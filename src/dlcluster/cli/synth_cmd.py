@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dlcluster.cli import Console, app, err_console
-from dlcluster.cli.options import PATH, not_an_input, note_what_is_lost, output_folder, output_format, reading_options
+from dlcluster.cli.options import (PATH, not_an_input, not_inside, note_what_is_lost, output_folder, output_format,
+                                   reading_options)
 from dlcluster.cli.options import load as load_trace
 from dlcluster.cli.options import writer as output_writer
 from dlcluster.errors import ConfigError, InputError
@@ -68,6 +69,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
             raise ConfigError(f"{', '.join(given)}: options of the --fit trace; give --fit TRACE")
     check_scale(days, load, seed)
     not_an_input("-o", output, fit_trace, model_file)
+    not_inside("-o", output, fit_trace, model_file)  # (a Helios or Philly folder is replaced whole)
     not_an_input("--save-model", save_model, fit_trace, model_file)
     if save_model is not None and save_model.resolve() == output.resolve():
         raise ConfigError(f"--save-model {save_model}: is the -o file too; choose another path for the model")

@@ -99,7 +99,7 @@ def _item(item: Item, out: Path) -> str:
     return f'<{tag} class="{cls}" id="{item.id}"><h3>{html.escape(item.title)}</h3>{body}{caption}</{tag}>'
 
 
-REPORT_FILES = ("index.html", "figures", "tables")  # what a report is: an earlier one's are replaced as a whole
+REPORT_FILES = ("index.html", "figures/", "tables/")  # what a report is: an earlier one's are replaced as a whole
 
 
 def write_report(sections: list[Section], out: Path, title: str, subtitle: list[str]) -> Path:

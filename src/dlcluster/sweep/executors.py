@@ -45,8 +45,11 @@ class Executor(Protocol):
 
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the pool
-    # the pool stops its workers with a SIGTERM: the cell running removes its staging folder, and the worker ends
-    signal.signal(signal.SIGTERM, stop_worker)
+    # the pool stops its workers with a SIGTERM: the cell running removes its staging folder, and the worker ends;
+    # so does a SIGHUP (the terminal closed: the whole process group gets one)
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, stop_worker)
     # so does a driver that died without stopping them (kill -9, the OOM killer): its workers would wait for cells
     # for ever
     threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
@@ -113,13 +116,14 @@ class LocalExecutor:
         try:
             if tasks:
                 self.start(len(tasks))
-                for done in as_completed([self.pool.submit(run_cell, task) for task in tasks]):
-                    try:
+                try:
+                    futures = [self.pool.submit(run_cell, task) for task in tasks]
+                    for done in as_completed(futures):
                         yield done.result()
-                    except BrokenProcessPool:
-                        raise WorkerDied("a worker process died while it ran a cell (killed, or out of memory?); "
-                                         "the finished cells are kept, and running the same command again runs only "
-                                         "the others") from None
+                except BrokenProcessPool:  # (a worker died before the cells were handed out, too)
+                    raise WorkerDied("a worker process died while it ran a cell (killed, or out of memory?); the "
+                                     "finished cells are kept, and running the same command again runs only the "
+                                     "others") from None
         finally:
             self.stop()
 
