@@ -59,10 +59,12 @@ def _init_worker() -> None:
 
 
 def _end_with_parent(parent: int) -> None:
-    """In a worker: once the driver that started it is gone (the worker has a new parent), end as a SIGTERM would."""
+    """In a worker: once the driver that started it is gone (the worker has a new parent), end as on a SIGTERM."""
     while os.getppid() == parent:
         time.sleep(PARENT_CHECK_SECONDS)
-    stop_worker(signal.SIGTERM, None)
+    # (the handler runs in the main thread, between two of its steps: from this thread, removing the running cell's
+    # staging folder raced the cell still writing into it)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 class LocalExecutor:
