@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from test_sim_helpers import SUMMARY_KEYS, cli, interruptible, jobs, spec, write_trace
 
-from dlcluster.cli import INTERRUPTED, main, raise_terminated, simulate_cmd
+from dlcluster.cli import INTERRUPTED, Terminated, main, raise_terminated, simulate_cmd
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.sim import simulate
 from dlcluster.sim.results import _jain
@@ -176,7 +176,7 @@ def test_a_reused_output_folder_holds_only_the_new_run(tmp_path: Path) -> None:
                                       for f in ("jobs.parquet", "timeline.parquet", "placements.parquet", "summary.json"))}
 
 
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError(errno.ENOSPC, "No space left on device")])
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated, OSError(errno.ENOSPC, "No space left on device")])
 def test_an_interrupted_or_failed_rerun_leaves_the_earlier_run_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                      stop: BaseException) -> None:
     # (the earlier run's policy folders were removed before the first policy ran: Ctrl-C left nothing, or a subset
@@ -198,7 +198,7 @@ def test_an_interrupted_or_failed_rerun_leaves_the_earlier_run_whole(tmp_path: P
     for policies in ("fifo,sjf", "fifo"):  # after the first new policy folder; a single run's files at the top
         with pytest.raises(SystemExit) as exit_:
             main(["simulate", str(trace), "-p", policies, "--load", "2", "-o", str(out)])
-        assert exit_.value.code == (130 if stop is KeyboardInterrupt else 2)
+        assert exit_.value.code == {KeyboardInterrupt: 130, Terminated: 143}.get(stop, 2)
         assert contents() == before  # (and no staging folder left)
 
 

@@ -194,16 +194,16 @@ def test_a_report_interrupted_while_written_leaves_the_earlier_one_whole(tmp_pat
     page = report_html.write_report(sections, tmp_path, "old", [])
     assert page.is_file()
     before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    written = []
-    real = report_html.write_atomic
+    drawn = []
+    real = report_html._svg
 
-    def stop_at_the_second_figure(target, write):  # noqa: ANN001, ANN202
-        written.append(target)
-        if len(written) == 2:  # the second figure's PNG
+    def stop_at_the_second_figure(item):  # noqa: ANN001, ANN202
+        drawn.append(item)
+        if len(drawn) == 2:  # the first figure's files are written by now
             raise KeyboardInterrupt
-        return real(target, write)
+        return real(item)
 
-    monkeypatch.setattr(report_html, "write_atomic", stop_at_the_second_figure)
+    monkeypatch.setattr(report_html, "_svg", stop_at_the_second_figure)
     with pytest.raises(KeyboardInterrupt):
         report_html.write_report(sections, tmp_path, "new", [])
     assert {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

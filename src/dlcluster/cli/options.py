@@ -249,13 +249,18 @@ def output_folder(output: Path | None, *inputs: Path | None) -> None:
 def not_inside(option: str, folder: Path | None, *inputs: Path | None) -> None:
     """Fail before any work when an input lies in the output folder ``option`` (at any depth, through links too): the
     command replaces the files it writes there and removes those an earlier run wrote, which could be the input."""
+    given = _held(folder, inputs)
+    if given is not None:
+        raise ConfigError(f"{option} {folder}: holds the input {given}, which writing there could replace or "
+                          "remove; choose another folder for the output")
+
+
+def _held(folder: Path | None, inputs: tuple[Path | None, ...]) -> Path | None:
+    """The first of ``inputs`` that lies in ``folder``, at any depth and through links too (None: none does)."""
     if folder is None or not folder.is_dir():
-        return
+        return None
     root = folder.resolve()
-    for given in inputs:
-        if given is not None and given.exists() and given.resolve().is_relative_to(root):
-            raise ConfigError(f"{option} {folder}: holds the input {given}, which writing there could replace or "
-                              "remove; choose another folder for the output")
+    return next((p for p in inputs if p is not None and p.exists() and p.resolve().is_relative_to(root)), None)
 
 
 def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path | None, ...] = (),
@@ -269,12 +274,10 @@ def report_folder(output: Path, results: Path | None = None, inputs: tuple[Path 
         raise ConfigError(f"-o {output}: is the results folder itself; choose another folder for the report")
     not_inside("-o", output, *inputs)
     for sub in ("figures", "tables"):  # replaced whole by the report (its runs or results may be read from there)
-        if (output / sub).is_dir():
-            root = (output / sub).resolve()
-            for given in (results, *inputs, *reads):
-                if given is not None and given.exists() and given.resolve().is_relative_to(root):
-                    raise ConfigError(f"-o {output}: its {sub}/ holds the input {given}, which the report replaces; "
-                                      "choose another folder for the report")
+        given = _held(output / sub, (results, *inputs, *reads))
+        if given is not None:
+            raise ConfigError(f"-o {output}: its {sub}/ holds the input {given}, which the report replaces; choose "
+                              "another folder for the report")
     writable("-o", output)
 
 

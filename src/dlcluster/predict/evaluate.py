@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from dlcluster.atomic import write_atomic, write_text_atomic
 from dlcluster.errors import InputError
 from dlcluster.predict.duration import make_estimator
 from dlcluster.predict.estimator import Estimator, final_durations, replay
@@ -177,7 +176,8 @@ def bands_figure(overall: dict[str, Any], title: str = "") -> Figure:
 
 
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
-    """Write ``stem.svg`` and ``stem.png`` atomically and byte-for-byte reproducibly."""
+    """Write ``stem.svg`` and ``stem.png`` byte-for-byte reproducibly (into a staging folder: see
+    :func:`dlcluster.atomic.atomic_folder`)."""
     import io
 
     import matplotlib
@@ -186,8 +186,8 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     with matplotlib.rc_context({"svg.hashsalt": f"dlcluster-{stem.name}", "svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg, png = stem.with_suffix(".svg"), stem.with_suffix(".png")
-    write_text_atomic(svg, buf.getvalue())
-    write_atomic(png, lambda p: fig.savefig(p, format="png", dpi=110, metadata={"Software": None}))
+    svg.write_text(buf.getvalue(), encoding="utf-8")
+    fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
     return [svg, png]
 
 
@@ -203,9 +203,9 @@ def write_outputs(evaluation: Evaluation, outdir: Path, label: str = "") -> tupl
     prefix = f"{label}: " if label else ""
     outdir.mkdir(parents=True, exist_ok=True)
     preds, jobs = evaluation.predictions, evaluation.overall["jobs"]
-    written = [write_atomic(outdir / "predictions.parquet",
-                            lambda p: evaluation.files_table().write_parquet(p, compression="zstd")),
-               write_atomic(outdir / "metrics.csv", evaluation.table.write_csv)]
+    written = [outdir / "predictions.parquet", outdir / "metrics.csv"]
+    evaluation.files_table().write_parquet(written[0], compression="zstd")
+    evaluation.table.write_csv(written[1])
     notes = []
     for stem, reason in (("calibration", calibration_absent(preds)), ("bands", bands_absent(preds))):
         if reason is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 import polars as pl
 
-from dlcluster.atomic import atomic_folder, write_atomic, write_text_atomic
+from dlcluster.atomic import atomic_folder
 from dlcluster.report.model import Item, Section
 
 _NAMESPACE = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
@@ -72,6 +72,7 @@ def _inline(svg: str) -> str:
 
 
 def _item(item: Item, out: Path) -> str:
+    # (``out`` is the report's staging folder: each file is written in place)
     definition = f'<p class="def"><b>Definition.</b> {html.escape(item.definition)}</p>'
     if item.absent is not None:
         return (f'<div class="card absent" id="{item.id}"><h3>{html.escape(item.title)}</h3>'
@@ -83,15 +84,16 @@ def _item(item: Item, out: Path) -> str:
         # the layout the SVG's drawing solved, kept for the PNG: solving it again took a seventh of a report's CPU time
         if item.figure.get_layout_engine() is not None:
             item.figure.set_layout_engine("none")
-        write_text_atomic(out / "figures" / f"{item.id}.svg", svg)
-        write_atomic(out / "figures" / f"{item.id}.png",
-                     lambda p: item.figure.savefig(p, format="png", dpi=110, metadata={"Software": None}))
+        (out / "figures").mkdir(exist_ok=True)
+        (out / "figures" / f"{item.id}.svg").write_text(svg, encoding="utf-8")
+        item.figure.savefig(out / "figures" / f"{item.id}.png", format="png", dpi=110, metadata={"Software": None})
         files += [f"figures/{item.id}.svg", f"figures/{item.id}.png"]
         body += f'<div class="plot" role="img" aria-label="{html.escape(item.title)}">{_inline(svg)}</div>'
     if item.shown is not None:
         body += table_html(item.shown)
     for stem, df in item.data.items():
-        write_atomic(out / "tables" / f"{stem}.csv", lambda p, df=df: df.write_csv(p))
+        (out / "tables").mkdir(exist_ok=True)
+        df.write_csv(out / "tables" / f"{stem}.csv")
         files.append(f"tables/{stem}.csv")
     listing = " · ".join(f"<code>{html.escape(f)}</code>" for f in files)
     tag, cls = ("figure", "report-figure") if item.figure is not None else ("div", "card")

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dlcluster.atomic import write_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -46,13 +45,17 @@ OPEN_LOOP_FILES = ("steps.parquet", "horizons.parquet", "ces.svg", "ces.png", "s
 
 def write_open_loop(outdir: Path, steps: pl.DataFrame, summary: dict[str, Any], horizons: pl.DataFrame | None,
                     title: str, forecast_label: str) -> list[Path]:
-    """Write ``steps.parquet``, ``horizons.parquet`` (if any), ``summary.json`` and ``ces.svg``/``ces.png``."""
+    """Write ``steps.parquet``, ``horizons.parquet`` (if any), ``summary.json`` and ``ces.svg``/``ces.png`` into the
+    staging folder ``outdir`` (see :func:`dlcluster.atomic.atomic_folder`)."""
     from dlcluster.predict.evaluate import save_figure
 
     outdir.mkdir(parents=True, exist_ok=True)
-    written = [write_atomic(outdir / "steps.parquet", lambda p: steps.write_parquet(p, compression="zstd"))]
+    written = [outdir / "steps.parquet"]
+    steps.write_parquet(written[0], compression="zstd")
     if horizons is not None:  # (a compat run has none)
-        written.append(write_atomic(outdir / "horizons.parquet", lambda p: horizons.write_parquet(p)))
+        written.append(outdir / "horizons.parquet")
+        horizons.write_parquet(written[-1])
     written += save_figure(series_figure(steps, title, forecast_label), outdir / "ces")
-    written.append(write_text_atomic(outdir / "summary.json", json.dumps(summary, indent=2) + "\n"))
+    written.append(outdir / "summary.json")
+    written[-1].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return written
