@@ -13,6 +13,7 @@ into one int the same way); a sorted container of ``(key, job)`` for other stati
 from __future__ import annotations
 
 import math
+from math import ceil
 from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the placement package imports the policies, which import th
 
 SEQ_BITS = 40  # bits of a packed preemptive heap entry's insertion number (a run enqueues far fewer than 2**40)
 SEQ_MASK = (1 << SEQ_BITS) - 1
+NO_JOBS: list[int] = []  # shared and never appended to: most starts and ends re-rate no other job
 
 
 class SpeedModel(Protocol):
@@ -328,20 +330,27 @@ class Cycle:
             jobs.progress_at[j] = now
             if self.any_neighbour:
                 count, xor = self.node_count, self.node_xor
-                neighbours, were_alone = 0, []
+                neighbours, were_alone = 0, NO_JOBS
                 for node, _ in alloc:
                     count[node] = c = count[node] + 1
                     xor[node] ^= j
                     if c > 1:
                         neighbours = 1
                         if c == 2:  # the job that had this node to itself has a neighbour now
+                            if were_alone is NO_JOBS:
+                                were_alone = []
                             were_alone.append(xor[node] ^ j)
                 # (_rerate inline: a job that starts has no end scheduled and has done no work since progress_at)
                 rate = self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours)
-                if not rate > 0:
+                left = jobs.remaining[j]
+                if rate == 1 and type(left) is int:  # whole seconds at full speed: the ceiling below is ``left``
+                    end = now + left
+                elif rate > 0:  # (work left is never negative here, nor then the ceiling)
+                    end = now + ceil(left / rate - 1e-9)
+                else:
                     raise ValueError(f"speed model gave job {j} a rate of {rate}; rates must be positive")
                 jobs.rate[j] = rate
-                jobs.end_at[j] = end = now + max(0, math.ceil(jobs.remaining[j] / rate - 1e-9))
+                jobs.end_at[j] = end
                 self.engine.finish_at(j, end)
                 for k in were_alone:
                     self._recount(k, now)
@@ -412,11 +421,13 @@ class Cycle:
         jobs.end_at[j] = -1  # no end scheduled: a restart in this same second must not look as if it ends now
         if self.any_neighbour:
             count, xor = self.node_count, self.node_xor
-            left_alone = []
+            left_alone = NO_JOBS
             for node, _ in alloc:
                 count[node] = c = count[node] - 1
                 xor[node] ^= j
                 if c == 1:  # the job left on this node has no neighbour there now
+                    if left_alone is NO_JOBS:
+                        left_alone = []
                     left_alone.append(xor[node])
             for k in left_alone:
                 self._recount(k, now)
