@@ -734,3 +734,34 @@ def test_a_worker_count_beyond_the_limits_is_refused_before_anything_starts(
         main(["sweep", str(exp), "-o", str(tmp_path / "out"), "--workers", workers])
     assert (err.value.code, capsys.readouterr().err) == (2, f"error: --workers {workers}: expected 1 to 1,024\n")
     assert inline_pool == [] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("finished", [0, 1])
+def test_a_stopped_sweep_names_its_cells_folder_only_when_a_cell_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finished: int) -> None:
+    # (stopped before any cell finished, it named a cells/ folder that did not exist)
+    import io
+
+    from rich.console import Console
+
+    import dlcluster.cli.sweep_cmd as sweep_cmd
+    import dlcluster.sweep.run as sweep_run
+    from dlcluster.cli import main
+
+    out = tmp_path / "out"
+    (out / "cells" / ".c1.partial").mkdir(parents=True)  # a cell being written is not a finished one
+    if finished:
+        (out / "cells" / "c0").mkdir()
+
+    def stopped(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    screen = io.StringIO()
+    monkeypatch.setattr(sweep_cmd, "err_console", Console(file=screen, width=500))
+    monkeypatch.setattr(sweep_run, "run_sweep", stopped)
+    exp = _write(tmp_path, SMALL.replace("seed = [1, 2]", "seed = [1]"))
+    with pytest.raises(SystemExit) as ended:
+        main(["sweep", str(exp), "-o", str(out), "--workers", "1"])
+    assert ended.value.code == 130
+    kept = f"the finished cells are kept in {out / 'cells'}" if finished else "no cell had finished"
+    assert f"sweep exp: stopped; {kept}, and running the same command again runs only the others" in screen.getvalue()

@@ -50,8 +50,10 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
             try:
                 report = run_sweep(exp, output, runner, progress)
             except KeyboardInterrupt:
-                err_console.print(f"sweep {exp.name}: stopped; the finished cells are kept in {output / 'cells'}, "
-                                  "and running the same command again runs only the others", soft_wrap=True)
+                cells = output / "cells"
+                kept = f"the finished cells are kept in {cells}" if _holds_cells(cells) else "no cell had finished"
+                err_console.print(f"sweep {exp.name}: stopped; {kept}, and running the same command again runs only "
+                                  "the others", soft_wrap=True)
                 raise
     finally:
         runner.stop()
@@ -63,6 +65,14 @@ def sweep(experiment: Path, output: Path, executor: str, workers: int | None) ->
                           style="yellow", soft_wrap=True)
         # the table is written, but a script must not take a sweep with holes for a whole one (status 1 is for bugs)
         raise click.exceptions.Exit(3)
+
+
+def _holds_cells(cells: Path) -> bool:
+    """Whether the sweep's ``cells/`` folder holds a finished cell (not only the hidden folders of cells being written)."""
+    try:
+        return any(not entry.name.startswith(".") for entry in cells.iterdir())
+    except OSError:  # not created yet
+        return False
 
 
 def _trace_zones(exp: Experiment) -> dict[str, str]:
