@@ -177,6 +177,16 @@ def simulate_measured(args: Sequence[str]) -> tuple[Measured, dict]:
         return m, json.loads((Path(tmp) / "summary.json").read_text())
 
 
+def estimates_for(policies: str, estimates: str | Path) -> list[str]:
+    """``--estimates FILE`` when one of the comma-separated ``policies`` reads duration estimates, else nothing (the
+    command refuses estimates that no policy reads)."""
+    from dlcluster.sim.policies import get_policy
+
+    names = policies.split(",")
+    reads = any(get_policy(n).needs_estimates or get_policy(n).uses_estimates for n in names)
+    return ["--estimates", str(estimates)] if reads else []
+
+
 def philly_window_args() -> list[str] | None:
     """``simulate`` arguments of the Philly window (Oct–Nov 2017, the artifact's VCs), or None without ../shared."""
     philly = SHARED / "data/philly"

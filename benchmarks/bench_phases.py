@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks._measure import SHARED, python_snippet_measured
+from benchmarks._measure import SHARED, estimates_for, python_snippet_measured
 
 CHILD = r"""
 import json, os, sys, time
@@ -62,7 +62,7 @@ def main(policies: list[str] | None = None) -> None:
     for policy in policies or ["fifo", "srtf"]:
         args = [str(data / "jobs_processed.csv"), "--cluster", str(data / "vc_nodes.csv"), "--compat",
                 "helios-artifact", "--start", "2017-10-01 00:00:00", "--end", "2017-11-30 23:59:00",
-                "--skip-unknown-vcs", "--estimates", str(SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"),
+                "--skip-unknown-vcs", *estimates_for(policy, SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"),
                 "-p", policy, "-o", f"bench-out/phases-{policy}"]
         _, _, out, cpu = python_snippet_measured(CHILD.replace("ARGS", repr(["simulate", *args])))
         measured = json.loads(out.strip().splitlines()[-1])

@@ -49,6 +49,7 @@ from benchmarks._measure import (
     TimedOut,
     command_measured,
     dlcluster,
+    estimates_for,
     figures,
     saturn_parquet,
     spread,
@@ -124,7 +125,7 @@ def _wanted(policies: Sequence[str], only: Sequence[str] | None) -> list[str]:
 def _philly_args(policy: str) -> list[str]:
     return [str(PHILLY / "jobs_processed.csv"), "--cluster", str(PHILLY / "vc_nodes.csv"), "--compat",
             "helios-artifact", *WINDOW, "--skip-unknown-vcs",
-            "--estimates", str(SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"), "--policy", policy]
+            *estimates_for(policy, SHARED / "reference/philly-artifact/inputs/Philly_lgb.csv.gz"), "--policy", policy]
 
 
 def philly(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
@@ -173,12 +174,12 @@ def saturn(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
     """Saturn look-alike: FIFO, SJF, QSSF and EASY variants at load 1 and 0.5 (targets: < 60 s, < 3 GB each)."""
     trace = saturn_parquet(183)
     est = _noisy_estimates(trace)
-    print(f"saturn: Saturn look-alike, 183 days ({trace.name}; every policy given the estimates {est.name})")
+    print(f"saturn: Saturn look-alike, 183 days ({trace.name}; the policies that read estimates given {est.name})")
     t = Table(("policy", 11), ("load", 5), *FIGURES, ("engine s", 10, ".1f"), ("util", 6, ".2f"),
               ("mean queue h", 14, ".1f"), ("p99 queue h", 13, ".1f"))
     for load in ("1", "0.5"):
         for policy in _wanted(("fifo", "sjf", "qssf", "fifo-easy", "qssf-easy"), only):
-            r = simulate([str(trace), "-p", policy, "--estimates", str(est), "--load", load], timeout)
+            r = simulate([str(trace), "-p", policy, *estimates_for(policy, est), "--load", load], timeout)
             if r.timed_out:
                 t.row(policy, load, *r.cells(), "timeout")
                 continue
