@@ -552,6 +552,15 @@ def test_simulate_load_limits_are_checked(tmp_path: Path) -> None:
         sim_prepare._scale(pl.DataFrame({"submit": [0, 10**10]}), 1e-9)
 
 
+@pytest.mark.parametrize("load", ["3.7", "2", "3", "0.7", "1.3", "2.9"])
+def test_load_floors_each_inter_arrival_time_divided_exactly(load: str) -> None:
+    # (--load 3.7 put a job submitted 4,218 s after the first at 1,139 s: 1 / load times the offset, rounded down)
+    offsets = list(range(0, 50_000, 7)) + [4218, 37 * 114]
+    scaled = sim_prepare._scale(pl.DataFrame({"submit": [1_700_000_000 + o for o in offsets]}), float(load))
+    tenths = round(float(load) * 10)  # the load in tenths: the exact quotient in integers
+    assert scaled["submit"].to_list() == [1_700_000_000 + o * 10 // tenths for o in offsets]
+
+
 def test_timeline_step_is_60_s_up_to_the_bound_and_a_multiple_beyond() -> None:
     bound = sim_results.MAX_SAMPLES
     assert sim_results.timeline_step(0, 60 * (bound - 1)) == 60
