@@ -195,3 +195,46 @@ def test_a_rewrite_that_fills_the_disk_leaves_the_earlier_result_as_it_was(
         main([*args, *second])
     assert exit_.value.code == 2 and capsys.readouterr().err.endswith(": no space left on device\n")
     assert _contents(tmp_path / "out") == before
+
+
+def _gone_pid() -> int:
+    """The process id of a process that has ended."""
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_temporaries_left_by_killed_processes_of_this_machine_are_removed_by_the_next_write(tmp_path: Path) -> None:
+    # (a kill -9 or the OOM killer left the staging folder, perhaps gigabytes, for ever)
+    import subprocess
+
+    host, gone = atomic._HOST, _gone_pid()
+    running = subprocess.Popen(["sleep", "60"])
+    try:
+        out = tmp_path / "out"
+        out.mkdir()
+        left = {f".out.{host}-{gone}.abc12345.tmp": "folder", f".r.csv.{host}-{gone}.xyz98765.tmp": "file",
+                f".out.{host}-{running.pid}.abc12345.tmp": "folder",  # a run still under way
+                f".out.otherhost-{gone}.abc12345.tmp": "folder",  # another machine's (a shared file system)
+                ".out.notes.tmp": "file"}  # not a temporary of ours
+        for name, kind in left.items():
+            for place in (tmp_path, out):
+                if kind == "folder":
+                    (place / name).mkdir()
+                    (place / name / "half.parquet").write_text("half")
+                else:
+                    (place / name).write_text("half")
+        with atomic.atomic_folder(out) as staged:  # an existing folder: its temporaries are inside it
+            (staged / "a.txt").write_text("a")
+        atomic.write_text_atomic(tmp_path / "r.csv", "x\n")
+        with atomic.atomic_folder(tmp_path / "new") as staged:  # (a new folder's are beside it: none of its name)
+            (staged / "b.txt").write_text("b")
+        kept = set(left) - {f".out.{host}-{gone}.abc12345.tmp"}
+        assert {p.name for p in out.iterdir()} == kept | {"a.txt"}  # (r.csv's temporary there: not r.csv's folder)
+        assert {p.name for p in tmp_path.iterdir()} == set(left) - {f".r.csv.{host}-{gone}.xyz98765.tmp"} | {
+            "out", "r.csv", "new"}
+    finally:
+        running.kill()
+        running.wait()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -30,11 +32,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
                           "to a temporary file renamed into place, so name a regular file")
     try:
         make_folder(target.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
+        tmp_path = _temporary(target.parent, target.name, folder=False)
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {os_reason(exc)}") from exc
-    tmp_path = Path(tmp)
     try:
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes files owner-only; outputs are ordinary files
         yield tmp_path
@@ -70,7 +70,7 @@ def atomic_folder(target: str | Path, earlier: Iterable[str] | Callable[[], Iter
         raise OutputError(f"cannot write into {target}: it exists and is not a folder")
     parent = target if existing else make_folder(target.parent)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
+        tmp = _temporary(parent, target.name, folder=True)
     except OSError as exc:
         raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
     try:
@@ -87,6 +87,40 @@ def atomic_folder(target: str | Path, earlier: Iterable[str] | Callable[[], Iter
         if _is_os_error(exc):
             raise OutputError(f"cannot write into {target}: {os_reason(exc)}") from exc
         raise
+
+
+_HOST = socket.gethostname()
+
+
+def _temporary(parent: Path, name: str, folder: bool) -> Path:
+    """A new temporary file or folder in ``parent`` for the output ``name``, named after this process
+    (``.NAME.HOST-PID.XXXXXXXX.tmp``); first removes those left there by processes of this machine that are gone
+    (a kill -9, the OOM killer), which no signal handler could clean up."""
+    ours = f".{name}.{_HOST}-"
+    for entry in parent.glob(f"{glob.escape(ours)}*.tmp"):
+        pid = entry.name[len(ours):].partition(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    prefix = f"{ours}{os.getpid()}."
+    if folder:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (perhaps as another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # not ours to signal, but there
+        return True
+    return True
 
 
 def _move_into(staged: Path, target: Path, earlier: list[str]) -> None:
