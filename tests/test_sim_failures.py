@@ -117,6 +117,23 @@ def test_a_job_that_validation_runs_to_the_end_keeping_progress_ends_on_the_pool
     assert _rows(r)["c"][:2] == (390, 440)  # after b (90-390)
 
 
+@pytest.mark.parametrize("keep_progress", [False, True])
+def test_a_vc_whose_every_job_ended_on_the_pool_keeps_its_summary_and_its_gpus(keep_progress: bool) -> None:
+    # (VC a vanished from the summary's vcs, and the overall utilisation counted only VC b's GPUs)
+    t = jobs(("a1", "a", 8, 0, 60), ("b1", "b", 8, 0, 3600)).with_columns(
+        pl.Series("status", ["completed" if keep_progress else "failed", "completed"]))
+    model = FailureModel(validation_seconds=300, validation_gpus=2, keep_progress=keep_progress)
+    r = simulate(t, spec(a=(8,), b=(8,)), "fifo", failures=model)
+    assert set(r.placements["job_id"]) == {"b1"}  # a1 ended on the pool: 60 s done (or failed) there
+    vcs, overall = r.summary["vcs"], r.summary["overall"]
+    assert list(vcs) == ["a", "b"]
+    assert (vcs["a"]["jobs"], vcs["a"]["mean_jct"], vcs["a"]["utilization"], vcs["a"]["gpus"]) == (1, 60, 0.0, 8)
+    assert sum(v["jobs"] for v in vcs.values()) == overall["jobs"] == 2
+    # b1 validated 0-300 on the pool, then ran its 3,600 s (3,300 s keeping progress) on 8 of the 16 GPUs
+    ran = 3300 if keep_progress else 3600
+    assert overall["gpus"] == 16 and overall["utilization"] == pytest.approx(8 * ran / (16 * (300 + ran)))
+
+
 def test_a_retry_after_validation_kept_progress_redoes_the_whole_attempt() -> None:
     model = FailureModel(retries=2, validation_seconds=300, validation_gpus=4, keep_progress=True)
     r = simulate(TRACE, CLUSTER, "fifo", failures=model)

@@ -441,27 +441,27 @@ def build_results(
     shown_by_vc = _by_group(shown)
     vcs: dict[str, Any] = {}
     for name, sizes in prep.spec.vcs.items():
-        r, gpus = by_name.get(name), sum(sizes)
-        if r is not None:
-            part = shown_by_vc[name]  # (a group has a run only if it has jobs)
-            vcs[name] = {**_stats(part, busy[name], gpus, uns_by_vc.get(name, 0)),
+        r, part, gpus = by_name.get(name), shown_by_vc.get(name), sum(sizes)
+        # a VC with jobs (perhaps all of them ended on the validation pool), or whose every job is too big for it
+        if part is not None or name in uns_by_vc:
+            vcs[name] = {**_stats(part if part is not None else shown.clear(), busy.get(name, 0.0), gpus,
+                                  uns_by_vc.get(name, 0)),
                          # one clock drives every VC: timings exist for the whole run only
-                         "gpus": gpus, "events": r.events, "wall_seconds": None, "events_per_second": None}
-        elif name in uns_by_vc:  # every job of this VC is too big for it: still listed, nothing ran
-            vcs[name] = {**_stats(shown.clear(), 0.0, gpus, uns_by_vc[name]),
-                         "gpus": gpus, "events": 0, "wall_seconds": None, "events_per_second": None}
+                         "gpus": gpus, "events": r.events if r is not None else 0, "wall_seconds": None,
+                         "events_per_second": None}
         if cpus is not None and name in vcs:
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     n_events = sum(r.events for r in runs)
-    capacity = sum(sum(r.sizes) for r in runs)
+    had_jobs = [name for name in prep.spec.vcs if name in shown_by_vc]
+    capacity = sum(sum(prep.spec.vcs[name]) for name in had_jobs)
     # each VC's GPUs count while that VC had jobs: idle VCs and a VC's idle spells do not dilute it
-    busy_capacity = float(sum(sum(r.sizes) * (vcs[r.name]["busy_period"] or 0) for r in runs))
+    busy_capacity = float(sum(sum(prep.spec.vcs[name]) * (vcs[name]["busy_period"] or 0) for name in had_jobs))
     overall = _stats(shown, sum(busy.values()), capacity, uns.height, busy_capacity)
     overall.update(gpus=capacity, events=n_events, wall_seconds=wall,
                    events_per_second=n_events / wall if wall > 0 else None)
     if cpus is not None:
-        capacity_cpus = sum(sum(cpus[r.name]) for r in runs)
+        capacity_cpus = sum(sum(cpus[name]) for name in had_jobs)
         overall.update(cpus=capacity_cpus,
                        cpu_utilization=_cpu_utilization(overall, sum(busy_cpus.values()), capacity_cpus))
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
