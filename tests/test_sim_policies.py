@@ -60,6 +60,18 @@ def test_srtf_preempts_with_checkpoint_overhead() -> None:
     assert (r["A"]["start"], r["A"]["end"], r["A"]["preemptions"], r["A"]["queue_delay"]) == (0, 112, 1, 5)
 
 
+@pytest.mark.parametrize("policy", ["srtf", "las"])
+def test_a_zero_second_job_preempts_and_its_victims_pay_their_checkpoint(policy: str) -> None:
+    # (docs/simulator.md: it ends in the second it starts, after the pass; jobs after it see its GPUs as taken)
+    t = jobs(("R1", "v", 4, 0, 1000), ("R2", "v", 4, 0, 1000), ("Z", "v", 4, 100, 0), ("Y", "v", 4, 100, 10))
+    r = by_id(simulate(t, spec(v=(8,)), policy).jobs)
+    assert (r["Z"]["start"], r["Z"]["end"]) == (100, 100)
+    assert (r["Y"]["start"], r["Y"]["end"]) == (100, 110)
+    # both running jobs were preempted at 100 (30 s checkpoint each): one restarts at once on Z's GPUs, the other
+    # when Y ends
+    assert sorted((r[k]["preemptions"], r[k]["end"]) for k in ("R1", "R2")) == [(1, 1030), (1, 1040)]
+
+
 def test_srtf_compat_adds_the_artifacts_extra_second() -> None:
     t = jobs(("A", "v", 1, 0, 100), ("B", "v", 1, 10, 5))
     r = by_id(simulate(t, spec(v=(1,)), "srtf", compat="helios-artifact").jobs)
