@@ -83,6 +83,8 @@ def test_busy_period_is_null_where_nothing_ran() -> None:
     assert result.summary["vcs"]["v"]["jobs"] == 0
     assert result.summary["vcs"]["v"]["busy_period"] is None and result.summary["vcs"]["v"]["utilization_busy"] is None
     assert result.summary["overall"]["utilization_busy"] == pytest.approx(1 / 4)  # w alone: 1 of 4 GPUs, 10 s
+    # v is listed, so its idle GPUs count in the overall capacity (they were left out: 4 GPUs, utilisation 1 / 4)
+    assert result.summary["overall"]["gpus"] == 12 and result.summary["overall"]["utilization"] == pytest.approx(1 / 12)
 
 
 # --- the terminal tables ------------------------------------------------------------------------------------------

@@ -453,15 +453,15 @@ def build_results(
             vcs[name].update(cpus=sum(cpus[name]),
                              cpu_utilization=_cpu_utilization(vcs[name], busy_cpus.get(name, 0.0), sum(cpus[name])))
     n_events = sum(r.events for r in runs)
-    had_jobs = [name for name in prep.spec.vcs if name in shown_by_vc]
-    capacity = sum(sum(prep.spec.vcs[name]) for name in had_jobs)
+    # the overall figures count the GPUs of every VC listed (one whose jobs were all too big for it too)
+    capacity = sum(v["gpus"] for v in vcs.values())
     # each VC's GPUs count while that VC had jobs: idle VCs and a VC's idle spells do not dilute it
-    busy_capacity = float(sum(sum(prep.spec.vcs[name]) * (vcs[name]["busy_period"] or 0) for name in had_jobs))
+    busy_capacity = float(sum(v["gpus"] * (v["busy_period"] or 0) for v in vcs.values()))
     overall = _stats(shown, sum(busy.values()), capacity, uns.height, busy_capacity)
     overall.update(gpus=capacity, events=n_events, wall_seconds=wall,
                    events_per_second=n_events / wall if wall > 0 else None)
     if cpus is not None:
-        capacity_cpus = sum(sum(cpus[name]) for name in had_jobs)
+        capacity_cpus = sum(sum(cpus[name]) for name in vcs)
         overall.update(cpus=capacity_cpus,
                        cpu_utilization=_cpu_utilization(overall, sum(busy_cpus.values()), capacity_cpus))
     summary = {**meta, "wall_seconds": wall, "overall": overall, "vcs": vcs,
