@@ -72,6 +72,17 @@ def test_a_zero_second_job_preempts_and_its_victims_pay_their_checkpoint(policy:
     assert sorted((r[k]["preemptions"], r[k]["end"]) for k in ("R1", "R2")) == [(1, 1030), (1, 1040)]
 
 
+def test_las_preempts_at_the_grid_point_after_a_start_even_before_a_checkpoint_is_made_up() -> None:
+    # (docs/simulator.md: the quantum is a grid in absolute time) D ran 0-10 and C 10-15, each preempted by a newer
+    # job; when A ends at 590, C (10 GPU-seconds) resumes before D (20); at 600, the grid point, C has 30 and D takes
+    # the GPUs back: C ran 10 s and pays a 30 s checkpoint for them
+    t = jobs(("D", "v", 2, 0, 200), ("C", "v", 2, 10, 200), ("A", "v", 2, 15, 575))
+    r = simulate(t, spec(v=(2,)), "las")
+    assert r.placements.sort("start").select("job_id", "start", "end").rows() == [
+        ("D", 0, 10), ("C", 10, 15), ("A", 15, 590), ("C", 590, 600), ("D", 600, 820), ("C", 820, 1065)]
+    assert by_id(r.jobs)["C"]["preemptions"] == 2
+
+
 def test_srtf_compat_adds_the_artifacts_extra_second() -> None:
     t = jobs(("A", "v", 1, 0, 100), ("B", "v", 1, 10, 5))
     r = by_id(simulate(t, spec(v=(1,)), "srtf", compat="helios-artifact").jobs)
