@@ -13,11 +13,11 @@ into one int the same way); a sorted container of ``(key, job)`` for other stati
 from __future__ import annotations
 
 import math
-from math import ceil
 from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
+from math import ceil
 from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 from sortedcontainers import SortedList
