@@ -602,7 +602,7 @@ def test_a_periodic_controller_over_an_absurd_span_is_refused_up_front(tmp_path:
     line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--load", "1e-9",
                    "--power", "ces", "-o", str(tmp_path / "out"))
     assert line.startswith(f"error: a periodic controller (such as --power ces) would step more than "
-                           f"{sim_engine.MAX_TICKS:,} times over the 100,000,000,000,00")  # (b's end: its run too)
+                           f"{sim_engine.MAX_TICKS:,} times over the 100,000,000,000,010 s")  # b's end: its run too
 
 
 def test_a_periodic_controller_over_a_century_long_job_is_refused_up_front(tmp_path: Path) -> None:
