@@ -182,8 +182,7 @@ def estimates_for(policies: str, estimates: str | Path) -> list[str]:
     command refuses estimates that no policy reads)."""
     from dlcluster.sim.policies import get_policy
 
-    names = policies.split(",")
-    reads = any(get_policy(n).needs_estimates or get_policy(n).uses_estimates for n in names)
+    reads = any(c.needs_estimates or c.uses_estimates for c in map(get_policy, policies.split(",")))
     return ["--estimates", str(estimates)] if reads else []
 
 

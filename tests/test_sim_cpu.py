@@ -247,3 +247,12 @@ def test_cli_cpus_per_gpu_refuses_a_spec_with_cpus(tmp_path: Path) -> None:
     res = cli("simulate", str(_trace(tmp_path)), "--cluster", str(spec), "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert pl.read_parquet(tmp_path / "out/jobs.parquet")["start"].to_list() == [1000, 1010]
+
+
+def test_the_overall_cpus_count_every_listed_vc_one_whose_jobs_were_all_too_big_too() -> None:
+    # (docs/simulator.md: the overall CPU capacity is the CPUs of every VC in ``vcs``; w's one job needs 16 GPUs)
+    t = with_cpus(jobs(("a", "v", 1, 0, 10), ("b", "w", 16, 0, 10)), 4, 4)
+    r = simulate(t, ClusterSpec({"v": (8,), "w": (4,)}, {"v": (32,), "w": (16,)}), "fifo")
+    assert list(r.summary["vcs"]) == ["v", "w"] and r.summary["vcs"]["w"]["jobs"] == 0
+    overall = r.summary["overall"]
+    assert overall["cpus"] == 48 and overall["cpu_utilization"] == pytest.approx(4 * 10 / (48 * 10))

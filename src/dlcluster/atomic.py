@@ -127,16 +127,11 @@ def _move_into(staged: Path, target: Path, earlier: list[str]) -> None:
     """Move ``target``'s ``earlier`` entries aside and ``staged``'s in (``LAST`` last), then remove both; an earlier
     entry that cannot be moved puts back those moved before it."""
     entries = sorted(staged.iterdir(), key=lambda p: (p.name in LAST, p.name))
+    blocked = in_the_way(target, [f"{e.name}/" if e.is_dir() else e.name for e in entries], earlier)
+    if blocked is not None:  # (checked before anything is moved)
+        raise OutputError(f"cannot write into {target}: {blocked} is in the way (not an output of this command); move "
+                          "it, or choose another output folder")
     kinds = {name.rstrip("/"): name.endswith("/") for name in earlier}  # name -> is a folder
-    for entry in entries:  # checked before anything is moved
-        there = target / entry.name
-        if entry.name not in kinds and (there.exists() or there.is_symlink()) \
-                and (entry.is_dir() or there.is_dir() or there.is_symlink()):
-            _in_the_way(target, entry.name)
-    for name, folder in kinds.items():
-        there = target / name
-        if (there.exists() or there.is_symlink()) and folder != (there.is_dir() and not there.is_symlink()):
-            _in_the_way(target, name)
     aside = staged / ".earlier"
     aside.mkdir()
     with signals_held():
@@ -159,9 +154,21 @@ def _move_into(staged: Path, target: Path, earlier: list[str]) -> None:
     shutil.rmtree(staged, ignore_errors=True)
 
 
-def _in_the_way(target: Path, name: str) -> None:
-    raise OutputError(f"cannot write into {target}: {name} is in the way (not an output of this command); move it, "
-                      "or choose another output folder")
+def in_the_way(target: Path, outputs: Iterable[str], earlier: Iterable[str]) -> str | None:
+    """The first entry of the folder ``target`` that writing ``outputs`` there in place of the ``earlier`` ones
+    would replace though it is no earlier output (names; a folder's ending in ``/``): a folder or link where an output
+    goes, or an entry of the other kind where an earlier output is (None: nothing is in the way)."""
+    kinds = {name.rstrip("/"): name.endswith("/") for name in earlier}  # name -> is a folder
+    for output in outputs:
+        name, there = output.rstrip("/"), target / output.rstrip("/")
+        if name not in kinds and (there.exists() or there.is_symlink()) \
+                and (output.endswith("/") or there.is_dir() or there.is_symlink()):
+            return name
+    for name, folder in kinds.items():
+        there = target / name
+        if (there.exists() or there.is_symlink()) and folder != (there.is_dir() and not there.is_symlink()):
+            return name
+    return None
 
 
 @contextmanager

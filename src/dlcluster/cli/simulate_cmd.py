@@ -14,7 +14,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from dlcluster.atomic import atomic_folder
+from dlcluster.atomic import atomic_folder, in_the_way
 from dlcluster.cli import Console, app, echo
 from dlcluster.cli.long_runs import progress_bar, submit_window, wall_instant
 from dlcluster.cli.options import PATH, ces_options, load, output_folder, trace_options
@@ -331,12 +331,10 @@ def simulate(
         _check_estimates_cover(simulated, est, str(estimates))
     console = Console(stderr=True)
     summaries: dict[str, dict[str, Any]] = {}
-    if len(names) > 1:  # (found before the runs, not once they are done)
-        earlier = _earlier_run(output)
-        for name in names:
-            if ((output / name).exists() or (output / name).is_symlink()) and f"{name}/" not in earlier:
-                raise ConfigError(f"--output {output}: {name} is in the way (not a folder of an earlier simulate run); "
-                                  "move it, or choose another output folder")
+    blocked = in_the_way(output, [f"{name}/" for name in names], _earlier_run(output)) if len(names) > 1 else None
+    if blocked is not None:  # (found before the runs, not once they are done)
+        raise ConfigError(f"--output {output}: {blocked} is in the way (not a folder of an earlier simulate run); "
+                          "move it, or choose another output folder")
     # every policy's files are written into a staging folder, which replaces the earlier run (as it is then: another
     # run may have written the folder meanwhile) only once all are there
     with atomic_folder(output, lambda: _earlier_run(output)) as staged, _unknown_vcs_hint(), \
