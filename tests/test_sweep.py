@@ -384,11 +384,14 @@ def test_ray_executor_gives_the_local_pools_results(tmp_path: Path) -> None:
     exp = _write(tmp_path, SMALL)
     local = cli("sweep", str(exp), "-o", str(tmp_path / "local"), "--workers", "2")
     assert local.returncode == 0, local.stderr
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a local instance, on the loopback only
+    # a local instance, on the loopback only, in Ray's default authentication mode
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     ray = subprocess.run([sys.executable, "-m", "dlcluster", "sweep", str(exp), "-o", str(tmp_path / "ray"),
                           "--executor", "ray", "--workers", "2"], capture_output=True, text=True, check=False, env=env)
     assert ray.returncode == 0, ray.stderr
-    assert "4 cells, 0 already done, 4 run now, 0 failed" in ray.stderr
+    # the command's own lines only (Ray said "Token authentication is enabled for this Ray cluster..." on each run)
+    assert ray.stderr.splitlines() == ["sweep exp: 4 cells, 0 already done, 4 run now, 0 failed -> "
+                                       f"{tmp_path / 'ray' / 'results.parquet'}"], ray.stderr
     assert _comparable(tmp_path / "local/results.parquet").equals(_comparable(tmp_path / "ray/results.parquet"))
 
 

@@ -7,6 +7,7 @@ put in cell order afterwards). Each worker is one process that runs many cells, 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -187,11 +188,31 @@ class RayExecutor:
         address = os.environ.get("RAY_ADDRESS")
         # Ctrl-C is held back until ray.init returns: interrupted half-way, it leaves processes (the raylet's agents)
         # that ray.shutdown does not know of, and that outlive the command
-        with signals_held(), _keeping_sigterm_handler():
+        with signals_held(), _keeping_sigterm_handler(), _without_token_notice():
             if address:
                 ray.init(address=address, **options)
             else:
                 ray.init(num_cpus=worker_count(self.workers, cells), _node_ip_address="127.0.0.1", **options)
+
+
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+def _not_token_notice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(TOKEN_NOTICE)
+
+
+@contextmanager
+def _without_token_notice() -> Iterator[None]:
+    """Leave out the notice ``ray.init`` logs on stderr at each start of a local instance, that it enabled token
+    authentication (its default); its other messages, a warning that authentication is off among them, stay."""
+    # (it reaches stderr through the root logger's last-resort handler: configure_logging=False installs none)
+    log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    log.addFilter(_not_token_notice)
+    try:
+        yield
+    finally:
+        log.removeFilter(_not_token_notice)
 
 
 @contextmanager
