@@ -650,6 +650,24 @@ def test_a_worker_that_dies_mid_cell_ends_the_sweep_with_one_line(tmp_path: Path
     assert pl.read_parquet(out / "results.parquet").height == 24
 
 
+def test_a_closed_terminal_stops_a_sweep_with_its_own_lines_only(tmp_path: Path) -> None:
+    # (the process group's SIGHUP killed multiprocessing's resource tracker too, and the driver warned, in two lines,
+    # that it "died unexpectedly")
+    proc, _, _ = _sweep_under_way(tmp_path)
+    try:
+        os.killpg(proc.pid, signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 129, err
+    assert err.splitlines() == [
+        f"sweep exp: stopped; the finished cells are kept in {tmp_path / 'out' / 'cells'}, and running the same "
+        "command again runs only the others",
+        "interrupted; no file was left half-written, and no output folder mixes two runs"], err
+    assert not list((tmp_path / "out" / "cells").glob(".*"))  # no cell's staging folder is left
+
+
 def test_workers_end_when_their_driver_is_killed(tmp_path: Path) -> None:
     # (after a kill -9 of the driver the workers waited for cells for ever, or printed BrokenPipeError tracebacks)
     proc, _, workers = _sweep_under_way(tmp_path)

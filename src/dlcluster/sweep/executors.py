@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from multiprocessing import resource_tracker
 from typing import Any, Protocol
 
 from dlcluster.errors import ConfigError, DlclusterError
@@ -68,6 +69,20 @@ def _end_with_parent(parent: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (the pool's queues need it) with SIGHUP ignored, which it inherits: a
+    closed terminal sends the whole process group one, and the driver, which stops the sweep, then warned that the
+    tracker "died unexpectedly". It ends by itself once the driver is gone."""
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None:  # (Windows: no SIGHUP)
+        return
+    before = signal.signal(hup, signal.SIG_IGN)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(hup, before)
+
+
 class LocalExecutor:
     """A pool of ``workers`` fresh processes (spawned: importing Polars starts threads, so the driver is never safe
     to fork), started by :meth:`start` so that they start up while the driver prepares the sweep."""
@@ -86,6 +101,7 @@ class LocalExecutor:
             self._saved_env = {k: os.environ.get(k) for k in WORKER_ENV}
             os.environ.update(WORKER_ENV)
             try:
+                _start_resource_tracker()
                 count = worker_count(self.workers, cells)
                 self.pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
                                                 initializer=_init_worker)
