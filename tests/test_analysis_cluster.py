@@ -31,7 +31,21 @@ def test_running_gpus_are_exact_hourly_averages() -> None:
     assert h["running_gpus"].to_list() == pytest.approx([2 + 4 * 0.5, 2 * 0.5])
     assert running_at(df, np.array([T0 - 1, T0, T0 + 1800, T0 + 3600, T0 + 5400])).tolist() == [0, 2, 6, 2, 0]
     by_vc = hourly_running(df, by_vc=True)
-    assert by_vc.filter(pl.col("vc") == "v2")["running_gpus"].to_list() == pytest.approx([2.0, 0.0])
+    # each VC over its own span: v2's job ended within the first hour
+    assert by_vc.filter(pl.col("vc") == "v2")["running_gpus"].to_list() == pytest.approx([2.0])
+    assert by_vc.filter(pl.col("vc") == "v1")["running_gpus"].to_list() == pytest.approx([2.0, 1.0])
+
+
+def test_one_far_end_stretches_only_its_own_vcs_hours() -> None:
+    # (every VC's grid ran to the last end of any VC's jobs: one bogus 100-year job in a 7-row trace of 6 VCs took
+    # 1.3 GB)
+    far = T0 + 100 * 365 * 86400
+    df = _jobs([("a", "v1", "u", 1, 1, T0, T0, far, "completed"),
+                *((f"b{k}", f"v{k}", "u", 1, 1, T0, T0, T0 + 60, "completed") for k in range(2, 7))])
+    by_vc = hourly_running(df, by_vc=True)
+    assert by_vc.group_by("vc").len().sort("vc")["len"].to_list() == [(far - T0) // 3600, 1, 1, 1, 1, 1]
+    # and cut where the analysis stops
+    assert hourly_running(df, by_vc=True, upto=T0 + 7200)["hour_start"].to_list() == [T0, T0 + 3600] + [T0] * 5
 
 
 def test_load_at_submission_leaves_out_the_job_itself() -> None:
@@ -56,6 +70,60 @@ def test_daily_pattern_uses_local_time() -> None:
     peak = daily.sort("submissions", descending=True).row(0, named=True)
     assert peak["hour"] == 9 and peak["submissions"] == 1.0
     assert daily.filter(pl.col("hour") == 9)["utilization"].item() == pytest.approx(0.25)
+
+
+def test_local_hours_of_a_half_hour_zone() -> None:
+    # (hours were UTC hours named by their local start: in Asia/Kolkata, UTC+5:30, a 05:40 submission counted in
+    # hour 5 and 07:10 in hour 6, a Monday 00:10 on Sunday at 23)
+    day = 1_600_041_600  # 2020-09-14 00:00 UTC, a Monday
+    local0 = day - 5 * 3600 - 1800  # 2020-09-14 00:00 in Kolkata
+
+    def at(h: int, m: int) -> int:
+        return local0 + h * 3600 + m * 60
+
+    df = _jobs([("k1", "v", "u", 1, 1, at(5, 10), at(5, 10), at(5, 20), "completed"),
+                ("k2", "v", "u", 1, 1, at(5, 40), at(5, 41), at(5, 50), "completed"),
+                ("k3", "v", "u", 1, 1, at(7, 10), at(7, 12), at(7, 20), "completed")])
+    daily = cluster.daily_pattern(df, Trace(df, "t", timezone="Asia/Kolkata").local_times)
+    assert daily.select("hour", "submissions").rows() == [(5, 2.0), (6, 0.0), (7, 1.0)]
+    assert daily["running_gpus"].to_list() == pytest.approx([19 / 60, 0.0, 8 / 60])
+    week = _jobs([("m", "v", "u", 1, 1, at(0, 10), at(0, 10), at(0, 20), "completed"),
+                  ("n", "v", "u", 1, 1, at(24 + 12, 0), at(24 + 12, 0), at(24 + 12, 5), "completed")])
+    local = Trace(week, "t", timezone="Asia/Kathmandu").local_times  # UTC+5:45
+    assert cluster.daily_pattern(week, local).filter(pl.col("submissions") > 0)["hour"].to_list() == [0, 12]
+    assert cluster.weekly_pattern(week, local).filter(pl.col("submissions") > 0)["day"].to_list() == ["Mon", "Tue"]
+
+
+def test_utilisation_and_load_count_the_jobs_of_the_spec_vcs_only() -> None:
+    # (a 64-GPU job of a VC the spec lacks counted in the 16-GPU spec's utilisation, drawn at 4.5, and in the load)
+    df = _jobs([("b1", "vB", "u", 64, 1, T0, T0, T0 + 20000, "completed"),
+                ("a1", "vA", "u", 4, 1, T0 + 1000, T0 + 1100, T0 + 4600, "completed"),
+                ("a2", "vA", "u", 4, 1, T0 + 2000, T0 + 2600, T0 + 6000, "completed"),
+                ("a3", "vA", "u", 2, 1, T0 + 3000, T0 + 3000, T0 + 3600, "failed"),
+                ("a4", "vA", "u", 8, 1, T0 + 5000, T0 + 5400, T0 + 9000, "completed"),
+                ("a5", "vA", "u", 1, 1, T0 + 8000, T0 + 8100, T0 + 9000, "completed")])
+    local = Trace(df, "t").local_times
+    daily = cluster.daily_pattern(df, local, total_gpus=16, vcs=["vA"])
+    # vA's GPU-seconds in the hours up to the last submission (a5's, in hour 2)
+    va = [4 * 2500 + 4 * 1000 + 2 * 600, 4 * 1000 + 4 * 2400 + 8 * 1800, 8 * 1800 + 1 * 900]
+    assert daily["utilization"].to_list() == pytest.approx([s / 3600 / 16 for s in va])
+    assert daily["running_gpus"].to_list() == pytest.approx([64 + s / 3600 for s in va])  # vB's job in use too
+    weekly = cluster.weekly_pattern(df, local, total_gpus=16, vcs=["vA"])
+    monthly = cluster.monthly_trend(df, local, total_gpus=16, vcs=["vA"])
+    assert weekly["utilization"].item() == pytest.approx(monthly["utilization"].item()) == pytest.approx(
+        sum(va) / 3 / 3600 / 16)
+    load = cluster.queue_vs_load(df, total_gpus=16, bins=10, vcs=["vA"])
+    # a1 sees nothing of vA running, a2 a1's 4 GPUs, a3 a1's 4 (it starts at once), a4 a2's 4, a5 a4's 8
+    assert load.select("load_bin", "jobs").rows() == [(0, 1), (2, 2), (5, 2)]
+
+
+def test_a_still_running_job_is_not_its_own_load() -> None:
+    # (its end is null, so "it runs past its start" was null too, and its own 8 GPUs counted: load 1.0)
+    df = _jobs([("r", "v", "u", 8, 1, T0, T0, None, "running"),
+                ("c", "v", "u", 8, 1, T0, T0, T0 + 3600, "completed"),
+                ("w", "v", "u", 8, 1, T0 + 7200, T0 + 7300, T0 + 10000, "completed")])
+    load = cluster.queue_vs_load(df, total_gpus=16, bins=10)
+    assert load.select("load_bin", "jobs").rows() == [(5, 3)]
 
 
 def test_without_start_times_running_gpus_are_unknown_not_zero() -> None:
@@ -117,3 +185,7 @@ def test_monthly_trend_numbers_each_traces_own_months() -> None:
     assert out["month"].to_list() == ["2017-10", "2017-11", "2017-12"]
     assert out["month_index"].to_list() == [1, 2, 3]
     assert out["jobs"].to_list() == [1, 1, 1]
+    # a month without submissions had no GPU-hours submitted (left empty, the line bridged it)
+    gap = cluster.monthly_trend(jobs.filter(pl.col("job_id") != "b"), local)
+    assert gap.select("month", "jobs", "gpu_hours_submitted").rows() == [
+        ("2017-10", 1, 1.0), ("2017-11", 0, 0.0), ("2017-12", 1, 1.0)]

@@ -26,12 +26,16 @@ def still_running(jobs: pl.DataFrame) -> tuple[int, int | None]:
     return n, last_recorded(jobs) if n else None
 
 
+def held_until(last: int | None) -> pl.Expr:
+    """Each job's end, and for a GPU job still running ``last``, the trace's last recorded time (the latest moment
+    the trace knows of: it ran at least that long, not zero)."""
+    return pl.when(_still_running()).then(pl.lit(last, pl.Int64)).otherwise(pl.col("end_time"))
+
+
 def _intervals(jobs: pl.DataFrame, until: int | None = None) -> pl.DataFrame:
-    # a job still running holds its GPUs until the trace's last recorded time (the latest moment the trace
-    # knows of: it ran at least that long), not zero; ``until``: that time, when ``jobs`` is part of the trace
+    # ``until``: the last recorded time, when ``jobs`` is part of the trace
     last = until if until is not None else last_recorded(jobs) if jobs.height else None
-    end = pl.when(_still_running()).then(pl.lit(last, pl.Int64)).otherwise(pl.col("end_time")).alias("end_time")
-    return jobs.with_columns(end).filter(
+    return jobs.with_columns(held_until(last).alias("end_time")).filter(
         (pl.col("gpu_num") > 0) & pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
         & (pl.col("end_time") >= pl.col("start_time"))
     ).select("vc", "gpu_num", "start_time", "end_time")
@@ -58,9 +62,10 @@ def integrate_steps(t: np.ndarray, values: np.ndarray, outside: float, lo: np.nd
     return np.interp(hi, tt, cum) - np.interp(lo, tt, cum)
 
 
-def running_at(jobs: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
-    """GPUs held by running jobs at each instant (a job runs on ``[start, end)``)."""
-    iv = _intervals(jobs)
+def running_at(jobs: pl.DataFrame, instants: np.ndarray, until: int | None = None) -> np.ndarray:
+    """GPUs held by running jobs at each instant (a job runs on ``[start, end)``; one still running until ``until``,
+    default the last recorded time of ``jobs``)."""
+    iv = _intervals(jobs, until)
     if iv.height == 0:
         return np.zeros(len(instants), dtype=np.int64)
     t, r = steps(iv["start_time"].to_numpy(), iv["end_time"].to_numpy(), iv["gpu_num"].to_numpy())
@@ -68,25 +73,29 @@ def running_at(jobs: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
     return np.where(idx >= 0, r[np.clip(idx, 0, None)], 0)
 
 
-def hourly_running(jobs: pl.DataFrame, by_vc: bool = False, until: int | None = None) -> pl.DataFrame:
-    """Mean GPUs held by running jobs in each UTC hour: ``[vc,] hour_start, running_gpus``.
+def hourly_running(jobs: pl.DataFrame, by_vc: bool = False, until: int | None = None, step: int = HOUR,
+                   upto: int | None = None) -> pl.DataFrame:
+    """Mean GPUs held by running jobs in each UTC hour (or ``step`` seconds): ``[vc,] hour_start, running_gpus``.
 
-    The hours span the first start to the last end of the trace's GPU jobs; each value is
-    the exact time average of the running-GPU step function over that hour. A job still running holds its
-    GPUs until ``until`` (default: the last recorded time of ``jobs``).
+    The hours span the first start to the last end of the trace's GPU jobs (of each VC's, ``by_vc``), cut at
+    ``upto`` when given; each value is the exact time average of the running-GPU step function over that hour. A
+    job still running holds its GPUs until ``until`` (default: the last recorded time of ``jobs``).
     """
     iv = _intervals(jobs, until)
     schema = {**({"vc": pl.String} if by_vc else {}), "hour_start": pl.Int64, "running_gpus": pl.Float64}
-    if iv.height == 0:
-        return pl.DataFrame(schema=schema)
-    lo = int(iv["start_time"].min()) // HOUR * HOUR
-    hi = max(-(-int(iv["end_time"].max()) // HOUR) * HOUR, lo + HOUR)
-    grid = np.arange(lo, hi + 1, HOUR, dtype=np.int64)
-    groups = iv.partition_by("vc", as_dict=True, maintain_order=True) if by_vc else {("",): iv}
+    groups = iv.partition_by("vc", as_dict=True, maintain_order=True) if by_vc and iv.height else {("",): iv}
     frames = []
     for (vc,), part in sorted(groups.items()):
+        if part.height == 0:
+            continue
+        # each VC its own span: one job with a far end (bad data, but within range) must not stretch every VC's
+        lo = int(part["start_time"].min()) // step * step
+        hi = max(-(-int(part["end_time"].max()) // step) * step, lo + step)
+        if upto is not None:
+            hi = min(hi, max(-(-upto // step) * step, lo + step))
+        grid = np.arange(lo, hi + 1, step, dtype=np.int64)
         t, r = steps(part["start_time"].to_numpy(), part["end_time"].to_numpy(), part["gpu_num"].to_numpy())
         gpu_seconds = integrate_steps(t, r, 0.0, grid[:-1], grid[1:])
-        frame = pl.DataFrame({"hour_start": grid[:-1], "running_gpus": gpu_seconds / HOUR})
+        frame = pl.DataFrame({"hour_start": grid[:-1], "running_gpus": gpu_seconds / step})
         frames.append(frame.with_columns(pl.lit(vc).alias("vc")).select(list(schema)) if by_vc else frame)
-    return pl.concat(frames)
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)

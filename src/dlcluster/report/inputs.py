@@ -76,6 +76,11 @@ class Input:
         return None if self.util_problem else self.total_gpus
 
     @property
+    def spec_vcs(self) -> list[str] | None:
+        """The VCs of the spec (those with jobs), whose jobs alone count in utilisation and load; None without one."""
+        return list(self.spec.vcs) if self.spec is not None else None
+
+    @property
     def jobs(self) -> pl.DataFrame:
         """The canonical job table."""
         return self.trace.jobs

@@ -146,8 +146,8 @@ def cluster_section(inputs: list[Input]) -> Section:
           ("running_gpus", f"GPUs {use} (mean)"), ("utilization", f"GPU utilisation ({use} / cluster GPUs)")]
     running = ("Running GPUs are the exact time average of the GPUs held by started jobs, over the hours from "
                "the first to the last submission (jobs still draining afterwards would dilute the means); "
-               "utilisation divides them by the GPUs of the spec's VCs that have jobs (shown only when a spec is "
-               "known and no hour exceeds 1).")
+               "utilisation divides the GPUs held by the jobs of the spec's VCs that have jobs by those VCs' GPUs "
+               "(shown only when a spec is known and no hour exceeds 1).")
     found = _findings(inputs, demand=True)
     monthly_ys = [("jobs", "jobs submitted"), ("gpu_hours_submitted", "GPU-hours submitted"),
                   ("running_gpus", f"GPUs {use} (mean)"), ("utilization", "GPU utilisation")]
@@ -158,21 +158,21 @@ def cluster_section(inputs: list[Input]) -> Section:
         found = [*found, "No trace has GPU jobs, so only all jobs' submissions are drawn (no GPU submissions, GPU-hours "
                  "or GPUs in use)."]
     t, n = per_trace(inputs, ("jobs", "dates"),
-                     lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity))
+                     lambda i: cluster.daily_pattern(i.jobs, i.trace.local_times, i.capacity, i.spec_vcs))
     s.items.append(figure_item(
         "cluster-daily", "Hour-of-day pattern",
         f"Per local hour of day, the mean over the trace's days of jobs submitted in that hour. {running}", t, n,
         lambda d: plots.lines(d.with_columns(pl.col("hour").cast(pl.String)), "hour", ys, "local hour",
                               xticks=HOURS), findings=found))
     t, n = per_trace(inputs, ("jobs", "dates"),
-                     lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity))
+                     lambda i: cluster.weekly_pattern(i.jobs, i.trace.local_times, i.capacity, i.spec_vcs))
     t, n = _whole_weeks(t, n)
     s.items.append(figure_item(
         "cluster-weekly", "Day-of-week pattern",
         f"Per local day of week, the hourly means of submissions and GPUs in use. {running}", t, n,
         lambda d: plots.lines(d, "day", ys, "local day", xticks=list(cluster.WEEKDAYS)), findings=found))
     t, n = per_trace(inputs, ("jobs", "dates", "months"),
-                     lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.capacity))
+                     lambda i: cluster.monthly_trend(i.jobs, i.trace.local_times, i.capacity, i.spec_vcs))
     # traces from different periods are compared month by month of their own span, not on one calendar
     same_months = t.height == 0 or t.group_by("trace").agg(pl.col("month").sort())["month"].n_unique() == 1
     x, xlabel = ("month", "month") if same_months else ("month_index", "month of the trace (1 = its first)")
@@ -194,11 +194,12 @@ def cluster_section(inputs: list[Input]) -> Section:
         "mean, whiskers: p5-p95. VCs of the spec without jobs are left out.", t, n,
         lambda d: plots.boxes(d, "utilisation"), findings=_findings(inputs, util=False, demand=True)))
     t, n = per_trace(inputs, ("gpu_jobs", "queue", "start", "real_queue", "util_ok"),
-                     lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus))
+                     lambda i: cluster.queue_vs_load(i.jobs, i.total_gpus, vcs=i.spec_vcs))
     s.items.append(figure_item(
         "cluster-queue-vs-load", "Who waits: queueing delay versus cluster load",
         "GPU jobs grouped by the cluster load at their submission (GPUs held by the other running jobs / cluster "
-        "GPUs from the spec, or / the trace's peak GPUs in use when no spec is known), in tenths; per group the "
+        "GPUs from the spec, counting the jobs of its VCs only, or / the trace's peak GPUs in use when no spec is "
+        "known), in tenths; per group the "
         "mean and 90th percentile queueing delay (minutes) and the share of jobs that waited at all.",
         t, n, lambda d: plots.lines(_in_units(d, ["mean", "p90"], 60), "load_lo",
                                     [("mean", "mean queueing delay (min)"), ("p90", "p90 queueing delay (min)"),
