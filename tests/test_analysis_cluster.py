@@ -171,6 +171,15 @@ def test_users_and_failures() -> None:
     assert failures.repeat_failures(df).rows() == [(2, 1, 1.0)]
 
 
+def test_the_gpu_time_of_jobs_without_a_user_is_counted_and_said() -> None:
+    # (two users holding 2.4% of the GPU time were drawn as holding all of it, unsaid)
+    df = _jobs([("a", "v", "u1", 1, 1, T0, T0, T0 + 3600, "completed"),
+                ("b", "v", "u2", 1, 1, T0, T0, T0 + 3600, "completed"),
+                ("c", "v", None, 8, 1, T0, T0, T0 + 36000, "completed")])
+    assert users.without_user(df) == {"GPU time": pytest.approx(80 / 82), "CPU time": pytest.approx(10 / 12)}
+    assert users.without_user(df.filter(pl.col("user").is_not_null())) == {}
+
+
 def test_monthly_trend_numbers_each_traces_own_months() -> None:
     # 2017-10-15, 2017-11-15 and 2017-12-20 (UTC): three calendar months, indexed 1..3
     jobs = conform(pl.DataFrame({

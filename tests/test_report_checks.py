@@ -106,7 +106,10 @@ def test_a_one_job_trace_draws_no_distribution_and_says_why(tmp_path: Path) -> N
         QUEUE_FIGURES - {"users-queue"}, "hand.csv: a single GPU job has a queueing delay, so there is no queueing to "
         "show.") | {"users-queue": "hand.csv: every job belongs to one user, so there is no spread over users to show."}
     assert absent["jobs-duration-cdf"] == "hand.csv: the trace has a single job, too few for a distribution."
-    assert absent["jobs-duration-by-size"] == "hand.csv: the trace has a single GPU job, too few for a distribution."
+    # no curve, but its percentiles table, one job's
+    assert "jobs-duration-by-size" not in absent
+    assert _checks(page, "jobs-duration-by-size") == [
+        "No CDF: hand.csv: the trace has a single GPU job, too few for a distribution."]
     assert absent["users-concentration"] == absent["users-completion"] == absent["users-queue"]
     assert not QUEUE_FIGURES & _figures(page)
     assert "jobs-size-mix" in _figures(page)  # a bar of one size still says something
@@ -279,6 +282,40 @@ def test_a_distribution_of_a_single_value_gets_no_cdf(tmp_path: Path) -> None:
     assert _checks(page, "jobs-duration-cdf") == [
         "Not included: hand.csv: CPU jobs: every run time is 3,600 s, a single step: no CDF."]
     assert "CPU jobs" not in set(pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-cdf.csv")["kind"])
+
+
+def test_per_user_curves_of_one_value_are_named_not_drawn(tmp_path: Path) -> None:
+    # (two users each waiting 100 s on average, or failing twice each: one vertical step was drawn)
+    waits = [50, 100, 150, 100]  # u0 50 and 150, u1 100 twice
+    rows = [("a", 1, k * HOUR, k * HOUR + w, k * HOUR + w + 600, "failed", f"u{k % 2}") for k, w in enumerate(waits)]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    absent = {k: html.unescape(v) for k, v in _absent(page).items()}
+    assert absent["users-queue"] == "hand.csv: every user's mean queueing delay is 100 s, a single step: no CDF."
+    assert absent["failures-repeat"] == ("hand.csv: every failing user's count of failed jobs is 2, a single step: "
+                                         "no CDF.")
+    # one user: no per-user figure of failures either
+    one = _page(_trace([(*r[:6], "u0") for r in rows], ClusterSpec({"a": (8,)})), tmp_path / "one")
+    assert _absent(one)["failures-repeat"] == ("hand.csv: every job belongs to one user, so there is no spread over "
+                                               "users to show.")
+
+
+def test_the_top_users_figure_says_what_jobs_without_a_user_used(tmp_path: Path) -> None:
+    rows = [("a", 1, 0, 0, HOUR, "completed", "u1"), ("a", 1, 0, 0, 3 * HOUR, "completed", "u2"),
+            ("a", 4, 0, 0, HOUR, "completed", None)]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    assert _checks(page, "users-concentration") == [
+        "hand.csv: jobs without a user used 50.0% of its GPU time, which the curves leave out."]
+
+
+def test_run_time_percentiles_stay_when_every_bucket_has_one_run_time(tmp_path: Path) -> None:
+    # (the CDF replaced by its notes took its percentiles table, a listed output, along)
+    rows = [("a", 1, 0, 0, 600, "completed", "u0"), ("a", 2, 60, 60, 60 + HOUR, "completed", "u1")]
+    page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
+    assert _checks(page, "jobs-duration-by-size") == [
+        "No CDF: hand.csv: 1-GPU jobs: every run time is 600 s, a single step: no CDF. hand.csv: 2-4-GPU jobs: every "
+        "run time is 3,600 s, a single step: no CDF."]
+    table = pl.read_csv(tmp_path / "out" / "tables" / "jobs-duration-by-size-percentiles.csv")
+    assert table.select("bucket", "jobs", "p50").rows() == [("1", 1, 600.0), ("2-4", 1, 3600.0)]
 
 
 def test_jobs_that_all_ran_0_s_get_a_sentence_for_gpu_time_and_no_nan(tmp_path: Path) -> None:

@@ -14,10 +14,7 @@ def resource_concentration(jobs: pl.DataFrame) -> pl.DataFrame:
     users with any use of that resource, ``resource_share`` their cumulative share of it.
     GPU time = GPUs × run time; CPU time = CPU cores × run time (jobs with a CPU count).
     """
-    per_user = jobs.filter(pl.col("user").is_not_null()).group_by("user").agg(
-        gpu_seconds().sum().alias("GPU time"),
-        (pl.col("cpu_num").cast(pl.Float64) * pl.col("duration").cast(pl.Float64)).sum().alias("CPU time"),
-    )
+    per_user = jobs.filter(pl.col("user").is_not_null()).group_by("user").agg(*_resources())
     long = per_user.unpivot(index="user", variable_name="resource", value_name="used").filter(pl.col("used") > 0)
     return (
         long.sort(["resource", "used", "user"], descending=[False, True, False])
@@ -27,6 +24,18 @@ def resource_concentration(jobs: pl.DataFrame) -> pl.DataFrame:
         )
         .select("resource", "user_share", "resource_share")
     )
+
+
+def _resources() -> list[pl.Expr]:
+    return [gpu_seconds().sum().alias("GPU time"),
+            (pl.col("cpu_num").cast(pl.Float64) * pl.col("duration").cast(pl.Float64)).sum().alias("CPU time")]
+
+
+def without_user(jobs: pl.DataFrame) -> dict[str, float]:
+    """Per resource (GPU time, CPU time) the share of it used by jobs without a user, where some is."""
+    total, anonymous = (jobs.filter(f).select(*_resources()).row(0, named=True)
+                        for f in (pl.lit(True), pl.col("user").is_null()))
+    return {r: (anonymous[r] or 0.0) / total[r] for r in total if total[r] and anonymous[r]}
 
 
 def user_queue_cdf(jobs: pl.DataFrame) -> pl.DataFrame:

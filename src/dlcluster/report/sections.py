@@ -108,7 +108,11 @@ def jobs_section(inputs: list[Input]) -> Section:
         "table gives percentiles in minutes.", t, n,
         lambda d: plots.cdf(d, "duration", "run time (s)", group="bucket", order=list(SIZE_BUCKETS)), shown)
     if med.height:
-        item.data["jobs-duration-by-size-percentiles"] = med.with_columns(pl.col("bucket").cast(pl.String))
+        percentiles = {"jobs-duration-by-size-percentiles": med.with_columns(pl.col("bucket").cast(pl.String))}
+        if item.absent is not None:  # no curve to draw (one run time per bucket), but the percentiles are there
+            item = Item(item.id, item.title, item.definition, shown=shown, data=percentiles,
+                        checks=[f"No CDF: {item.absent}"])
+        item.data.update(percentiles)
     s.items.append(item)
     g, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.median_duration_by_gpus(i.jobs))
     median_item = _table_item("jobs-median-by-gpus", "Median run time by exact GPU count",
@@ -227,12 +231,16 @@ def users_section(inputs: list[Input]) -> Section:
     t, n = per_trace(inputs, ("user", "users_2", "duration"), lambda i: users.resource_concentration(i.jobs))
     s.items.append(figure_item(
         "users-concentration", "Share of resources used by the top users",
-        "Users ranked by their total use (largest first): x = top fraction of users, y = their share of all GPU "
-        "time (GPUs × run time) or CPU time (CPU cores × run time, jobs with a CPU count).", t, n,
+        "Users ranked by their total use (largest first): x = top fraction of users, y = their share of the GPU "
+        "time (GPUs × run time) or CPU time (CPU cores × run time, jobs with a CPU count) of the jobs that have a "
+        "user.", t, n,
         lambda d: plots.cdf(d.rename({"resource_share": "p"}), "user_share", "fraction of users (largest first)",
-                            group="resource", order=["GPU time", "CPU time"], logx=False)))
+                            group="resource", order=["GPU time", "CPU time"], logx=False),
+        findings=[f"{i.name}: jobs without a user used {share:.1%} of its {resource}, which the curves leave out."
+                  for i in inputs if not i.lacks("user") for resource, share in users.without_user(i.jobs).items()]))
     t, n = per_trace(inputs, ("user", "users_2", "gpu_jobs", "queue", "real_queue"),
                     lambda i: users.user_queue_cdf(i.jobs))
+    t, n = single_values(t, n, "mean_queue_delay", "user's mean queueing delay", " s")
     s.items.append(figure_item(
         "users-queue", "Queueing delay per user",
         "CDF over users of each user's mean queueing delay of GPU jobs (seconds; zero drawn at 1 s).", t, n,
@@ -330,7 +338,8 @@ def failures_section(inputs: list[Input]) -> Section:
                                    order=["early", "late"], cats=list(SIZE_BUCKETS), percent=True, n="jobs",
                                    base="base"),
         findings=[x for x in [tiny_groups(t, "bucket", "base", "failed jobs")] if x] if t.height else []))
-    t, n = per_trace(inputs, ("user", "status"), lambda i: failures.repeat_failures(i.jobs))
+    t, n = per_trace(inputs, ("user", "users_2", "status"), lambda i: failures.repeat_failures(i.jobs))
+    t, n = single_values(t, n, "failed_jobs", "failing user's count of failed jobs")
     s.items.append(figure_item(
         "failures-repeat", "Repeat failures per user",
         "Users by how many of their jobs failed (100 = 100 or more), as a cumulative share of all failures: "
