@@ -97,6 +97,11 @@ def test_tables_3_and_5(util_file: Path) -> None:
     assert t3["8"]["completed"] == pytest.approx((20 + 320) / 9) and t3["8"]["failed"] is None
     assert t3["16"]["failed"] == pytest.approx(65.0)
     assert t3["all"]["all"] == pytest.approx(((20 + 320) / 9 + 65) / 2)
+    # a job still running is in no outcome's column, so not in "all" either (it was: failed 65, all 57)
+    running = jobs.with_columns(pl.when(pl.col("job_id") == "j1").then(pl.lit("running")).otherwise(pl.col("status"))
+                                .cast(jobs["status"].dtype).alias("status"))
+    t3 = {r["gpus"]: r for r in utilization_by_size_status(util, _attempts(), running).iter_rows(named=True)}
+    assert "8" not in t3 and t3["all"]["failed"] == t3["all"]["all"] == pytest.approx(65.0)
     t5 = utilization_by_servers(util, _attempts())
     assert t5.select("servers_spanned", "jobs").rows() == [(1, 1)]  # j2's first attempt used one server
     loc = servers_vs_queue(_attempts(), jobs)

@@ -102,13 +102,15 @@ def job_gpu_utilization(attempts: pl.DataFrame, util: PhillyUtilization | str | 
 def utilization_by_size_status(job_util: pl.DataFrame, attempts: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """Mean of job GPU utilisation (%) by first-attempt GPUs and outcome, with totals (Philly Table 3).
 
-    Columns ``gpus, completed, cancelled, failed, all`` (``gpus`` as text, last row ``all``).
+    Columns ``gpus, completed, cancelled, failed, all`` (``gpus`` as text, last row ``all``); ``all`` is over the
+    jobs of the three outcomes (as the study's), not over jobs still running or waiting.
     """
     d = (job_util.join(first_attempts(attempts), on="job_id")
          .join(jobs.select("job_id", outcome().cast(pl.String).alias("outcome")), on="job_id")
-         .filter(pl.col("gpus").is_in(TABLE3_SIZES)).with_columns(pl.col("gpus").cast(pl.String)))
+         .filter(pl.col("gpus").is_in(TABLE3_SIZES) & pl.col("outcome").is_not_null())
+         .with_columns(pl.col("gpus").cast(pl.String)))
     d = pl.concat([d, d.with_columns(pl.lit("all").alias("gpus"))])
-    by = d.drop_nulls("outcome").group_by("gpus", "outcome").agg(ordered_mean("gpu_util"))
+    by = d.group_by("gpus", "outcome").agg(ordered_mean("gpu_util"))
     wide = by.pivot(on="outcome", index="gpus", values="gpu_util", sort_columns=True)
     overall = d.group_by("gpus").agg(ordered_mean("gpu_util").alias("all"))
     cols = [pl.col(c) if c in wide.columns else pl.lit(None, pl.Float64).alias(c)
