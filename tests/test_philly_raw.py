@@ -68,6 +68,16 @@ def test_notebook_conventions(tmp_path: Path) -> None:
     assert {j["cluster"] for j in jobs} == {"philly"} and jobs[3]["user"] == "u2" and jobs[4]["vc"] == "vc2"
 
 
+def test_jobs_that_never_started_are_noted_as_read_without_a_gpu_record(tmp_path: Path) -> None:
+    # (app_1 killed and app_4 pending before any attempt read as 0 GPUs: counted as CPU jobs on a cluster of none,
+    # unsaid)
+    res = cli("info", str(_folder(tmp_path, JOBS)))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        f"note: {tmp_path / 'philly'}: 2 jobs never started (no attempts) and have no GPU record: read as 0 GPUs, "
+        "they count among CPU-only jobs"]
+
+
 def test_attempts_table(tmp_path: Path) -> None:
     att = read_trace(_folder(tmp_path, JOBS)).attempts
     assert att["job_id"].to_list() == ["app_0", "app_0", "app_2", "app_3", "app_5"]

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from dlcluster.errors import ConfigError
 from dlcluster.io import FORMATS
+from dlcluster.text import count
 
 if TYPE_CHECKING:
     from dlcluster.trace import Trace
@@ -184,6 +185,11 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
         total = sum(trace.dropped.values())
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(trace.dropped.items()))
         err_console.print(Text.assemble((f"dropped {total} malformed row(s):", "yellow"), f" {reasons}"))
+    if fmt == "philly" and (unrecorded := int((trace.jobs["gpu_num"] == 0).sum())):
+        # Philly ran no CPU jobs: a job with 0 GPUs is one that never started, and has no GPU record
+        err_console.print(f"note: {path}: {count(unrecorded, 'job')} never started (no attempts) and "
+                          f"{'have' if unrecorded > 1 else 'has'} no GPU record: read as 0 GPUs, "
+                          f"{'they count' if unrecorded > 1 else 'it counts'} among CPU-only jobs", soft_wrap=True)
     if tz is None and zone_unknown(fmt):
         # times that name their instant (epoch numbers, ``+02:00``) still leave the local hour of day to a zone
         what = "times carry no time zone" if trace.zoneless else "times give no zone for the local hour of day"
