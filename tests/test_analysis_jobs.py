@@ -33,9 +33,18 @@ def test_cdf_points_is_exact_at_kept_points() -> None:
     a = out.filter(pl.col("g") == "a")
     assert a["v"].to_list() == [1, 2, 3, 4] and a["p"].to_list() == [0.25, 0.5, 0.75, 1.0]
     b = out.filter(pl.col("g") == "b")
-    assert b.height <= 11 and b["p"][-1] == 1.0 and b["v"][-1] == 999
+    assert b.height <= 12 and b["p"][-1] == 1.0 and b["v"][-1] == 999 and b["v"][0] == 0  # (its least too)
     # every kept point is the true empirical CDF value
     assert all(abs(p - (v + 1) / 1000) < 1e-12 for v, p in b.select("v", "p").iter_rows())
+
+
+def test_tied_values_are_one_point_at_the_share_up_to_them() -> None:
+    # (300 values of 60 and 100 of 120 were 150 kept rows at 60 from p 0.0025 to 0.7475: F(60) is 0.75)
+    out = cdf_points(pl.DataFrame({"v": [60] * 300 + [120] * 100}), "v")
+    assert out.rows() == [(60, 0.75), (120, 1.0)]
+    # thinned, a value holding more than a step (most jobs waiting 0 s) stays
+    waits = cdf_points(pl.DataFrame({"v": [0] * 780 + list(range(1, 221))}), "v", points=10)
+    assert waits.row(0) == (0, 0.78) and waits.height <= 12
 
 
 def test_outcome_by_size_shares_by_count_and_gpu_time() -> None:

@@ -128,8 +128,8 @@ def test_partial_inputs_explain_each_absent_section(tmp_path: Path) -> None:
     blocks = dict(re.findall(r'<div class="card absent" id="([^"]+)"><h3>[^<]*</h3><p>Not shown: ([^<]*)</p>', page))
     assert blocks["jobs-size-mix"] == "cpu-only.csv: the trace has no GPU jobs."
     assert blocks["cluster-vc-utilization"] == "cpu-only.csv: the trace has no GPU jobs."
-    assert blocks["users-concentration"] == "cpu-only.csv: the trace has no user column."
-    assert blocks["failures-repeat"] == "cpu-only.csv: the trace has no user column."
+    assert blocks["users-concentration"] == "cpu-only.csv: the trace records no user for any job."
+    assert blocks["failures-repeat"] == "cpu-only.csv: the trace records no user for any job."
     assert blocks["queueing-decomposition"] == "no simulator output given (pass --sim-jobs)."
     assert "cluster-daily" in figure_ids(page)  # submissions by hour need no GPU jobs
     assert pl.read_csv(tmp_path / "out" / "tables" / "cluster_summary.csv")["gpu_job_num"].to_list() == [0]
@@ -144,7 +144,7 @@ def test_gpu_trace_without_spec_user_or_status(tmp_path: Path) -> None:
     ids = figure_ids(page)
     assert {"jobs-duration-by-size", "cluster-daily", "cluster-queue-vs-load"} <= set(ids)
     assert not {"cluster-vc-utilization", "users-concentration", "jobs-outcome-job-share"} & set(ids)
-    assert "the trace has no user column" in page and "the trace records no final status" in page
+    assert "the trace records no user for any job" in page and "the trace records no final status" in page
     assert "no cluster spec is known (pass --cluster)" in page
     assert "the decomposition needs each VC&#x27;s GPUs: pass --cluster." in page
 

@@ -175,14 +175,16 @@ def test_jobs_of_vcs_the_spec_lacks_are_named(tmp_path: Path) -> None:
     # VC b's 20 jobs count in no capacity: the page says so, in the header and beside utilisation
     rows = _waiting() + _waiting(20, vc="b", offset=900)
     page = _page(_trace(rows, ClusterSpec({"a": (8,)})), tmp_path)
-    note = "20 GPU jobs are in 1 VC(s) the spec lacks (b): they count in no VC's capacity or utilisation"
+    note = "20 GPU jobs are in 1 VC the spec lacks (b): they count in no VC's capacity, utilisation or load"
     assert note in html.unescape(page.split("</header>")[0])
     assert f"hand.csv: {note}." in _checks(page, "cluster-daily")
     # the first five VCs are named, then how many more
     many = _trace(_waiting() + [r for k in range(7) for r in _waiting(2, vc=f"b{k}", offset=900 + k)])
     assert checks.outside_note(ClusterSpec({"a": (8,)}), many.jobs) == (
-        "14 GPU jobs are in 7 VC(s) the spec lacks (b0, b1, b2, b3, b4 and 2 more): they count in no VC's capacity "
-        "or utilisation")
+        "14 GPU jobs are in 7 VCs the spec lacks (b0, b1, b2, b3, b4 and 2 more): they count in no VC's capacity, "
+        "utilisation or load")
+    assert checks.outside_note(ClusterSpec({"a": (8,)}), _trace(_waiting() + _waiting(1, vc="b")).jobs) == (
+        "1 GPU job is in 1 VC the spec lacks (b): it counts in no VC's capacity, utilisation or load")
 
 
 def test_pooled_counts_jobs_of_any_label_against_the_whole_cluster(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import polars as pl
 
 from dlcluster.analysis.load import hourly_running, last_recorded
 from dlcluster.cluster import ClusterSpec
+from dlcluster.text import count
 
 MIN_GROUP = 30  # jobs: below this a share or a percentile of the group is mostly noise
 TOLERANCE = 1e-6  # utilisation above 1 by rounding alone is not a finding
@@ -73,8 +74,9 @@ def outside_note(spec: ClusterSpec, jobs: pl.DataFrame) -> str | None:
         return None
     vcs = sorted(str(v) for v in outside["vc"].unique().to_list())
     named = ", ".join(vcs[:5]) + (f" and {len(vcs) - 5} more" if len(vcs) > 5 else "")
-    return (f"{outside.height:,} GPU jobs are in {len(vcs)} VC(s) the spec lacks ({named}): they count in no VC's "
-            "capacity or utilisation")
+    one = outside.height == 1
+    return (f"{count(outside.height, 'GPU job')} {'is' if one else 'are'} in {count(len(vcs), 'VC')} the spec lacks "
+            f"({named}): {'it counts' if one else 'they count'} in no VC's capacity, utilisation or load")
 
 
 def utilization_problem(jobs: pl.DataFrame, spec: ClusterSpec, generated: bool = False) -> str | None:

@@ -76,23 +76,25 @@ def has_outcomes(jobs: pl.DataFrame) -> bool:
 def cdf_points(df: pl.DataFrame, value: str, by: list[str] | None = None, points: int = CDF_POINTS) -> pl.DataFrame:
     """Empirical CDF of ``value`` per group, thinned to about ``points`` steps: ``by..., value, p``.
 
-    ``p`` is the share of the group's non-null values that are <= ``value``; the thinning
-    keeps the last sample of each 1/points step (and each group's maximum), so the
-    curve is exact at the points it keeps.
+    ``p`` is the share of the group's non-null values that are <= ``value``, one row per distinct value (tied values
+    were rows of rising shares, only the last the share <= value, and thinning could drop it); the thinning keeps
+    the last value of each 1/points step, each group's least and greatest value and every value holding at least
+    1/points of the group's (a wait of 0 s for most jobs), so the curve is exact at the points it keeps.
     """
     by = by or []
 
     def per_group(e: pl.Expr) -> pl.Expr:
         return e.over(by) if by else e
 
-    d = df.select([*by, value]).drop_nulls(value).sort([*by, value])
+    d = df.select([*by, value]).drop_nulls(value)
     if d.height == 0:
         return d.with_columns(pl.lit(None, pl.Float64).alias("p")).clear()
-    n = per_group(pl.len())
-    rank = per_group(pl.int_range(pl.len())) + 1
-    d = d.with_columns((rank / n).alias("p"), (rank * points // n).alias("_step"))
-    keep = pl.col("_step") != per_group(pl.col("_step").shift(-1))
-    return d.filter(keep.fill_null(True)).drop("_step")
+    d = d.group_by([*by, value]).agg(pl.len().alias("_k")).sort([*by, value])
+    below, n = per_group(pl.col("_k").cum_sum()), per_group(pl.col("_k").sum())
+    d = d.with_columns((below / n).alias("p"), (below * points // n).alias("_step"))
+    last_of_step = (pl.col("_step") != per_group(pl.col("_step").shift(-1))).fill_null(True)
+    first = per_group(pl.int_range(pl.len())) == 0
+    return d.filter(last_of_step | first | (pl.col("_k") * points >= n)).drop("_step", "_k")
 
 
 def cdf_by_size(jobs: pl.DataFrame, value: str) -> pl.DataFrame:

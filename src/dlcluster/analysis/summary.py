@@ -1,6 +1,6 @@
 """Section 7: the per-trace summary row in the layout of the Helios artifact's ``cluster_summary.csv``.
 
-Definitions (times in seconds): CPU jobs have ``gpu_num == 0``; run time = ``duration``;
+Times in seconds. CPU jobs have ``gpu_num == 0``; run time = ``duration``;
 queue time = ``queue_delay``; run times leave out jobs still running or pending and jobs
 that never started; ``avg/med_gpu_num`` are over GPU jobs; rates are shares of
 jobs with a final outcome, where ``timeout`` and ``node_fail`` count as failed; the

@@ -125,7 +125,7 @@ class Input:
             and "the trace covers a single calendar month; trends need at least two",
             "start": lambda: not has_values(j.filter(pl.col("gpu_num") > 0), "start_time")
             and "the trace records no start/end times, so no running GPUs",
-            "user": lambda: not has_values(j, "user") and "the trace has no user column",
+            "user": lambda: not has_values(j, "user") and "the trace records no user for any job",
             "status": lambda: not has_outcomes(j) and "the trace records no final status (completed/cancelled/failed)",
             "spec": lambda: self.spec is None and "no cluster spec is known (pass --cluster)",
             "spec_vcs": lambda: self.spec is not None and j.get_column("vc").is_in(list(self.spec.vcs)).not_().all()

@@ -67,7 +67,8 @@ def jobs_section(inputs: list[Input]) -> Section:
     t, n = single_values(t, n, "duration", "run time", " s", by="kind")
     s.items.append(figure_item(
         "jobs-duration-cdf", "Run time of GPU and CPU jobs",
-        "Empirical CDF of run time (duration: end − start, or the sum of attempts) in seconds, log scale; "
+        "Empirical CDF of run time (duration: end − start, or the sum of attempts) in seconds, log scale (zero "
+        "drawn at 1 s); "
         "GPU jobs ask for at least one GPU, CPU jobs for none.", t, n,
         lambda d: plots.cdf(d, "duration", "run time (s)", group="kind", order=["GPU jobs", "CPU jobs"])))
     t, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.size_mix(i.jobs))
@@ -104,7 +105,8 @@ def jobs_section(inputs: list[Input]) -> Section:
         {"p10": "p10 (min)", "p50": "median (min)", "p90": "p90 (min)", "mean": "mean (min)"}) if med.height else None
     item = figure_item(
         "jobs-duration-by-size", "Run time by job size",
-        "CDF of run time of GPU jobs per GPU-count bucket (1 / 2-4 / 5-8 / >8, as in the Philly study); the "
+        "CDF of run time of GPU jobs per GPU-count bucket (1 / 2-4 / 5-8 / >8, as in the Philly study; zero drawn "
+        "at 1 s); the "
         "table gives percentiles in minutes.", t, n,
         lambda d: plots.cdf(d, "duration", "run time (s)", group="bucket", order=list(SIZE_BUCKETS)), shown)
     if med.height:
@@ -318,7 +320,8 @@ def failures_section(inputs: list[Input]) -> Section:
     t, n = single_values(t, n, "duration", "run time to failure", " s", by="bucket")
     s.items.append(figure_item(
         "failures-time-to-failure", "Run time before failure",
-        "CDF of run time (seconds) of failed GPU jobs, per GPU-count bucket: user and programming errors fail "
+        "CDF of run time (seconds; zero drawn at 1 s) of failed GPU jobs, per GPU-count bucket: user and "
+        "programming errors fail "
         "within minutes, infrastructure failures late.", t, n,
         lambda d: plots.cdf(d, "duration", "run time to failure (s)", group="bucket", order=list(SIZE_BUCKETS))))
     t, n = per_trace(inputs, ("gpu_jobs", "status", "duration", "gpu_time"), lambda i: failures.lost_gpu_time(i.jobs))
