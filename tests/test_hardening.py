@@ -871,6 +871,20 @@ def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Pat
     assert not model.exists()
 
 
+def test_an_output_onto_a_file_of_an_input_folder_is_refused_and_the_folder_kept(tmp_path: Path) -> None:
+    # (predict run and convert replaced a Helios folder's cluster_log.csv with their output: exit 0, the trace gone)
+    folder = tmp_path / "venus"
+    assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "1", "--format", "helios", "-o",
+               str(folder))[0] == 0
+    log = folder / "cluster_log.csv"
+    before = log.read_bytes()
+    for args, option in [(("predict", "run", str(folder), "-o", str(log)), "--output"),
+                         (("convert", str(folder), "-o", str(log)), "-o")]:
+        assert refused(*args) == (f"error: {option} {log}: is in the input folder {folder}, whose files the command "
+                                  "reads; choose a path outside it for the output")
+        assert log.read_bytes() == before
+
+
 def test_an_output_folder_that_holds_an_input_is_refused_and_the_input_kept(tmp_path: Path) -> None:
     # (each input below has the name of a file its command writes in that folder, or lies where a report removes
     # files it did not write: all were replaced or removed)

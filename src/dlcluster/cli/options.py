@@ -240,6 +240,10 @@ def not_an_input(option: str, output: Path | None, *inputs: Path | None) -> None
     for given in inputs:
         if given is not None and given.exists() and os.path.samefile(output, given):
             raise ConfigError(f"{option} {output}: is the input {given} itself; choose another path for the output")
+        # a trace folder's files are inputs too (a Helios folder's cluster_log.csv, a Philly folder's machine list)
+        if given is not None and given.is_dir() and _held(given, (output,)) is not None:
+            raise ConfigError(f"{option} {output}: is in the input folder {given}, whose files the command reads; "
+                              "choose a path outside it for the output")
 
 
 def output_folder(output: Path | None, *inputs: Path | None) -> None:
