@@ -112,6 +112,27 @@ def test_qssf_with_online_estimates_matches_qssf_with_the_same_estimates_as_a_fi
     assert not any(math.isnan(v) for v in online.values())
 
 
+def test_a_job_still_running_in_the_trace_is_neither_learnt_nor_scored() -> None:
+    # (its time so far, 10 s, was learnt as a run time: the next job of its user was predicted at 10 s, not at the
+    # 3,600 s of no history that predict run gives, and it was scored as if it had run 10 s)
+    jobs = conform(pl.DataFrame({
+        "job_id": ["r", "x"], "cluster": "c", "vc": "a", "user": "u1", "gpu_num": 1,
+        "submit_time": [1_600_000_000, 1_600_000_100], "start_time": [1_600_000_000, 1_600_000_100],
+        "end_time": [None, 1_600_000_600], "duration": [10, 500], "status": ["running", "completed"]}))
+    from dlcluster.predict import history_estimates
+
+    for name in ("history", "lgbm"):
+        online, obs, _ = _online(jobs, make_estimator(name))
+        assert online == dict(history_estimates(jobs).iter_rows()) == {"r": 3600.0, "x": 3600.0}
+        summary = obs.summary()
+        assert (summary["jobs"], summary["mae"]) == (1, 3100.0)
+    from dlcluster.predict.estimates import estimates_quality
+
+    fixed = pl.DataFrame({"job_id": ["r", "x"], "estimate": [3600.0, 3600.0]})
+    result = simulate(jobs, SPEC, "qssf", estimates=fixed)
+    assert {k: estimates_quality(fixed, result.jobs, jobs)[k] for k in ("jobs", "mae")} == {"jobs": 1, "mae": 3100.0}
+
+
 def test_the_docs_estimator_example_runs_on_both_timelines() -> None:
     from pathlib import Path
 

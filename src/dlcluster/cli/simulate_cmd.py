@@ -362,7 +362,7 @@ def simulate(
             if manager is not None:
                 result.summary["energy"]["controller"] = manager.describe()
             elif est is not None and (cls.needs_estimates or cls.uses_estimates):
-                result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs)}
+                result.summary["estimates"] = {"source": estimates, **estimates_quality(est, result.jobs, trace.jobs)}
             _write_outputs(result, staged / name if len(names) > 1 else staged, csv)
             summaries[name] = result.summary
     if as_json:

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from dlcluster.errors import InputError
+from dlcluster.predict.estimator import UNFINISHED, status_column
 from dlcluster.io._common import (
     ROW,
     apply_checks,
@@ -48,11 +49,14 @@ def is_estimator_name(source: str | Path) -> bool:
     return str(source) in ESTIMATORS and not Path(source).exists()
 
 
-def estimates_quality(estimates: pl.DataFrame, jobs: pl.DataFrame) -> dict[str, Any]:
-    """:func:`prediction_metrics` of ``estimates`` (``job_id, estimate``) over ``jobs`` (``job_id, duration, gpu_num``).
+def estimates_quality(estimates: pl.DataFrame, jobs: pl.DataFrame, trace: pl.DataFrame) -> dict[str, Any]:
+    """:func:`prediction_metrics` of ``estimates`` (``job_id, estimate``) over ``jobs`` (``job_id, duration, gpu_num``),
+    but those still running or pending in ``trace`` (their time so far is not their run time, as in ``predict eval``).
 
     Without Kendall's tau: a run on fixed estimates should not pay SciPy's import (``predict eval`` reports it).
     """
-    d = jobs.select("job_id", "duration", "gpu_num").join(estimates, on="job_id", how="inner")
+    unfinished = trace.filter(status_column(trace).is_in(UNFINISHED).fill_null(False))["job_id"]
+    d = (jobs.select("job_id", "duration", "gpu_num").filter(~pl.col("job_id").is_in(unfinished.implode()))
+         .join(estimates, on="job_id", how="inner"))
     return prediction_metrics(d["estimate"].to_numpy(), d["duration"].to_numpy(), d["gpu_num"].to_numpy(),
                               kendall=False)

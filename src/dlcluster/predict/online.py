@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from dlcluster.predict.estimator import SUBMIT_SCHEMA, Driver, Estimator, status_column, submit_table
+from dlcluster.predict.estimator import SUBMIT_SCHEMA, UNFINISHED, Driver, Estimator, status_column, submit_table
 from dlcluster.predict.metrics import prediction_metrics
 from dlcluster.sim.observers import Control, Observer
 
@@ -50,12 +50,15 @@ class OnlineEstimates(Observer):
         self.control.set_estimate(job, value)
 
     def on_finish(self, job: int, now: int, outcome: str) -> None:
-        """Tell the estimator how long ``job`` ran (its work in the trace) now that it has ended."""
-        self.driver.ended(job, now, float(self.duration[job]), self.status[job])
+        """Tell the estimator how long ``job`` ran (its work in the trace) now that it has ended; not a job that was
+        still running or pending in the trace, whose time so far is not what it would run (as in ``predict``)."""
+        if self.status[job] not in UNFINISHED:
+            self.driver.ended(job, now, float(self.duration[job]), self.status[job])
 
     def summary(self) -> dict[str, Any]:
-        """Which estimator ran, its retrains and CPU seconds, and how good its predictions were."""
+        """Which estimator ran, its retrains and CPU seconds, and how good its predictions were (jobs still running
+        or pending in the trace not scored)."""
         jobs = self.control.jobs
-        return {**self.driver.stats(),
-                **prediction_metrics(np.asarray(self.predicted), np.asarray(jobs.duration, dtype=np.float64),
-                                     np.asarray(jobs.gpu))}
+        truth = np.asarray(jobs.duration, dtype=np.float64)
+        truth[np.isin(np.asarray(self.status, dtype=object), UNFINISHED)] = np.nan
+        return {**self.driver.stats(), **prediction_metrics(np.asarray(self.predicted), truth, np.asarray(jobs.gpu))}
