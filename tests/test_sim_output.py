@@ -190,6 +190,16 @@ def test_a_later_policy_that_cannot_run_fails_before_anything_is_written(tmp_pat
     assert not out.exists()
 
 
+def test_estimates_naming_jobs_the_trace_lacks_are_noted(tmp_path: Path) -> None:
+    # (a file made for another trace whose ids overlap this one's was used without a word)
+    est, out = tmp_path / "est.csv", tmp_path / "out"
+    est.write_text("job_id,duration\na,10800\nb,3600\nc,90\nd,60\ne,600\nzz,5\nzy,7\n")
+    res = cli("simulate", str(_trace(tmp_path)), "-p", "qssf", "--estimates", str(est), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert (f"note: --estimates {est}: 2 estimates of 7 name no job of {tmp_path / 't.parquet'} (made for another "
+            "trace?)") in res.stderr.splitlines()
+
+
 def test_an_estimates_file_missing_a_job_fails_before_anything_is_written(tmp_path: Path) -> None:
     est, out = tmp_path / "est.csv", tmp_path / "out"
     est.write_text("job_id,duration\na,10800\nb,3600\nc,90\ne,600\n")  # no d

@@ -93,6 +93,20 @@ def _check_policies(classes: dict[str, type[Policy]], compat: str | None, estima
                           "(`dlcluster policies` tells which do)")
 
 
+def _note_strays(est: pl.DataFrame, trace: Trace, source: str, trace_path: Path) -> None:
+    """A note when estimates name jobs the trace lacks: a file made for another trace, or an older one of this,
+    would otherwise be used without a word."""
+    import polars as pl
+
+    from dlcluster.cli import err_console
+    from dlcluster.text import count
+
+    strays = est.filter(~pl.col("job_id").is_in(trace.jobs["job_id"].implode())).height
+    if strays:
+        err_console.print(f"note: --estimates {source}: {count(strays, 'estimate')} of {est.height:,} name no job of "
+                          f"{trace_path} (made for another trace?)", soft_wrap=True)
+
+
 def _check_estimates_cover(simulated: pl.Series, est: pl.DataFrame, path: str) -> None:
     """Refuse an estimates file that lacks a job the runs simulate (checked once, before the first run)."""
     missing = simulated.filter(~simulated.is_in(est["job_id"].implode()))
@@ -318,6 +332,8 @@ def simulate(
     # a built-in estimator runs inside each simulation (online); a file's estimates are fixed up front
     online = estimates is not None and is_estimator_name(estimates)
     est = read_estimates(estimates) if estimates is not None and not online else None
+    if est is not None:
+        _note_strays(est, trace, str(estimates), trace_path)
     readers = [name for name in names if classes[name].needs_estimates or classes[name].uses_estimates]
     # the run of the first policy checks the estimates before it writes anything; a later one, after the earlier
     # runs were written: check them here then
