@@ -67,9 +67,9 @@ def test_without_users_history_is_the_global_mean() -> None:
 
 
 def test_oracle_and_accuracy_bands() -> None:
-    assert estimates_quality(oracle_estimates(JOBS), JOBS)["within_10"] == 1.0
+    assert estimates_quality(oracle_estimates(JOBS), JOBS, JOBS)["within_10"] == 1.0
     est = pl.DataFrame({"job_id": ["a", "b", "c", "d"], "estimate": [105.0, 600.0, 400.0, 1000.0]})
-    acc = estimates_quality(est, JOBS)  # errors: 5%, 100%, 400%, 2400%
+    acc = estimates_quality(est, JOBS, JOBS)  # errors: 5%, 100%, 400%, 2400%
     assert (acc["jobs"], acc["within_10"], acc["within_50"], acc["within_100"], acc["within_1000"]) == (
         4, 0.25, 0.25, 0.5, 0.75)
     assert acc["mdape"] == 2.5 and acc["mae"] == (5 + 300 + 320 + 960) / 4

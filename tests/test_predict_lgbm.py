@@ -145,6 +145,6 @@ def test_the_docs_describe_the_model_the_code_trains() -> None:
                if line.startswith("| `lgbm`"))
     for phrase in (f"{lgbm.ROUNDS} trees of {lgbm.PARAMS['num_leaves']} leaves",
                    f"over their last {lgbm.RECENT} ended jobs", f"over its last {lgbm.CLUSTER_RECENT} ended jobs",
-                   f"(at most {lgbm.MAX_TRAIN:,} most recent)", f"`history` answers until {lgbm.MIN_TRAIN} jobs"):
+                   f"(at most {lgbm.MAX_TRAIN:,} most recent)", f"`history` answers until the first daily retrain after {lgbm.MIN_TRAIN} jobs"):
         assert phrase in row, phrase
     assert lgbm.PARAMS["num_threads"] == 1 and lgbm.PARAMS["deterministic"] and "one thread, deterministic" in row

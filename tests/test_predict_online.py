@@ -133,6 +133,27 @@ def test_a_job_still_running_in_the_trace_is_neither_learnt_nor_scored() -> None
     assert {k: estimates_quality(fixed, result.jobs, jobs)[k] for k in ("jobs", "mae")} == {"jobs": 1, "mae": 3100.0}
 
 
+def test_lgbm_under_the_artifact_clock_takes_the_hour_of_the_trace_wall_clock() -> None:
+    # (its clock counts from the first job: the hour and weekday features were hours since that job, the retrains
+    # a grid from it)
+    from dlcluster.predict.lgbm import FEATURES, LgbmEstimator
+    from dlcluster.sim.compat import wall_seconds
+
+    jobs = _trace(300)
+    hours = {}
+    for compat in (None, "helios-artifact"):
+        est = LgbmEstimator()
+        obs = OnlineEstimates(est, jobs)
+        simulate(jobs, SPEC, "qssf", observers=[obs], compat=compat, timezone="Asia/Shanghai")
+        hours[compat] = dict(zip(obs.control.jobs.job_id, est.features[:, FEATURES.index("hour")], strict=True))
+    utc = dict(zip(jobs["job_id"], jobs["submit_time"] % 86400 // 3600, strict=True))
+    wall = dict(zip(jobs["job_id"], jobs.select(wall_seconds(pl.col("submit_time"), "Asia/Shanghai") % 86400 // 3600)
+                    .to_series(), strict=True))
+    assert hours[None] == {j: utc[j] for j in hours[None]}
+    assert hours["helios-artifact"] == {j: wall[j] for j in hours["helios-artifact"]}
+    assert any(utc[j] != wall[j] for j in hours["helios-artifact"])
+
+
 def test_the_docs_estimator_example_runs_on_both_timelines() -> None:
     from pathlib import Path
 

@@ -31,8 +31,12 @@ class OnlineEstimates(Observer):
         """Line the trace's submission-time fields up with the simulator's job numbers."""
         self.control = control
         jobs = control.jobs
+        # epoch seconds: lgbm's hour and weekday and its daily retrains are UTC (a compatibility mode's clock counts
+        # from its first job on the trace's wall clock: they are that wall clock's)
+        self.origin = control.origin
         ids = pl.DataFrame({"job_id": jobs.job_id, "submit": jobs.submit}, schema={"job_id": pl.String,
                                                                                   "submit": pl.Int64})
+        ids = ids.with_columns(pl.col("submit") + self.origin)
         # the simulated submit (the simulator's clock) replaces the trace's
         fields = submit_table(self.trace).drop("submit").with_columns(status_column(self.trace))
         table = ids.join(fields, on="job_id", how="left", maintain_order="left")
@@ -45,7 +49,7 @@ class OnlineEstimates(Observer):
 
     def on_submit(self, job: int, now: int) -> None:
         """Predict ``job`` from what has ended so far and hand the estimate to the scheduler."""
-        value = self.driver.predict(job, now)
+        value = self.driver.predict(job, now + self.origin)
         self.predicted[job] = value
         self.control.set_estimate(job, value)
 
@@ -53,7 +57,7 @@ class OnlineEstimates(Observer):
         """Tell the estimator how long ``job`` ran (its work in the trace) now that it has ended; not a job that was
         still running or pending in the trace, whose time so far is not what it would run (as in ``predict``)."""
         if self.status[job] not in UNFINISHED:
-            self.driver.ended(job, now, float(self.duration[job]), self.status[job])
+            self.driver.ended(job, now + self.origin, float(self.duration[job]), self.status[job])
 
     def summary(self) -> dict[str, Any]:
         """Which estimator ran, its retrains and CPU seconds, and how good its predictions were (jobs still running

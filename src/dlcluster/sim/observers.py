@@ -65,6 +65,13 @@ class Control:
         return self._sim.now
 
     @property
+    def origin(self) -> int:
+        """The epoch second of simulated second 0: 0, simulated times being UTC epoch seconds; in a compatibility
+        mode, whose clock counts from its first job on the trace's wall clock (as the artifact's), that job's
+        wall-clock second read as if UTC."""
+        return self._sim.origin
+
+    @property
     def jobs(self) -> Jobs:
         """Job inputs and run state (read-only by convention: change estimates with :meth:`set_estimate`)."""
         return self._sim.jobs

@@ -143,7 +143,7 @@ def simulate(
     prep = replace(prep, jobs=df)
     arrivals = np.argsort(df["submit"].to_numpy(), kind="stable")
     rec, events, wall = _run(df, arrivals, names, spec, policy_cls, placement, profile, estimates, seed, observers,
-                             speed, progress, recorded, estimates_source)
+                             speed, progress, recorded, estimates_source, prep.origin)
     meta: dict[str, Any] = {"policy": policy_cls.name, "placement": placer.name, "compat": compat,
                             "pooled": pooled, "load": load, "seed": seed, "time_origin": _wall_text(prep.origin)}
     if speed is not None:
@@ -179,7 +179,7 @@ def _with_failures(prep: Prepared, attempts: pl.DataFrame | None, model: Failure
 def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: ClusterSpec, policy_cls: type[Policy],
          placement: str, profile: ArtifactProfile | None, estimates: pl.DataFrame | None, seed: int,
          observers: Sequence[Observer], speed: SpeedModel | None, progress: Progress | None,
-         recorded: dict[str, list[int]], estimates_source: str | None,
+         recorded: dict[str, list[int]], estimates_source: str | None, origin: int | None,
          ) -> tuple[Record, list[int], float]:
     """The event loop over the prepared jobs (numbered VC by VC); returns the record, passes per VC, wall seconds.
 
@@ -226,7 +226,8 @@ def _run(df: pl.DataFrame, arrivals: np.ndarray, names: list[str], spec: Cluster
     ]
     t_all = time.perf_counter()
     sim = Simulation(sim_jobs, names, cycles, engine, arrivals.tolist(), observers, progress,
-                     df["outcome"].to_list() if replayed and observers else None)  # (only observers hear outcomes)
+                     df["outcome"].to_list() if replayed and observers else None,  # (only observers hear outcomes)
+                     origin or 0)
     # no job ends before its submission plus its work (a job runs at most at full speed): ticks last at least that long
     until = int((df["submit"].to_numpy() + np.asarray(sim_jobs.duration)).max()) if sim.tickers and df.height \
         else None

@@ -18,8 +18,9 @@ class Simulation:
 
     def __init__(self, jobs: Jobs, names: list[str], cycles: list[Cycle], engine: Engine, arrivals: list[int],
                  observers: Sequence[Observer] = (), progress: Progress | None = None,
-                 outcome: list[str] | None = None) -> None:
+                 outcome: list[str] | None = None, origin: int = 0) -> None:
         self.jobs, self.names, self.cycles, self.engine = jobs, names, cycles, engine
+        self.origin = origin  # the epoch second of simulated second 0 (see Control.origin)
         self.arrivals = arrivals  # job numbers in arrival order: the engine's i-th arrival is job arrivals[i]
         self.outcome = outcome  # with failures replayed: each job's final outcome, for on_finish
         self.by_name = {n: c for n, c in zip(names, cycles, strict=True)}
