@@ -244,6 +244,14 @@ def test_start_with_an_explicit_offset_is_that_instant(text: str, expected: int)
     assert wall_instant(text, "--start", "Asia/Shanghai", wall=False) == expected
 
 
+def test_a_window_from_a_fraction_of_a_second_starts_at_the_next_whole_second() -> None:
+    # (--start 12:30:00.5 was floored: the submissions of 12:30:00, before it, were reported)
+    for wall in (False, True):
+        base = wall_instant("2020-09-13 12:30:00", "--start", "UTC", wall=wall)
+        assert submit_window("2020-09-13 12:30:00.5", "2020-09-13 12:40:00.5", "UTC", wall) == (base + 1, base + 600)
+        assert submit_window("2020-09-13 12:30:00", None, "UTC", wall) == (base, 2**62)
+
+
 def test_start_with_an_offset_in_wall_clock_mode_is_the_trace_zones_wall_clock() -> None:
     # compatibility mode counts naive wall-clock seconds of the trace's zone
     assert wall_instant("2020-01-01T00:00:00Z", "--start", "Asia/Shanghai", wall=True) == 1577836800 + 8 * 3600

@@ -13,16 +13,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from dlcluster.errors import ConfigError
 
 
-def wall_instant(text: str, option: str, timezone: str, wall: bool) -> int:
+def wall_instant(text: str, option: str, timezone: str, wall: bool, first: bool = False) -> int:
     """A ``YYYY-MM-DD[ HH:MM:SS]`` wall-clock time → epoch seconds (UTC, or the naive wall clock if ``wall``).
 
     A time with an explicit offset (``Z``, ``+05:00``) is that instant, whatever ``timezone``; a wall-clock
     time in the repeated hour of a daylight-saving change is its earlier instant, and one in the skipped
-    hour is an error.
+    hour is an error. A fraction of a second rounds down, or up when ``first`` (the first whole second at or
+    after the time: a window "from" 12:30:00.5 holds no submission of 12:30:00).
     """
     given = _parse_time(text, option)
     try:
-        return _instant(given, text, option, ZoneInfo(timezone), wall)
+        instant = _instant(given, text, option, ZoneInfo(timezone), wall)
+        return instant + 1 if first and given.microsecond else instant
     except OverflowError:  # (the conversion to or from the zone left years 1..9999)
         raise ConfigError(f"{option} {text!r}: too near the ends of the calendar (years 1 and 9999) to convert; "
                           "give a time within the trace's span") from None
@@ -64,7 +66,7 @@ def submit_window(start: str | None, end: str | None, timezone: str, wall: bool)
     if start is None and end is None:
         return None
     # (an empty value, e.g. ``--start=`` from an unset shell variable, is refused as a bad time, not ignored)
-    lo = wall_instant(start, "--start", timezone, wall) if start is not None else -(2**62)
+    lo = wall_instant(start, "--start", timezone, wall, first=True) if start is not None else -(2**62)
     hi = wall_instant(end, "--end", timezone, wall) if end is not None else 2**62
     if lo > hi:
         raise ConfigError(f"--start {start!r} is after --end {end!r}: the window holds no time")

@@ -99,7 +99,7 @@ def evaluate_cmd(trace_path: Path, estimator: str, start: str | None, output: Pa
     est = make_estimator(estimator)  # an unknown name fails before the trace is read
     output_folder(output, trace_path)
     trace = load(trace_path, fmt, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
-    since = wall_instant(start, "--start", trace.timezone, wall=False) if start is not None else None
+    since = wall_instant(start, "--start", trace.timezone, wall=False, first=True) if start is not None else None
     with _progress(estimator) as progress:
         result = evaluate(trace.jobs, est, since, source=str(trace_path), progress=progress)
     notes: list[str] = []
