@@ -160,9 +160,24 @@ def test_a_job_still_running_is_predicted_but_never_learnt_from_nor_scored(venus
         pl.when(pending).then(None).otherwise(pl.col("duration")).alias("duration"),
         *(pl.when(pending).then(None).otherwise(pl.col(c)).alias(c) for c in ("start_time", "end_time"))))
     n = gpu.filter(pending).height
-    assert f"note: {n:,} GPU job(s) without a duration (pending, or running with no time so far) have no estimate" \
+    assert f"note: {n:,} GPU jobs without a duration (the simulator cannot run them) have no estimate" \
         in run_note(write(waiting, tmp_path / "waiting.parquet"), tmp_path)
     assert pl.read_csv(tmp_path / "notes.csv", schema_overrides={"job_id": pl.String}).height == gpu.height - n
+
+
+def test_a_trace_of_running_jobs_is_predicted_but_not_scored(tmp_path: Path) -> None:
+    # (predict run refused it: "no GPU job of the trace has a duration", which each of them had)
+    trace = tmp_path / "allrun.csv"
+    trace.write_text("job_id,vc,user,gpu_num,submit_time,start_time,duration,status\n"
+                     "a,v1,u1,1,1600000000,1600000000,100,running\nb,v1,u1,1,1600000050,1600000050,200,running\n")
+    res = cli("predict", "run", str(trace), "-f", "csv", "-o", str(tmp_path / "est.csv"))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "est.csv").read_text() == "job_id,duration\na,3600.0\nb,3600.0\n"
+    res = cli("predict", "eval", str(trace), "-f", "csv")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"error: {trace}: no GPU job of the trace has ended (every one with a duration was still running or "
+        "pending); there is nothing to score")
 
 
 def run_note(trace: Path, tmp_path: Path) -> str:
@@ -266,7 +281,7 @@ def test_a_trace_without_durations_is_a_one_line_error(venus: Trace, tmp_path: P
         res = cli("predict", *command, str(path))
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip() == f"error: {path}: no GPU job of the trace has a duration; there is nothing to " \
-                                     "learn from or score"
+                                     "predict"
     assert not (tmp_path / "e.csv").exists()
 
 

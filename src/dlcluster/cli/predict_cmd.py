@@ -17,6 +17,7 @@ from dlcluster.cli.long_runs import progress_bar, wall_instant
 from dlcluster.cli.options import PATH, load, not_an_input, output_folder, trace_options
 from dlcluster.errors import ConfigError
 from dlcluster.predict.duration import ESTIMATORS, make_estimator
+from dlcluster.text import count
 
 if TYPE_CHECKING:
     import polars as pl
@@ -165,6 +166,7 @@ def run_cmd(trace_path: Path, estimator: str, output: Path, fmt: str | None, len
     write_atomic(output, estimates.write_csv)
     err_console.print(f"wrote {estimates.height:,} estimates to {output} ({_cost(stats)})", soft_wrap=True)
     unestimated = trace.jobs.filter((pl.col("gpu_num") > 0) & pl.col("duration").is_null()).height
-    if unestimated:  # (pending, or running with no time so far: nothing to simulate, so no estimate)
-        err_console.print(f"note: {unestimated:,} GPU job(s) without a duration (pending, or running with no time so "
-                          "far) have no estimate", soft_wrap=True)
+    if unestimated:  # (nothing to simulate, so no estimate)
+        err_console.print(f"note: {count(unestimated, 'GPU job')} without a duration (the simulator cannot run "
+                          f"{'it' if unestimated == 1 else 'them'}) {'has' if unestimated == 1 else 'have'} no "
+                          "estimate", soft_wrap=True)

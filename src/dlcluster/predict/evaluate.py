@@ -55,27 +55,31 @@ class Evaluation:
         return self.predictions.select(*PREDICTION_SCHEMA)
 
 
-def gpu_jobs(jobs: pl.DataFrame, source: str = "<jobs>") -> pl.DataFrame:
-    """The GPU jobs of a canonical table; an error if none of them has a duration."""
+def gpu_jobs(jobs: pl.DataFrame, source: str = "<jobs>", scoring: bool = False) -> pl.DataFrame:
+    """The GPU jobs of a canonical table; an error if none of them has a duration (``scoring``: none ended with
+    one, as a job still running or pending is not scored)."""
     if "duration" not in jobs.columns:
         raise InputError("the trace has no duration column; durations are what is predicted", path=source)
     gpu = jobs.filter(pl.col("gpu_num") > 0)
     if gpu.height == 0:
         raise InputError("the trace has no GPU jobs (gpu_num > 0) to predict", path=source)
-    if np.isnan(final_durations(gpu)).all():  # (still running or pending: its time so far is not a duration)
-        raise InputError("no GPU job of the trace has a duration; there is nothing to learn from or score",
-                         path=source)
+    if gpu["duration"].null_count() == gpu.height:
+        raise InputError("no GPU job of the trace has a duration; there is nothing to predict", path=source)
+    if scoring and np.isnan(final_durations(gpu)).all():  # (still running or pending: its time so far is not one)
+        raise InputError("no GPU job of the trace has ended (every one with a duration was still running or "
+                         "pending); there is nothing to score", path=source)
     return gpu
 
 
 def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator, source: str = "<jobs>",
-                 progress: Callable[[int, int], None] | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
+                 progress: Callable[[int, int], None] | None = None, scoring: bool = False,
+                 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Replay ``estimator`` over the GPU jobs: ``job_id, submit_time, estimate, duration, vc, gpu_num`` and stats.
 
     Rows are the GPU jobs with a duration, in the table's order; ``duration`` is null for those still running or
     pending when the trace was taken (their estimate stands: they may be simulated).
     """
-    gpu = gpu_jobs(jobs, source)
+    gpu = gpu_jobs(jobs, source, scoring)
     est = make_estimator(estimator) if isinstance(estimator, str) else estimator
     values, driver = replay(est, gpu, progress)
     table = gpu.select(
@@ -90,7 +94,7 @@ def predict_jobs(jobs: pl.DataFrame, estimator: str | Estimator, source: str = "
 def evaluate(jobs: pl.DataFrame, estimator: str | Estimator, start: int | None = None,
              source: str = "<jobs>", progress: Callable[[int, int], None] | None = None) -> Evaluation:
     """Predict every GPU job of ``jobs``; keep those submitted at or after ``start`` (UTC epoch s)."""
-    table, stats = predict_jobs(jobs, estimator, source, progress)
+    table, stats = predict_jobs(jobs, estimator, source, progress, scoring=True)
     table = table.filter(pl.col("duration").is_not_null())  # (a job still running has no duration to score)
     if start is not None:
         table = table.filter(pl.col("submit_time") >= start)
