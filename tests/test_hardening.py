@@ -288,13 +288,24 @@ def test_start_after_end_on_the_command_line(tmp_path: Path) -> None:
         "error: --start '2020-02-01' is after --end '2020-01-01': the window holds no time")
 
 
-@pytest.mark.parametrize(("value", "what"), [("-5", "negative value -5"), ("inf", "'inf' is out of range")])
+@pytest.mark.parametrize(("value", "what"), [("-5", "negative value -5"), ("inf", "'inf' is out of range"),
+                                             ("-inf", "negative value -inf")])
 def test_negative_or_infinite_estimates_are_refused(tmp_path: Path, value: str, what: str) -> None:
     jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,60\n")
     est = _write(tmp_path / "est.csv", f"job_id,duration\na,{value}\n")
     line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--policy", "qssf",
                    "--estimates", str(est), "-o", str(tmp_path / "out"))
     assert line.startswith(f"error: {est}, line 2, field 'duration': {what}")
+
+
+def test_control_characters_read_from_a_file_are_shown_escaped(tmp_path: Path) -> None:
+    # (a header holding a terminal's colour escape was written raw to the terminal in the error)
+    jobs = _write(tmp_path / "jobs.csv", CSV + "a,0,1,60\n")
+    est = _write(tmp_path / "est.csv", "job_id\x1b[31mRED\x1b[0m,duration\na,5\n")
+    line = refused("simulate", str(jobs), "--format", "csv", "--cluster", str(_spec(tmp_path)), "--policy", "qssf",
+                   "--estimates", str(est), "-o", str(tmp_path / "out"))
+    assert line == (f"error: {est}: expected columns job_id,duration (or jobname,priority); found: "
+                    "job_id\\x1b[31mRED\\x1b[0m, duration")
 
 
 def test_a_missing_estimate_names_the_estimates_file(tmp_path: Path) -> None:

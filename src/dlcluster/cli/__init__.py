@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import importlib
 import os
+import re
 import signal
 import sys
 import traceback
@@ -175,8 +176,12 @@ def _check_paths(args: list[str]) -> None:
 
 
 def _one_line(text: str) -> str:
-    # a value quoted in a message may hold a line break
-    return " ".join(text.splitlines())
+    # a value quoted in a message may hold a line break, or a control character (a terminal's escape sequence read
+    # from a file): shown escaped, not sent to the terminal
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), " ".join(text.splitlines()))
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _error(label: str, message: str) -> None:

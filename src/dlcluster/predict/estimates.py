@@ -34,8 +34,9 @@ def read_estimates(path: str | Path) -> pl.DataFrame:
         raise InputError(f"expected columns job_id,duration (or jobname,priority); found: {have}", path=path)
     key, value = layout
     df = raw.with_columns(pl.col(key).str.strip_chars().alias("job_id"), parse_float(value).alias("estimate"))
-    checks = [required_value("job_id", key), seconds_limit(value), unparsable(value, "estimate", "a number of seconds"),
-              required_value("estimate", value), negative("estimate", value)]
+    # (negative first: -inf is negative before it is out of range)
+    checks = [required_value("job_id", key), negative("estimate", value), seconds_limit(value),
+              unparsable(value, "estimate", "a number of seconds"), required_value("estimate", value)]
     df, _ = apply_checks(df, checks, path=path, lenient=False)
     again = df.sort(ROW).filter(~pl.col("job_id").is_first_distinct())
     if again.height:
