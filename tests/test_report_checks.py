@@ -475,3 +475,11 @@ def test_bar_tick_labels_do_not_overlap() -> None:
     assert len(boxes) == 5 and not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
     # the legend keys of bars are patches, not lines
     assert type(fig.legends[0].legend_handles[0]).__name__ in {"Rectangle", "Patch"}
+
+
+def test_a_tiny_number_in_a_page_table_is_not_shown_as_0() -> None:
+    # (a 1-s wait in hours, 0.000278, read "0" at three decimals)
+    from dlcluster.report.html import table_html
+
+    cells = re.findall(r"<td>([^<]*)</td>", table_html(pl.DataFrame({"x": [0.000278, 0.0, 1.5, 12_345.6]})))
+    assert cells == ["2.8e-04", "0", "1.5", "12,346"]

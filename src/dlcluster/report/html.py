@@ -43,6 +43,8 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return "–"
+        if 0 < abs(v) < 0.0005:  # (three decimals showed a small value, a 1-s wait in hours, as 0)
+            return f"{v:.1e}"
         return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:,.3f}".rstrip("0").rstrip(".")
     if isinstance(v, int):
         return f"{v:,}"
