@@ -42,10 +42,8 @@ def _hourly(jobs: pl.DataFrame, local: LocalTime, vcs: Collection[str] | None = 
     first, last = (int(cast(int, jobs["submit_time"].min())), int(cast(int, jobs["submit_time"].max())))
     # bins on which local hours start (a UTC hour straddles two local ones in a zone of a half-hour offset)
     step = _local_step(first, last, local)
-    # whole local hours: from the one of the first submission (or start) to the one of the last submission
-    started = jobs["start_time"].min()
-    lo = _hour_of(first if started is None else min(first, int(cast(int, started))), local)
-    upto = _hour_of(last, local) + HOUR
+    # whole local hours, from the one of the first submission (no job starts before it) to the one of the last
+    lo, upto = _hour_of(first, local), _hour_of(last, local) + HOUR
     running = hourly_running(jobs, step=step, upto=upto)
     # no start/end times: running GPUs are unknown, not zero
     known = running.height > 0

@@ -76,10 +76,9 @@ def has_outcomes(jobs: pl.DataFrame) -> bool:
 def cdf_points(df: pl.DataFrame, value: str, by: list[str] | None = None, points: int = CDF_POINTS) -> pl.DataFrame:
     """Empirical CDF of ``value`` per group, thinned to about ``points`` steps: ``by..., value, p``.
 
-    ``p`` is the share of the group's non-null values that are <= ``value``, one row per distinct value (tied values
-    were rows of rising shares, only the last the share <= value, and thinning could drop it); the thinning keeps
-    the last value of each 1/points step, each group's least and greatest value and every value holding at least
-    1/points of the group's (a wait of 0 s for most jobs), so the curve is exact at the points it keeps.
+    One row per distinct value, ``p`` the share of the group's non-null values that are <= ``value``; the thinning
+    keeps the last value of each 1/points step, each group's least and greatest value and every value holding at
+    least 1/points of the group's (a wait of 0 s for most jobs), so the curve is exact at the points it keeps.
     """
     by = by or []
 

@@ -8,7 +8,6 @@ from typing import Any
 import polars as pl
 
 from dlcluster.errors import InputError
-from dlcluster.predict.estimator import UNFINISHED, status_column
 from dlcluster.io._common import (
     ROW,
     apply_checks,
@@ -20,6 +19,7 @@ from dlcluster.io._common import (
     unparsable,
 )
 from dlcluster.predict.duration import ESTIMATORS
+from dlcluster.predict.estimator import UNFINISHED, status_column
 from dlcluster.predict.metrics import prediction_metrics
 
 LAYOUTS = (("job_id", "duration"), ("jobname", "priority"))  # the artifact's priority is a predicted duration
