@@ -414,3 +414,19 @@ def test_a_cjk_font_the_machine_has_fills_in_the_glyphs(monkeypatch: pytest.Monk
         assert matplotlib.rcParams["font.sans-serif"][:2] == ["DejaVu Sans", "Noto Sans CJK JP"]
     finally:
         matplotlib.rcParams.update(saved)
+
+
+def test_runs_of_one_name_in_different_folders_are_told_apart(runs: Path, tmp_path: Path) -> None:
+    # (expA/x/fifo and expB/x/fifo were refused: "the run 'x/fifo' is given twice")
+    import shutil
+
+    for exp, run in (("expA", "fifo"), ("expB", "srtf")):
+        shutil.copytree(runs / "sim" / run, tmp_path / exp / "x" / "fifo")
+    named = [r.name for r in read_runs([tmp_path / "expA" / "x" / "fifo", tmp_path / "expB" / "x" / "fifo",
+                                        runs / "load2"])]
+    assert named == ["expA/x/fifo", "expB/x/fifo", "load2"]
+    # the same folder twice is refused, by its path
+    res = cli("report", str(tmp_path / "expA" / "x" / "fifo"), str(tmp_path / "expA" / "x" / "fifo"), "-o",
+              str(tmp_path / "rep"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"error: {tmp_path / 'expA' / 'x' / 'fifo'}: this run is given twice"

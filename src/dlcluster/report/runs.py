@@ -140,11 +140,23 @@ def read_run(folder: Path, name: str) -> SimRun:
 
 
 def read_runs(paths: list[Path]) -> list[SimRun]:
-    """Every run under ``paths``, named by its folder (with its parent's name too when two names clash)."""
+    """Every run under ``paths``, named by its folder (with as many of its parents' names as tell it from the runs
+    of the same name: ``expA/sim/fifo`` and ``expB/sim/fifo`` are ``expA/sim/fifo`` and ``expB/sim/fifo``)."""
     folders = run_folders(paths)
-    names = [f.name for f in folders]
-    shown = [f"{f.parent.name}/{f.name}" if names.count(f.name) > 1 else f.name for f in folders]
-    if len(set(shown)) < len(shown):
-        dup = next(s for s in shown if shown.count(s) > 1)
-        raise InputError(f"the run {dup!r} is given twice")
-    return [read_run(f, n) for f, n in zip(folders, shown, strict=True)]
+    where = [f.resolve() for f in folders]
+    again = next((f for f, r in zip(folders, where, strict=True) if where.count(r) > 1), None)
+    if again is not None:
+        raise InputError("this run is given twice", path=again)
+    return [read_run(f, n) for f, n in zip(folders, _distinct_names(where), strict=True)]
+
+
+def _distinct_names(folders: list[Path]) -> list[str]:
+    """Each folder's name, lengthened by its parents' names, one more at a time, while it is another's too."""
+    depth = [1] * len(folders)
+    while True:
+        shown = ["/".join(f.parts[-d:]) for f, d in zip(folders, depth, strict=True)]
+        clash = [i for i, s in enumerate(shown) if shown.count(s) > 1]
+        if not clash:
+            return shown
+        for i in clash:
+            depth[i] += 1
