@@ -430,3 +430,14 @@ def test_runs_of_one_name_in_different_folders_are_told_apart(runs: Path, tmp_pa
               str(tmp_path / "rep"))
     assert res.returncode == 2
     assert res.stderr.strip() == f"error: {tmp_path / 'expA' / 'x' / 'fifo'}: this run is given twice"
+
+
+def test_a_run_named_observed_is_compared_with_the_trace_too(runs: Path, tmp_path: Path) -> None:
+    # (its name clashed with the trace's series: "internal error: ValueError: Enum categories must be unique")
+    import shutil
+
+    shutil.copytree(runs / "sim" / "fifo", tmp_path / "observed")
+    res = cli("report", str(tmp_path / "observed"), str(runs / "sim" / "srtf"), "--trace", str(runs / "venus.parquet"),
+              "-o", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stderr
+    assert "sim-vs-observed" in figure_ids((tmp_path / "rep" / "index.html").read_text(encoding="utf-8"))

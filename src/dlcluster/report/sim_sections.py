@@ -293,12 +293,15 @@ def observed_section(runs: list[SimRun], trace: Trace | None) -> Section:
     if t.height == 0:
         s.items.append(Item(item_id, title, definition, absent="no simulated job id is in the trace."))
         return s
-    # the observed rows are the same for every run (same jobs): keep the first run's as "observed"
+    # the observed rows are the same for every run (same jobs): keep the first run's as "observed" (named apart
+    # from a run whose folder is called so)
     obs = t.filter(pl.col("source") == "observed")
     first = obs["trace"].cast(pl.String)[0]
-    series = pl.Enum(["observed", *[r.name for r in same]])
+    names = [r.name for r in same]
+    observed = next(o for o in ("observed", "observed (the trace)", f"observed ({trace.name})") if o not in names)
+    series = pl.Enum([observed, *names])
     draw = pl.concat([obs.filter(pl.col("trace").cast(pl.String) == first).with_columns(
-                          pl.lit("observed").alias("trace")),
+                          pl.lit(observed).alias("trace")),
                       t.filter(pl.col("source") == "simulated").with_columns(pl.col("trace").cast(pl.String))]
                      ).with_columns(pl.col("trace").cast(series))
     unit, size = time_unit(float(draw.select(pl.max_horizontal("mean", "p90").max()).item() or 0.0))
@@ -308,7 +311,7 @@ def observed_section(runs: list[SimRun], trace: Trace | None) -> Section:
     fig = plots.bars(long, "vc_n", "value", f"queueing delay ({unit})", group="measure", order=["mean", "p90"],
                      base="jobs", cats=_cats(draw), xlabel=VC_N)
     found = [note] if note else []
-    found += [x for x in [tiny_groups(draw.filter(pl.col("trace") == "observed"), "vc", "jobs")] if x]
+    found += [x for x in [tiny_groups(draw.filter(pl.col("trace") == observed), "vc", "jobs")] if x]
     s.items.append(Item(item_id, f"{title} ({trace.name})", f"{definition} In {unit}.", figure=fig,
                         shown=_out(t).sort("vc", "run", "source"), data={item_id: _out(t)}, checks=found))
     return s
