@@ -441,3 +441,20 @@ def test_a_run_named_observed_is_compared_with_the_trace_too(runs: Path, tmp_pat
               "-o", str(tmp_path / "rep"))
     assert res.returncode == 0, res.stderr
     assert "sim-vs-observed" in figure_ids((tmp_path / "rep" / "index.html").read_text(encoding="utf-8"))
+
+
+def test_a_run_where_no_job_ran_is_said_so(runs: Path, tmp_path: Path) -> None:
+    # (every job unschedulable: the queueing CDF said "no job waited (a step at 1 s)" and drew none, the JCT CDF left
+    # it out unsaid, and the timeline section said its (empty) timeline.parquet was missing)
+    (tmp_path / "big.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,16,0,60\n2,a,16,10,60\n")
+    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\n")
+    main(["simulate", str(tmp_path / "big.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"), "-o",
+          str(tmp_path / "none")])
+    page = build_sim_report(read_runs([tmp_path / "none", runs / "sim" / "fifo"]), tmp_path / "out").read_text(
+        encoding="utf-8")
+    for item in ("sim-jct-cdf", "sim-queue-cdf"):
+        block = re.search(rf'id="{item}">(.*?)</figure>', page, re.DOTALL)
+        assert block is not None
+        assert "none: no job ran (every one unschedulable), so no line." in html.unescape(block.group(1))
+    assert "No job ran in: none (an empty timeline)." in html.unescape(page)
+    assert "No timeline.parquet in" not in page

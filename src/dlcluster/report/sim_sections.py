@@ -74,12 +74,14 @@ def times_section(runs: list[SimRun]) -> Section:
         if part.height == 0:
             s.items.append(Item(item_id, title, definition, absent="no job ran in any run."))
             continue
-        flat = [r.name for r in runs if measure == "queueing delay" and _max_queue(r) == 0]
-        if len(flat) == len(runs):
+        idle = [r.name for r in runs if not _ran(r)]
+        flat = [r.name for r in runs if measure == "queueing delay" and _ran(r) and _max_queue(r) == 0]
+        if len(flat) + len(idle) == len(runs):
             s.items.append(Item(item_id, title, definition, absent="no job waited in any run (every queueing delay "
                                 "is 0), so there is no queueing to show."))
             continue
         found = [f"{', '.join(flat)}: no job waited (a step at 1 s)."] if flat else []
+        found += [f"{', '.join(idle)}: no job ran (every one unschedulable), so no line."] if idle else []
         # a run whose jobs all took the same time draws one vertical step: said instead (as for no wait)
         is_flat = pl.col("trace").cast(pl.String).is_in(flat)
         kept, single = single_values(part.filter(~is_flat), [], "seconds", label, " s")
@@ -91,6 +93,11 @@ def times_section(runs: list[SimRun]) -> Section:
         fig = plots.cdf(part, "seconds", f"{label} (s)")
         s.items.append(Item(item_id, title, definition, figure=fig, data={item_id: _out(part)}, checks=found))
     return s
+
+
+def _ran(run: SimRun) -> bool:
+    """Whether any job of ``run`` started."""
+    return bool(run.jobs["start"].is_not_null().any())
 
 
 def _max_queue(run: SimRun) -> float:
@@ -160,11 +167,14 @@ def timeline_section(runs: list[SimRun]) -> Section:
     s = Section("timeline", "4. Timeline", "Per VC over time: what ran and what waited, one line per run. Hours "
                 "count from each run's first sample, so runs of the same trace line up.")
     with_tl = [r for r in runs if r.timeline is not None and r.timeline.height]
-    missing = [r.name for r in runs if r not in with_tl]
+    missing = [r.name for r in runs if r.timeline is None]
+    empty = [r.name for r in runs if r.timeline is not None and not r.timeline.height]  # (no job ran)
     if not with_tl:
+        why = "no run folder holds a timeline.parquet" if not empty else \
+            f"no job ran in {', '.join(empty)}, so its timeline is empty" + (
+                f", and no timeline.parquet is in {', '.join(missing)}" if missing else "")
         for col, title, _ in TIMELINE:
-            s.items.append(Item(f"sim-timeline-{col.replace('_', '-')}", f"{title} per VC", "",
-                                absent="no run folder holds a timeline.parquet."))
+            s.items.append(Item(f"sim-timeline-{col.replace('_', '-')}", f"{title} per VC", "", absent=f"{why}."))
         return s
     vcs = simruns.busiest_vcs(pl.concat([r.timeline.select("vc", "total_gpus", "idle_gpus", "pending_gpus")
                                          for r in with_tl if r.timeline is not None]), TIMELINE_VCS)
@@ -174,6 +184,7 @@ def timeline_section(runs: list[SimRun]) -> Section:
     common = [f"The {len(vcs)} busiest of {all_vcs} VCs (most GPU time held or asked for)."] \
         if all_vcs > len(vcs) else []
     common += [f"No timeline.parquet in: {', '.join(missing)}."] if missing else []
+    common += [f"No job ran in: {', '.join(empty)} (an empty timeline)."] if empty else []
     # two hourly means joined by a line suggest a gradual course the samples do not show
     bins = t["hour"].n_unique() if t.height else 0
     days = t.height > 0 and t["hour"].max() > 72
