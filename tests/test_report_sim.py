@@ -286,6 +286,15 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
         f"error: {run / 'jobs.parquet'}: missing column 'jct' (need job_id, vc, gpu_num, submit, start, end, "
         "queue_delay, jct)")
     assert not (tmp_path / "rep").exists()
+    # a column of text where numbers belong (an internal error when summed)
+    run = _hand_run(tmp_path / "text", 5)
+    pl.read_parquet(run / "jobs.parquet").with_columns(pl.col("queue_delay").cast(pl.String)).write_parquet(
+        run / "jobs.parquet")
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(run), "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {run / 'jobs.parquet'}, field 'queue_delay': column 'queue_delay' holds String, not numbers")
 
 
 def test_a_folder_of_runs_takes_multi_policy_outputs_and_names_a_damaged_run(

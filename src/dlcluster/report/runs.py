@@ -78,10 +78,19 @@ def _parquet(path: Path, needed: tuple[str, ...]) -> pl.DataFrame:
         df = pl.read_parquet(path)
     except Exception as exc:  # polars raises several types for a damaged or non-Parquet file
         raise InputError(f"not a readable Parquet file ({exc})", path=path) from exc
+    if "nodes_on" in df.columns:  # a power run's timeline: the energy section counts its busy nodes too
+        needed = (*needed, "nodes_on", "nodes_busy")
     missing = [c for c in needed if c not in df.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}' (need {', '.join(needed)})", path=path)
+    wrong = next((c for c in needed if c not in TEXT_COLUMNS and not df.schema[c].is_numeric()
+                  and df.schema[c] != pl.Null), None)
+    if wrong is not None:
+        raise InputError(f"column '{wrong}' holds {df.schema[wrong]}, not numbers", path=path, field=wrong)
     return df
+
+
+TEXT_COLUMNS = ("job_id", "vc", "state")  # the run tables' columns that are not numbers
 
 
 def _object(value: Any, key: str, path: Path) -> dict[str, Any]:
