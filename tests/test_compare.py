@@ -508,6 +508,8 @@ def _broken(tmp_path: Path, change: str) -> Path:
         table.drop("mean_jct").write_parquet(folder / "results.parquet")
     elif change == "metric-text":
         table.with_columns(pl.col("mean_jct").cast(pl.String)).write_parquet(folder / "results.parquet")
+    elif change == "metric-nan":
+        table.with_columns(mean_jct=pl.Series([1.0, float("inf")])).write_parquet(folder / "results.parquet")
     elif change == "not-parquet":
         (folder / "results.parquet").write_text("cell,status\n0,ok\n")
     elif change == "bad-json":
@@ -528,6 +530,8 @@ def _broken(tmp_path: Path, change: str) -> Path:
     ("bad-status", "results.parquet, row 2, field 'status': status 'done': expected one of ok, failed"),
     ("metric-missing", "results.parquet, field 'mean_jct': listed in sweep.json but not a column of results.parquet"),
     ("metric-text", "results.parquet, field 'mean_jct': metric column is String, not numeric"),
+    ("metric-nan", "results.parquet, row 2, field 'mean_jct': inf is not a finite number (a metric is a number or "
+                   "null)"),
     ("not-parquet", "results.parquet: not a readable Parquet file"),
     ("bad-json", "sweep.json: not readable JSON"),
     ("json-parameters", "sweep.json, field 'parameters': expected a list of column names"),
