@@ -145,26 +145,34 @@ def test_intervals_match_scipy_student_t(sweep: Path, report: Path) -> None:
 
 
 def test_best_setting_per_metric(sweep: Path, report: Path) -> None:
+    # ranked within each load (the sweep's workloads): a lighter load is not a better policy
     best = pl.read_csv(report / "tables" / "best.csv")
-    rows = {r["metric"]: r for r in best.iter_rows(named=True)}
+    rows = {(r["metric"], r["workload"]): r for r in best.iter_rows(named=True)}
     for metric, higher in (("mean_jct", False), ("p99_jct", False), ("p50_queue_delay", False), ("energy_kwh", False),
                            ("utilization", True), ("fairness", True), ("energy_saved_pct", True)):
-        means = {k: float(np.mean(v)) for k, v in _setting_values(sweep, metric).items()}
-        target = (max if higher else min)(means.values())
-        winners = [k for k, v in means.items() if v == target]
-        assert rows[metric]["better"] == ("higher" if higher else "lower")
-        assert rows[metric]["mean"] == pytest.approx(target)
-        labels = rows[metric]["best setting"].split("; ")
-        assert len(labels) == len(winners)
-        for (policy, load, est), label in zip(winners, labels, strict=True):
-            assert f"policy={policy}" in label and f"load={load:g}" in label
-            assert f"estimates={est or 'default'}" in label
+        for load in (1.0, 2.0):
+            means = {k: float(np.mean(v)) for k, v in _setting_values(sweep, metric).items() if k[1] == load}
+            target = (max if higher else min)(means.values())
+            winners = [k for k, v in means.items() if v == target]
+            row = rows[(metric, f"load={load:g}")]
+            assert row["better"] == ("higher" if higher else "lower")
+            assert row["mean"] == pytest.approx(target)
+            if len(winners) == len(means) > 1:
+                assert row["best setting"] == f"all {len(means)} settings tie"
+                continue
+            labels = row["best setting"].split("; ")
+            assert len(labels) == len(winners)
+            for (policy, _, est), label in zip(winners, labels, strict=True):
+                assert f"policy={policy}" in label and f"load={load:g}" in label
+                assert f"estimates={est or 'default'}" in label
+            assert row["runner-up"] == "–" or f"load={load:g}" in row["runner-up"]
     # a metric without a direction (the job count) is not ranked
-    assert "jobs" not in rows and "always_on_kwh" not in rows
+    assert not {"jobs", "always_on_kwh"} & set(best["metric"])
 
 
 def test_metric_directions_and_long_table(report: Path) -> None:
-    rows = {r["metric"]: r["better"] for r in pl.read_csv(report / "tables" / "best.csv").iter_rows(named=True)}
+    rows = {r["metric"]: r["better"] for r in pl.read_csv(report / "tables" / "best.csv").iter_rows(named=True)
+            if r["workload"] == "load=1"}
     for metric in ("unschedulable", "preemptions", "wakeups", "boot_delay_seconds", "estimates_mae", "makespan",
                    "mean_bounded_slowdown"):
         assert rows[metric] == "lower", metric
@@ -420,6 +428,24 @@ def test_one_setting_with_a_mean_is_not_called_agreement(tmp_path: Path) -> None
     assert "gives the same mean" not in page
 
 
+def test_settings_are_ranked_within_each_trace(tmp_path: Path) -> None:
+    # (the winner ran on a light trace, the runner-up on a heavy one: a ranking of workloads, not of policies)
+    means = {("light", "fifo"): 10.0, ("light", "sjf"): 8.0, ("heavy", "fifo"): 90.0, ("heavy", "sjf"): 95.0}
+    rows = [{**_row(i, policy=p, seed=s, mean_jct=m + s), "trace": t}
+            for i, ((t, p), m, s) in enumerate((k, m, s) for k, m in means.items() for s in (1, 2))]
+    folder = write_results(tmp_path / "r", rows, SMALL)
+    build_compare_report(folder, tmp_path / "out")
+    best = pl.read_csv(tmp_path / "out" / "tables" / "best.csv").filter(pl.col("metric") == "mean_jct")
+    assert best.select("workload", "best setting", "runner-up").rows() == [
+        ("trace=light", "trace=light, policy=sjf", "trace=light, policy=fifo"),
+        ("trace=heavy", "trace=heavy, policy=fifo", "trace=heavy, policy=sjf")]
+    # one setting per workload: nothing to choose between
+    single = [{**_row(i, seed=s, mean_jct=float(i)), "trace": t} for i, (t, s) in enumerate(
+        (t, s) for t in ("light", "heavy") for s in (1, 2))]
+    page = build_compare_report(write_results(tmp_path / "r1", single, SMALL), tmp_path / "out1").read_text()
+    assert "each workload (trace and load) has one setting, so there is nothing to choose between." in page
+
+
 def test_all_metrics_equal(tmp_path: Path) -> None:
     rows = [_row(i, policy=p, load=load, seed=s, mean_jct=50.0, utilization=0.25)
             for i, (p, load, s) in enumerate((p, load, s) for p in ("fifo", "sjf") for load in (1.0, 2.0)
@@ -430,9 +456,10 @@ def test_all_metrics_equal(tmp_path: Path) -> None:
     assert "Every setting gives the same mean, 50." in page
     assert "no metric differs between settings" in page
     assert "mean JCT (s) = 50" in page and "utilisation (busy GPU share) = 0.25" in page
-    best = pl.read_csv(out / "tables" / "best.csv")
-    assert best["best setting"].to_list() == ["all 4 settings tie"] * 2
-    assert best["clearly better"].to_list() == ["all equal"] * 2
+    best = pl.read_csv(out / "tables" / "best.csv")  # (per load: the workloads)
+    assert best["workload"].to_list() == ["load=1", "load=2"] * 2
+    assert best["best setting"].to_list() == ["all 2 settings tie"] * 4
+    assert best["clearly better"].to_list() == ["all equal"] * 4
     assert not (out / "figures" / "curve-load.svg").exists()
 
 

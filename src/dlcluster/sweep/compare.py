@@ -552,50 +552,65 @@ def _no_metric_item(results: pl.DataFrame) -> Item:
     return Item("metric-tables", "Metrics per setting", "One table per metric.", absent=why + ".")
 
 
+WORKLOAD = ("trace", "load")  # what the ranking of settings holds fixed: a heavier workload is not a better policy
+
+
 def best_settings(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -> pl.DataFrame:
-    """Per metric with a direction: the best setting's mean (ties listed), the runner-up and whether their CIs part."""
+    """Per metric with a direction, and per workload (trace and load, where the sweep varies them): the best
+    setting's mean (ties listed), the runner-up and whether their CIs part."""
     rows = []
     labels = dict(settings.table.select("setting", "label").iter_rows())
+    fixed = [k for k in WORKLOAD if k in settings.varying]
+    workloads = ([(", ".join(f"{k}={_value(v)}" for k, v in zip(fixed, key, strict=True)), part["setting"])
+                  for key, part in settings.table.group_by(fixed, maintain_order=True)] if fixed
+                 else [("all", settings.table["setting"])])
     for m in metrics:
         if m not in HIGHER_IS_BETTER and m not in LOWER_IS_BETTER:
             continue
         higher = m in HIGHER_IS_BETTER
-        part = stats.filter((pl.col("metric") == m) & pl.col("mean").is_not_null())
-        if part.height == 0:
-            continue
-        part = part.sort(["mean", "setting"], descending=[higher, False])
-        top = part.row(0, named=True)
-        tied = part.filter(pl.col("mean") == top["mean"])
-        rest = part.filter(pl.col("mean") != top["mean"])
-        if rest.height == 0:
-            best = f"all {part.height} settings tie" if part.height > 1 else labels[top["setting"]]
-            runner, verdict = None, ("all equal" if part.height > 1 else "only one setting")
-        else:
-            best = "; ".join(labels[s] for s in tied["setting"].to_list())
-            second = rest.row(0, named=True)
-            runner = second
-            if top["ci_low"] is None or second["ci_low"] is None:
-                why = "identical runs" if top["identical"] or second["identical"] else "n = 1"
-                verdict = f"no interval ({why})"
-            elif (top["ci_high"] < second["ci_low"]) if not higher else (top["ci_low"] > second["ci_high"]):
-                verdict = "yes"
-            else:
-                verdict = "no, intervals overlap"
-        rows.append({"metric": m, "better": "higher" if higher else "lower", "best setting": best,
-                     "n": top["n"], "mean": top["mean"], "95% CI": _ci_text(top["n"], top["ci_low"], top["ci_high"],
-                                                                top["identical"]),
-                     "runner-up": labels[runner["setting"]] if runner else "–",
-                     "runner-up mean": runner["mean"] if runner else None, "clearly better": verdict})
-    schema = {"metric": pl.String, "better": pl.String, "best setting": pl.String, "n": pl.Int64, "mean": pl.Float64,
-              "95% CI": pl.String, "runner-up": pl.String, "runner-up mean": pl.Float64, "clearly better": pl.String}
+        for workload, members in workloads:
+            part = stats.filter((pl.col("metric") == m) & pl.col("mean").is_not_null()
+                                & pl.col("setting").is_in(members.implode()))
+            if part.height:
+                rows.append({"metric": m, "workload": workload, **_best_of(part, labels, higher)})
+    schema = {"metric": pl.String, "workload": pl.String, "better": pl.String, "best setting": pl.String,
+              "n": pl.Int64, "mean": pl.Float64, "95% CI": pl.String, "runner-up": pl.String,
+              "runner-up mean": pl.Float64, "clearly better": pl.String}
     return pl.DataFrame(rows, schema=schema)
 
 
+def _best_of(part: pl.DataFrame, labels: dict[int, str], higher: bool) -> dict[str, Any]:
+    """The best of ``part``'s settings (one metric's statistics), its runner-up and whether their CIs part."""
+    part = part.sort(["mean", "setting"], descending=[higher, False])
+    top = part.row(0, named=True)
+    tied = part.filter(pl.col("mean") == top["mean"])
+    rest = part.filter(pl.col("mean") != top["mean"])
+    runner = None
+    if rest.height == 0:
+        best = f"all {part.height} settings tie" if part.height > 1 else labels[top["setting"]]
+        verdict = "all equal" if part.height > 1 else "only one setting"
+    else:
+        best = "; ".join(labels[s] for s in tied["setting"].to_list())
+        runner = rest.row(0, named=True)
+        if top["ci_low"] is None or runner["ci_low"] is None:
+            why = "identical runs" if top["identical"] or runner["identical"] else "n = 1"
+            verdict = f"no interval ({why})"
+        elif (top["ci_high"] < runner["ci_low"]) if not higher else (top["ci_low"] > runner["ci_high"]):
+            verdict = "yes"
+        else:
+            verdict = "no, intervals overlap"
+    return {"better": "higher" if higher else "lower", "best setting": best, "n": top["n"], "mean": top["mean"],
+            "95% CI": _ci_text(top["n"], top["ci_low"], top["ci_high"], top["identical"]),
+            "runner-up": labels[runner["setting"]] if runner else "–",
+            "runner-up mean": runner["mean"] if runner else None, "clearly better": verdict}
+
+
 def _best_item(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -> Item:
-    definition = ("For each metric, the setting with the best mean over seeds: lower is better for times, delays, "
-                  "slowdowns, energy and counts of bad events; higher for utilisation, fairness, saved energy and "
-                  "estimator accuracy. 'Clearly better' says whether its 95% interval lies apart from the "
-                  "runner-up's.")
+    definition = ("For each metric, the setting with the best mean over seeds, among the settings of one workload "
+                  "(trace and load, where the sweep varies them: a lighter load is not a better policy): lower is "
+                  "better for times, delays, slowdowns, energy and counts of bad events; higher for utilisation, "
+                  "fairness, saved energy and estimator accuracy. 'Clearly better' says whether its 95% interval "
+                  "lies apart from the runner-up's.")
     with_data = settings.table.filter(pl.col("ok") > 0).height
     if with_data <= 1:
         which = settings.table.filter(pl.col("ok") > 0)["label"].to_list()
@@ -605,6 +620,9 @@ def _best_item(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -> I
     best = best_settings(stats, settings, metrics)
     if best.height == 0:
         return Item("best", "Best setting per metric", definition, absent="no metric with a known direction.")
+    if (best["clearly better"] == "only one setting").all():
+        return Item("best", "Best setting per metric", definition, absent="each workload (trace and load) has one "
+                    "setting, so there is nothing to choose between.")
     return Item("best", "Best setting per metric", definition, shown=best, data={"best": best})
 
 
