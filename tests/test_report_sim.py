@@ -467,3 +467,23 @@ def test_a_run_where_no_job_ran_is_said_so(runs: Path, tmp_path: Path) -> None:
         assert "none: no job ran (every one unschedulable), so no line." in html.unescape(block.group(1))
     assert "No job ran in: none (an empty timeline)." in html.unescape(page)
     assert "No timeline.parquet in" not in page
+
+
+def test_runs_of_another_cluster_or_other_jobs_are_said_to_be(runs: Path, tmp_path: Path) -> None:
+    # (side by side without a word: a comparison of workloads read as one of policies)
+    (tmp_path / "jobs.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,8,0,600\n2,a,8,10,600\n")
+    for name, nodes in (("small", 1), ("big", 4)):
+        (tmp_path / f"{name}.csv").write_text(f"vc,nodes,gpus_per_node\na,{nodes},8\n")
+        main(["simulate", str(tmp_path / "jobs.csv"), "--format", "csv", "--cluster", str(tmp_path / f"{name}.csv"),
+              "-o", str(tmp_path / name)])
+    checks = build_sim_report(read_runs([tmp_path / "small", tmp_path / "big"]), tmp_path / "rep")
+    page = html.unescape(checks.read_text(encoding="utf-8"))
+    assert ("big simulated another cluster than small (VC a: 32 GPUs against 8 GPUs): their figures compare clusters "
+            "as much as policies.") in page
+    page = html.unescape(build_sim_report(read_runs([runs / "sim" / "fifo", tmp_path / "small"]), tmp_path / "rep2")
+                         .read_text(encoding="utf-8"))
+    assert "small simulated other jobs than fifo (2 against " in page
+    # the runs of one trace and cluster, at another load too, are alike
+    same = html.unescape(build_sim_report(read_runs([runs / "sim", runs / "load2"]), tmp_path / "rep3")
+                         .read_text(encoding="utf-8"))
+    assert "simulated another cluster" not in same and "simulated other jobs" not in same

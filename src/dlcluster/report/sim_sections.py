@@ -48,6 +48,32 @@ def _out(df: pl.DataFrame) -> pl.DataFrame:
     return df.rename({"trace": "run"}) if "trace" in df.columns else df
 
 
+def _unlike(runs: list[SimRun]) -> list[str]:
+    """A sentence for each run that simulated another cluster or other jobs than the first run: its figures beside
+    the first's compare workloads, not policies."""
+    if len(runs) < 2:
+        return []
+    first, out = runs[0], []
+    gpus = {r.name: {vc: (v or {}).get("gpus") for vc, v in (r.summary.get("vcs") or {}).items()} for r in runs}
+    ids = first.jobs["job_id"].cast(pl.String)
+    for r in runs[1:]:
+        mine, theirs = gpus[r.name], gpus[first.name]
+        if mine != theirs:
+            vc = next(v for v in sorted({*mine, *theirs}, key=str) if mine.get(v) != theirs.get(v))
+            out.append(f"{r.name} simulated another cluster than {first.name} (VC {vc}: {_gpus(mine.get(vc))} against "
+                       f"{_gpus(theirs.get(vc))}): their figures compare clusters as much as policies.")
+        other = r.jobs["job_id"].cast(pl.String)
+        if other.len() != ids.len() or not other.is_in(ids.implode()).all():
+            out.append(f"{r.name} simulated other jobs than {first.name} ({other.len():,} against {ids.len():,}, "
+                       f"{int((~other.is_in(ids.implode())).sum()):,} of its own not among {first.name}'s): their "
+                       "figures compare workloads as much as policies.")
+    return out
+
+
+def _gpus(n: object) -> str:
+    return "no such VC" if n is None else f"{n:,} GPUs"
+
+
 def runs_section(runs: list[SimRun]) -> Section:
     """Section 1: one row per run with its whole-cluster results."""
     s = Section("runs", "1. Runs", "The simulated runs compared, one row each; times in hours.")
@@ -57,7 +83,7 @@ def runs_section(runs: list[SimRun]) -> Section:
                         "(unschedulable), mean and p99 job completion time (JCT = end − submit), mean and p99 "
                         "queueing delay (start − submit plus waits after preemptions), GPU utilisation over the "
                         "run (busy GPU-seconds / all simulated VCs' GPUs × makespan) and preemptions.",
-                        shown=table, data={"sim-runs": table}))
+                        shown=table, data={"sim-runs": table}, checks=_unlike(runs)))
     return s
 
 
