@@ -487,3 +487,21 @@ def test_runs_of_another_cluster_or_other_jobs_are_said_to_be(runs: Path, tmp_pa
     same = html.unescape(build_sim_report(read_runs([runs / "sim", runs / "load2"]), tmp_path / "rep3")
                          .read_text(encoding="utf-8"))
     assert "simulated another cluster" not in same and "simulated other jobs" not in same
+
+
+def test_a_vc_where_no_job_ran_and_runs_of_0_s_jobs_are_said_so(tmp_path: Path) -> None:
+    # (VC c's one job, too large for it, left an empty bar slot "c (n=0)" read as no waiting; jobs of 0 s, all in one
+    # second, were "no job ran in any VC")
+    (tmp_path / "vc.csv").write_text("vc,nodes,gpus_per_node\na,1,8\nc,1,2\n")
+    (tmp_path / "jobs.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,8,0,600\n2,a,8,10,600\n"
+                                       "3,a,8,20,600\n4,c,4,0,60\n")
+    (tmp_path / "zero.csv").write_text("job_id,vc,gpu_num,submit_time,duration\n1,a,1,0,0\n2,a,1,0,0\n")
+    for name in ("jobs", "zero"):
+        main(["simulate", str(tmp_path / f"{name}.csv"), "--format", "csv", "--cluster", str(tmp_path / "vc.csv"), "-o",
+              str(tmp_path / name)])
+    page = html.unescape(build_sim_report(read_runs([tmp_path / "jobs"]), tmp_path / "rep").read_text(encoding="utf-8"))
+    assert "No job ran in VC c in any run (every one unschedulable)." in page and "c (n=0)" not in page
+    page = build_sim_report(read_runs([tmp_path / "zero"]), tmp_path / "rep0").read_text(encoding="utf-8")
+    assert html.unescape(absent(page)["sim-vc-utilization"]) == (
+        "every VC's span from first submit to last end is 0 s in every run (its jobs ran 0 s, all submitted in one "
+        "second), so no utilisation.")

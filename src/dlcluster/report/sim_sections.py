@@ -142,8 +142,13 @@ def vc_section(runs: list[SimRun]) -> Section:
         return s
     peak = t.select(pl.max_horizontal("mean_queue_delay", "p99_queue_delay").max()).item() or 0.0
     unit, size = time_unit(peak)
-    q = (t.unpivot(index=["trace", "vc", "jobs"], on=["mean_queue_delay", "p99_queue_delay"], variable_name="measure")
-          .join(t.select("trace", "vc", "vc_n"), on=["trace", "vc"])
+    # a VC none of whose jobs ran in any run (each too large for it) has no bar to draw: an empty slot read as 0
+    idle = t.group_by("vc").agg(pl.col("jobs").max()).filter(pl.col("jobs") == 0)["vc"].sort().to_list()
+    ran = t.filter(~pl.col("vc").is_in(idle))
+    gone = [f"No job ran in VC {', '.join(map(str, idle))} in any run (every one unschedulable)."] if idle else []
+    q = (ran.unpivot(index=["trace", "vc", "jobs"], on=["mean_queue_delay", "p99_queue_delay"],
+                     variable_name="measure")
+          .join(ran.select("trace", "vc", "vc_n"), on=["trace", "vc"])
          .with_columns(pl.col("value") / size, pl.col("measure").replace({"mean_queue_delay": "mean",
                                                                           "p99_queue_delay": "p99"})))
     # a VC has the same jobs in every run of one trace: named once
@@ -157,18 +162,20 @@ def vc_section(runs: list[SimRun]) -> Section:
             "sim-vc-queue", "Queueing delay per VC",
             f"Mean (left) and 99th-percentile (right) queueing delay of each VC's jobs, in {unit}.",
             figure=plots.bars(q, "vc_n", "value", f"queueing delay ({unit})", group="measure", order=["mean", "p99"],
-                              base="jobs", cats=_cats(t), xlabel=VC_N),
-            data={"sim-vc-queue": _out(t.drop("vc_n"))}, checks=tiny))
+                              base="jobs", cats=_cats(ran), xlabel=VC_N),
+            data={"sim-vc-queue": _out(t.drop("vc_n"))}, checks=[*gone, *tiny]))
     u = t.drop_nulls("utilization")
     item = Item("sim-vc-utilization", "GPU utilisation per VC",
                 "Busy GPU-seconds / (the VC's GPUs × its span from first submit to last end) in each run.")
     if u.height == 0:
-        item.absent = "no job ran in any VC of any run."
+        item.absent = ("no job ran in any VC of any run." if ran.height == 0 else "every VC's span from first submit "
+                       "to last end is 0 s in every run (its jobs ran 0 s, all submitted in one second), so no "
+                       "utilisation.")
     else:
         item.figure = plots.bars(u, "vc_n", "utilization", "utilisation", base="jobs", cats=_cats(u),
                                  xlabel=VC_N)
         item.data = {"sim-vc-utilization": _out(u.select("trace", "vc", "gpus", "jobs", "utilization"))}
-        item.checks = tiny
+        item.checks = [*gone, *tiny]
     s.items.append(item)
     return s
 
