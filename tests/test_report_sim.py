@@ -326,6 +326,10 @@ def test_a_folder_of_runs_takes_multi_policy_outputs_and_names_a_damaged_run(
     (lambda s: s["vcs"]["a"].update(utilization=True), "vcs.a.utilization", "expected a number or null, got True"),
     (lambda s: s["vcs"]["a"].update(jobs=10**30), "vcs.a.jobs",
      "1000000000000000000000000000000 is out of range (a whole number within 64 bits)"),
+    # (counts of 2.9 were shown as 2 per VC and 4.6 overall)
+    (lambda s: s["vcs"]["a"].update(jobs=2.9), "vcs.a.jobs", "expected a count (a whole number, 0 or more), got 2.9"),
+    (lambda s: s["overall"].update(preemptions=-1), "overall.preemptions",
+     "expected a count (a whole number, 0 or more), got -1"),
     (lambda s: s["vcs"].update(a=5), "vcs.a", "expected an object, got 5"),
     (lambda s: s.update(vcs=[1]), "vcs", "expected an object, got [1]"),
     (lambda s: s.update(energy="x"), "energy", "expected an object, got 'x'"),

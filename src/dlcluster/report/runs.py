@@ -20,6 +20,7 @@ TIMELINE_COLUMNS = ("time", "vc", "total_gpus", "idle_gpus", "pending_gpus", "ru
 NODE_STATE_COLUMNS = ("time", "vc", "node", "state")
 TEXT_FIELDS = ("policy", "placement", "compat")  # of a summary.json, read by the reports as names
 WHOLE = 2**63  # a whole number beyond 64 bits fits no table column
+COUNTS = ("jobs", "unschedulable", "preemptions", "gpus", "events")  # summary figures that count things
 
 
 @dataclass
@@ -127,6 +128,10 @@ def check_summary(summary: dict[str, Any], path: Path) -> None:
             raise InputError(f"expected a finite number or null, got {value}", path=path, field=key)
         if isinstance(value, int) and not -WHOLE <= value < WHOLE:
             raise InputError(f"{reprlib.repr(value)} is out of range (a whole number within 64 bits)", path=path,
+                             field=key)
+        # (a count of 2.9 was shown as 2 per VC, and as 4.6 overall)
+        if key.rpartition(".")[2] in COUNTS and value is not None and not (isinstance(value, int) and value >= 0):
+            raise InputError(f"expected a count (a whole number, 0 or more), got {reprlib.repr(value)}", path=path,
                              field=key)
 
 
