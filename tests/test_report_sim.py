@@ -509,3 +509,12 @@ def test_a_vc_where_no_job_ran_and_runs_of_0_s_jobs_are_said_so(tmp_path: Path) 
     assert html.unescape(absent(page)["sim-vc-utilization"]) == (
         "every VC's span from first submit to last end is 0 s in every run (its jobs ran 0 s, all submitted in one "
         "second), so no utilisation.")
+
+
+def test_preemptions_per_vc_count_the_jobs_that_ran() -> None:
+    # (an unschedulable job counted among a VC's jobs there, not in summary.json nor beside the other figures)
+    from dlcluster.analysis.simruns import preemptions_per_vc
+
+    jobs = pl.DataFrame({"vc": ["a", "a", "a"], "start": [0, 10, None], "end": [100, 50, None],
+                         "preemptions": [1, 0, 0]})
+    assert preemptions_per_vc(jobs).rows() == [("a", 2, 1, 1)]

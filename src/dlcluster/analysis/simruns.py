@@ -135,9 +135,10 @@ def busiest_vcs(timeline: pl.DataFrame, n: int) -> list[str]:
 
 
 def preemptions_per_vc(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Preemptions and preempted jobs per VC: ``vc, jobs, preemptions, preempted_jobs``."""
+    """Preemptions and preempted jobs per VC: ``vc, jobs, preemptions, preempted_jobs`` (``jobs``: those that ran,
+    as summary.json counts them; an unschedulable one is never preempted)."""
     p = pl.col("preemptions") if "preemptions" in jobs.columns else pl.lit(0)
-    return (jobs.group_by("vc").agg(pl.len().alias("jobs"), p.sum().cast(pl.Int64).alias("preemptions"),
+    return (_done(jobs).group_by("vc").agg(pl.len().alias("jobs"), p.sum().cast(pl.Int64).alias("preemptions"),
                                     (p > 0).sum().cast(pl.Int64).alias("preempted_jobs")).sort("vc"))
 
 
