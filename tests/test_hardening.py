@@ -898,7 +898,8 @@ def test_an_output_onto_a_file_of_an_input_folder_is_refused_and_the_folder_kept
     log = folder / "cluster_log.csv"
     before = log.read_bytes()
     for args, option in [(("predict", "run", str(folder), "-o", str(log)), "--output"),
-                         (("convert", str(folder), "-o", str(log)), "-o")]:
+                         (("convert", str(folder), "-o", str(log)), "-o"),
+                         (("synth", "--fit", str(folder), "--days", "1", "-o", str(log)), "-o")]:
         assert refused(*args) == (f"error: {option} {log}: is in the input folder {folder}, whose files the command "
                                   "reads; choose a path outside it for the output")
         assert log.read_bytes() == before

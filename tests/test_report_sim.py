@@ -295,6 +295,16 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     assert err.value.code == 2
     assert capsys.readouterr().err.strip() == (
         f"error: {run / 'jobs.parquet'}, field 'queue_delay': column 'queue_delay' holds String, not numbers")
+    # a power run's timeline without its busy nodes (an internal error in the energy section)
+    run = _hand_run(tmp_path / "power", 5)
+    pl.DataFrame({c: [0] for c in ("time", "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs",
+                                   "nodes_on")}).with_columns(vc=pl.lit("a")).write_parquet(run / "timeline.parquet")
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(run), "-o", str(tmp_path / "rep")])
+    assert err.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {run / 'timeline.parquet'}: missing column 'nodes_busy' (need time, vc, total_gpus, idle_gpus, "
+        "pending_gpus, running_jobs, pending_jobs, nodes_on, nodes_busy)")
 
 
 def test_a_folder_of_runs_takes_multi_policy_outputs_and_names_a_damaged_run(

@@ -110,11 +110,9 @@ def jobs_section(inputs: list[Input]) -> Section:
         "table gives percentiles in minutes.", t, n,
         lambda d: plots.cdf(d, "duration", "run time (s)", group="bucket", order=list(SIZE_BUCKETS)), shown)
     if med.height:
-        percentiles = {"jobs-duration-by-size-percentiles": med.with_columns(pl.col("bucket").cast(pl.String))}
         if item.absent is not None:  # no curve to draw (one run time per bucket), but the percentiles are there
-            item = Item(item.id, item.title, item.definition, shown=shown, data=percentiles,
-                        checks=[f"No CDF: {item.absent}"])
-        item.data.update(percentiles)
+            item = Item(item.id, item.title, item.definition, shown=shown, checks=[f"No CDF: {item.absent}"])
+        item.data["jobs-duration-by-size-percentiles"] = med.with_columns(pl.col("bucket").cast(pl.String))
     s.items.append(item)
     g, n = per_trace(inputs, ("gpu_jobs", "duration"), lambda i: jobs.median_duration_by_gpus(i.jobs))
     median_item = _table_item("jobs-median-by-gpus", "Median run time by exact GPU count",

@@ -63,10 +63,11 @@ def _unlike(runs: list[SimRun]) -> list[str]:
             out.append(f"{r.name} simulated another cluster than {first.name} (VC {vc}: {_gpus(mine.get(vc))} against "
                        f"{_gpus(theirs.get(vc))}): their figures compare clusters as much as policies.")
         other = r.jobs["job_id"].cast(pl.String)
-        if other.len() != ids.len() or not other.is_in(ids.implode()).all():
+        strays = int((~other.is_in(ids.implode())).sum())
+        if strays or other.len() != ids.len():
             out.append(f"{r.name} simulated other jobs than {first.name} ({other.len():,} against {ids.len():,}, "
-                       f"{int((~other.is_in(ids.implode())).sum()):,} of its own not among {first.name}'s): their "
-                       "figures compare workloads as much as policies.")
+                       f"{strays:,} of its own not among {first.name}'s): their figures compare workloads as much as "
+                       "policies.")
     return out
 
 
