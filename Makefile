@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test bench install clean
 
-$(STAMP): pyproject.toml
+# the modules setup.py compiles with mypyc (where a C compiler is at hand): a change to one rebuilds them, as the
+# compiled module, not its source, is what Python imports
+COMPILED := $(shell sed -n 's/^ *"\(src\/[^"]*\.py\)",$$/\1/p' setup.py)
+
+$(STAMP): pyproject.toml setup.py $(COMPILED)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -47,4 +51,5 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache build
+	find src -name '*.so' -delete

@@ -54,6 +54,41 @@ def dlcluster(*args: str) -> list[str]:
     return [sys.executable, "-m", "dlcluster", *args]
 
 
+# ``python -c PURE_PYTHON SIM_FOLDER ARGS...``: the command line with dlcluster.sim's modules imported from their
+# Python sources, not the modules setup.py compiled (SIM_FOLDER: the folder of dlcluster.sim)
+PURE_PYTHON = """
+import sys, importlib.machinery as machinery
+sim = sys.argv.pop(1)
+
+def source_only(path):
+    if path == sim or path.startswith(sim + "/"):
+        return machinery.FileFinder(path, (machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES))
+    raise ImportError(path)
+
+sys.path_hooks.insert(0, source_only)
+sys.path_importer_cache.clear()
+import dlcluster.sim.cycle
+assert dlcluster.sim.cycle.__file__.endswith(".py"), dlcluster.sim.cycle.__file__
+from dlcluster.cli import run
+sys.argv[0] = "dlcluster"
+run()
+"""
+
+
+def dlcluster_pure(*args: str) -> list[str]:
+    """:func:`dlcluster` with the simulator's modules run from their Python sources, compiled or not."""
+    import dlcluster.sim
+
+    return [sys.executable, "-c", PURE_PYTHON, str(Path(dlcluster.sim.__file__).parent), *args]
+
+
+def compiled_sim() -> bool:
+    """Whether the installed simulator core is compiled (see setup.py)."""
+    import dlcluster.sim.cycle
+
+    return not dlcluster.sim.cycle.__file__.endswith(".py")
+
+
 def command_measured(cmd: list[str], timeout: float | None = None) -> Measured:
     """Whole-process wall and CPU seconds, peak RSS (MiB) and stdout of one command.
 
@@ -170,10 +205,11 @@ def spread(values: Sequence[float], fmt: str = ".2f") -> str:
     return f"{min(values):{fmt}}–{max(values):{fmt}}"
 
 
-def simulate_measured(args: Sequence[str]) -> tuple[Measured, dict]:
-    """One ``dlcluster simulate`` process into a temporary folder: its figures and its ``summary.json``."""
+def simulate_measured(args: Sequence[str], command: Callable[..., list[str]] = dlcluster) -> tuple[Measured, dict]:
+    """One ``dlcluster simulate`` process into a temporary folder: its figures and its ``summary.json`` (``command``:
+    :func:`dlcluster`, or :func:`dlcluster_pure`)."""
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
-        m = command_measured(dlcluster("simulate", *args, "-o", tmp))
+        m = command_measured(command("simulate", *args, "-o", tmp))
         return m, json.loads((Path(tmp) / "summary.json").read_text())
 
 

@@ -1,4 +1,5 @@
-"""Whole-process timing of ``dlcluster simulate``: Philly, a Helios Saturn look-alike, scaling and an overload.
+"""Whole-process timing of ``dlcluster simulate``: Philly, a Helios Saturn look-alike, scaling, an overload and the
+compiled core against its sources.
 
 Run from the project root, every case or only the ones named::
 
@@ -22,6 +23,8 @@ A case may be narrowed to some of its policies with ``CASE:POLICY[,POLICY]``. Ca
                and SJF, target < 30 s CPU each.
 ``las-load4``  The Philly table (default mode, same window as ``philly``) at ``--load 4``: LAS (target
                < 15 s CPU) and Tiresias (for information). Needs ``../shared``.
+``compiled``   The simulator core compiled by setup.py (mypyc) against its Python sources: FIFO on 180 days of
+               Saturn, plain and with the speed model, failures and 2 retries, 3 runs of each build in turn.
 
 Every figure is one fresh process (see :mod:`benchmarks._measure`): CPU seconds (user + sys) first, wall
 seconds second, peak RSS, and jobs per CPU second. Each run is killed after ``--timeout`` wall seconds
@@ -32,9 +35,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +53,14 @@ from benchmarks._measure import (
     Table,
     TimedOut,
     command_measured,
+    compiled_sim,
     dlcluster,
+    dlcluster_pure,
     estimates_for,
     figures,
+    in_turn,
     saturn_parquet,
+    simulate_measured,
     spread,
 )
 from dlcluster.atomic import write_atomic, write_text_atomic
@@ -207,6 +216,38 @@ def scaling(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None
         t.row(str(days), jobs, *r.cells(), engine, cpu / base[0], engine / base[1], jobs / base[2])
 
 
+# --- compiled -----------------------------------------------------------------------------------------------------
+
+COMPILED_RUNS = {"plain": ["-p", "fifo"],
+                 "speed + failures + retries": ["-p", "fifo", "--speed-model", "philly", "--failures", "replay",
+                                                "--retries", "2"]}
+
+
+def compiled(only: Sequence[str] | None = None, timeout: float = TIMEOUT) -> None:
+    """The simulator core compiled by setup.py against its Python sources: FIFO on the 180-day Saturn look-alike,
+    plain and with the Philly guidelines' features, 3 runs of each build in turn (medians)."""
+    if not compiled_sim():
+        print("compiled: the simulator core is installed as pure Python (DLCLUSTER_COMPILE=0 or no C compiler): "
+              "nothing to compare")
+        return
+    trace = str(saturn_parquet(180))
+    print("compiled: FIFO on the Saturn look-alike, 180 days, compiled core against its Python sources (medians of 3 "
+          "runs in turn; the event loop's wall seconds from summary.json)")
+    t = Table(("run", 28), ("build", 9), ("CPU s", 8, ".2f"), ("CPU range", 12), ("loop s", 8, ".2f"),
+              ("CPU ×", 7, ".2f"), ("loop ×", 7, ".2f"))
+    for label, args in COMPILED_RUNS.items():
+        if only and label not in only:
+            continue
+        runs = in_turn(3, {build: partial(simulate_measured, [trace, *args], command)
+                           for build, command in (("compiled", dlcluster), ("pure", dlcluster_pure))})
+        medians = {build: (statistics.median(m.cpu for m, _ in done),
+                           statistics.median(s["wall_seconds"] for _, s in done)) for build, done in runs.items()}
+        for build, done in runs.items():
+            cpu, loop = medians[build]
+            t.row(label, build, cpu, spread([m.cpu for m, _ in done]), loop, medians["pure"][0] / cpu,
+                  medians["pure"][1] / loop)
+
+
 # --- overload -----------------------------------------------------------------------------------------------------
 
 OVERLOAD_JOBS, OVERLOAD_DAYS, OVERLOAD_ORIGIN = 1_000_000, 10, 1_767_225_600  # 2026-01-01 00:00 UTC
@@ -286,6 +327,7 @@ def _wanted_items(items: dict[str, float | None], only: Sequence[str] | None) ->
 
 CASES: dict[str, Callable[..., None]] = {
     "philly": philly, "saturn": saturn, "scaling": scaling, "overload": overload, "las-load4": las_load4,
+    "compiled": compiled,
 }
 
 

@@ -8,7 +8,8 @@ Run from the project root::
 ``REV`` is checked out once into ``bench-out/versus-REV`` (a git worktree, byte-compiled as the working tree is);
 then the command runs ``N`` times (default 2) with each tree's sources, alternately, so that both see the same
 machine. Prints each run's CPU seconds (user + sys of the whole process) and the range per tree. Outputs go to a
-temporary folder when the command has ``-o``/``--output``.
+temporary folder when the command has ``-o``/``--output``. ``REV``'s sources run as Python: against a working tree
+whose simulator core is compiled (setup.py), the figures include what compiling it gained.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ controller uses); an unusable node shows no free GPUs, so placements never see i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 Allocation = list[tuple[int, int]]  # (node index, GPUs taken on it)
-ON = "on"
+ON: Final = "on"
 
 
 def cpu_share(cpus: int, gpus_on_node: int, gpus: int) -> int:

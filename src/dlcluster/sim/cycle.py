@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from heapq import heapify, heappop, heappush, heapreplace
 from itertools import islice, repeat
 from math import ceil
-from typing import TYPE_CHECKING, Any, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast, overload
 
 from sortedcontainers import SortedList
 
@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # the placement package imports the policies, which import th
     from dlcluster.sim.observers import Observer
     from dlcluster.sim.placement import Placement
 
-SEQ_BITS = 40  # bits of a packed preemptive heap entry's insertion number (a run enqueues far fewer than 2**40)
-SEQ_MASK = (1 << SEQ_BITS) - 1
-NO_JOBS: list[int] = []  # shared and never appended to: most starts and ends re-rate no other job
+SEQ_BITS: Final = 40  # bits of a packed preemptive heap entry's insertion number (a run enqueues far fewer than 2**40)
+SEQ_MASK: Final = (1 << SEQ_BITS) - 1
+NO_JOBS: Final[list[int]] = []  # shared and never appended to: most starts and ends re-rate no other job
 
 
 class SpeedModel(Protocol):

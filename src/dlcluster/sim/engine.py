@@ -14,16 +14,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from dlcluster.errors import ConfigError
 
 NodeChange = tuple[int, int, str]  # (group, node, new state)
-NONE: list[Any] = []  # shared empty list for seconds without such events (never appended to)
-NEVER = 2**63  # an integer "never": the clock stays an int
+NONE: Final[list[Any]] = []  # shared empty list for seconds without such events (never appended to)
+NEVER: Final = 2**63  # an integer "never": the clock stays an int
 # periodic ticks a run may need at least: the span from its first arrival to the earliest its last job can end,
 # over the shortest period (ticks go on while any job runs, not only while jobs arrive)
-MAX_TICKS = 5_000_000
+MAX_TICKS: Final = 5_000_000
 
 
 class Handler(Protocol):
@@ -161,6 +161,7 @@ class Engine:
                                   f"times over the {span:,} s from the first arrival to the earliest the last job "
                                   "can end; shorten the trace or its longest jobs, or raise --load")
         ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
+        arrive: list[int] = list(times)  # (a list is indexed natively once compiled, a Sequence is not)
         pop, inf = heapq.heappop, NEVER
         single = handler.single_events
         second, one_end, one_arrival, ticks_only = handler.second, handler.one_end, handler.one_arrival, handler.ticks
@@ -169,7 +170,7 @@ class Engine:
         last = -NEVER  # the second handled last
         self._soon = self._soonest()
         while True:
-            now = times[i] if i < n else inf
+            now = arrive[i] if i < n else inf
             if ends and ends[0][0] < now:
                 now = ends[0][0]
             lean = now < self._soon  # only ends and arrivals are due
@@ -203,7 +204,7 @@ class Engine:
                         live[job] = -1
                         ended.append(job)
             first = i
-            while i < n and times[i] == now:
+            while i < n and arrive[i] == now:
                 i += 1
             last = now
             if lean:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from dlcluster.config_file import read_toml
 from dlcluster.errors import ConfigError, InputError
@@ -36,10 +38,12 @@ PHILLY_COLOCATED_SPREAD = SPREAD_COLOCATED / SPREAD  # 0.756: colocated on top o
 KEYS = ("spread", "colocated", "colocated_spread")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (compiled by setup.py; plug-ins may subclass it)
 class PlacementSpeed:
     """Rate by servers spanned beyond the fewest possible and by sharing a server (a :class:`SpeedModel`)."""
 
-    any_neighbour = True  # the rate sees only whether a job has neighbours, not how many (see SpeedModel)
+    # the rate sees only whether a job has neighbours, not how many (see SpeedModel)
+    any_neighbour: ClassVar[bool] = True
 
     def __init__(self, spread: Mapping[int, float] | None = None, colocated: float = PHILLY_COLOCATED,
                  colocated_spread: float = PHILLY_COLOCATED_SPREAD, name: str = "philly") -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from mypy_extensions import mypyc_attr
+
 from dlcluster.sim.cluster import Allocation, VCState
 
 
@@ -58,13 +62,15 @@ def consolidate_on(free: list[int], sizes: tuple[int, ...], gpus: int, largest: 
     return alloc if need == 0 else None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (compiled by setup.py; plug-ins may subclass it)
 class Consolidate:
     """Best fit on one node when the job fits the largest node; else whole free nodes plus a best-fit remainder."""
 
-    name = "consolidate"
-    sized = True  # the answer depends only on the free GPUs per node and the job's size
-    one_node = True  # a job that fits a node goes on one node with room for it
-    help = "best fit on one node; larger jobs take whole free nodes (largest first) and best-fit the rest"
+    name: ClassVar[str] = "consolidate"
+    sized: ClassVar[bool] = True  # the answer depends only on the free GPUs per node and the job's size
+    one_node: ClassVar[bool] = True  # a job that fits a node goes on one node with room for it
+    help: ClassVar[str] = ("best fit on one node; larger jobs take whole free nodes (largest first) and best-fit "
+                           "the rest")
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """Consolidated gang placement or None."""
@@ -75,12 +81,13 @@ class Consolidate:
         return None if free is None else consolidate_on(free, sizes, gpus, largest)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ArtifactConsolidate:
     """The Helios artifact's consolidate placer, rule for rule (homogeneous nodes)."""
 
-    name = "consolidate"
-    sized = True  # the answer depends only on the free GPUs per node and the job's size
-    help = "the SC'21 artifact's consolidate placer (compatibility mode)"
+    name: ClassVar[str] = "consolidate"
+    sized: ClassVar[bool] = True  # the answer depends only on the free GPUs per node and the job's size
+    help: ClassVar[str] = "the SC'21 artifact's consolidate placer (compatibility mode)"
 
     def place(self, state: VCState, gpus: int, waited: int = 0, cpus: int = 0) -> Allocation | None:
         """The artifact's placement or None."""
