@@ -62,8 +62,11 @@ class Engine:
     """Event queues and the run loop."""
 
     jobs: int = 0  # how many jobs there are (numbered 0 .. jobs - 1)
-    _ends: list[tuple[int, int]] = field(default_factory=list)
+    # scheduled ends, time << _bits | job (one int: heap operations compare ints, not (time, job) pairs; the same order)
+    _ends: list[int] = field(default_factory=list)
     _live: list[int] = field(init=False)  # per job its scheduled end, or -1 (heap entries that disagree are stale)
+    _bits: int = field(init=False)  # bits of a job number in an entry of _ends
+    _mask: int = field(init=False)
     _cancelled: int = 0  # ends cancelled or moved since the heap was last cleared of stale entries
     _wakes: list[tuple[int, int]] = field(default_factory=list)
     _wake_set: set[tuple[int, int]] = field(default_factory=set)  # merges duplicate wake-ups
@@ -76,6 +79,8 @@ class Engine:
 
     def __post_init__(self) -> None:
         self._live = [-1] * self.jobs
+        self._bits = max(1, (self.jobs - 1).bit_length())
+        self._mask = (1 << self._bits) - 1
 
     def finish_at(self, job: int, time: int) -> None:
         """Schedule ``job`` to end at ``time`` (replacing any end scheduled before)."""
@@ -85,7 +90,7 @@ class Engine:
             if 3 * self._cancelled > 2 * len(self._ends):
                 self._drop_stale()
         live[job] = time
-        heapq.heappush(self._ends, (time, job))
+        heapq.heappush(self._ends, time << self._bits | job)
 
     def cancel(self, job: int) -> None:
         """Forget ``job``'s scheduled end (it was preempted): one more stale entry in the heap, which is cleared of
@@ -103,8 +108,8 @@ class Engine:
         Pops come in (time, job) order whatever the heap's shape, so the run is unchanged. Called after at least
         two thirds of the heap's size in cancelled or moved ends, so its cost is constant per cancellation.
         """
-        live = self._live
-        self._ends[:] = [e for e in self._ends if live[e[1]] == e[0]]
+        live, bits, mask = self._live, self._bits, self._mask
+        self._ends[:] = [e for e in self._ends if live[e & mask] == e >> bits]
         heapq.heapify(self._ends)
         self._cancelled = 0
 
@@ -162,7 +167,7 @@ class Engine:
                                   "can end; shorten the trace or its longest jobs, or raise --load")
         ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
         arrive: list[int] = list(times)  # (a list is indexed natively once compiled, a Sequence is not)
-        pop, inf = heapq.heappop, NEVER
+        pop, inf, bits, mask = heapq.heappop, NEVER, self._bits, self._mask
         single = handler.single_events
         second, one_end, one_arrival, ticks_only = handler.second, handler.one_end, handler.one_arrival, handler.ticks
         i, n = 0, len(times)
@@ -171,8 +176,8 @@ class Engine:
         self._soon = self._soonest()
         while True:
             now = arrive[i] if i < n else inf
-            if ends and ends[0][0] < now:
-                now = ends[0][0]
+            if ends and ends[0] >> bits < now:
+                now = ends[0] >> bits
             lean = now < self._soon  # only ends and arrivals are due
             if lean:
                 stalled = 0
@@ -196,10 +201,10 @@ class Engine:
             # the ends due now whose end is still live, in pop order (most seconds end no job: those share the
             # empty NONE)
             ended = NONE
-            if ends and ends[0][0] == now:
+            if ends and ends[0] >> bits == now:
                 ended = []
-                while ends and ends[0][0] == now:
-                    _, job = pop(ends)
+                while ends and ends[0] >> bits == now:
+                    job = pop(ends) & mask
                     if live[job] == now:
                         live[job] = -1
                         ended.append(job)

@@ -316,10 +316,10 @@ def _speed_columns(prep: Prepared, rec: Record, runs: list[GroupRun]) -> list[pl
     a run at full speed throughout has speed 1.0 and loses nothing; a job that never held a GPU has no speed.
     """
     n = prep.jobs.height
-    running = np.zeros(n, dtype=np.int64)
-    for r in runs:
-        seg = r.seg
-        running += np.bincount(seg["job"], seg["end"] - seg["start"], minlength=n).astype(np.int64)
+    # (one bincount over every group's segments: one per group would allocate and add a job-sized array each)
+    job = np.concatenate([r.seg["job"] for r in runs] or [np.zeros(0, np.int64)])
+    held = np.concatenate([r.seg["end"] - r.seg["start"] for r in runs] or [np.zeros(0, np.int64)])
+    running = np.bincount(job, held, minlength=n).astype(np.int64)
     gpus = prep.jobs["gpu_num"].to_numpy().astype(np.int64)
     overhead = np.array([checkpoint_overhead(g) for g in range(int(gpus.max(initial=0)) + 1)], dtype=np.int64)
     # with failures replayed, the work of every attempt the job ran
