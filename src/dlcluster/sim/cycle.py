@@ -26,6 +26,7 @@ from dlcluster.sim.cluster import Allocation, VCState
 from dlcluster.sim.engine import Engine
 from dlcluster.sim.framework import Order, Policy
 from dlcluster.sim.jobs import Jobs, Record, checkpoint_overhead
+from dlcluster.sim.speed import PlacementSpeed
 
 if TYPE_CHECKING:  # the placement package imports the policies, which import the framework
     from dlcluster.sim.observers import Observer
@@ -250,6 +251,9 @@ class Cycle:
         self.waiting_since = waiting_since  # a job waits from its submit, and again from each preemption
         self.observers = observers
         self.speed = speed
+        # the built-in model (or a subclass) by its class: once compiled, a call through it is native, where one
+        # through the SpeedModel protocol goes through Python's call machinery
+        self.built_in_speed = speed if isinstance(speed, PlacementSpeed) else None
         # a model whose rates see only whether a job has neighbours (see SpeedModel) needs per node only how many
         # jobs it holds and the xor of their numbers (with one job left, the xor is that job); another, the jobs
         self.any_neighbour: bool = getattr(speed, "any_neighbour", False)
@@ -341,7 +345,9 @@ class Cycle:
                                 were_alone = []
                             were_alone.append(xor[node] ^ j)
                 # (_rerate inline: a job that starts has no end scheduled and has done no work since progress_at)
-                rate = self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours)
+                built_in = self.built_in_speed
+                rate = built_in.rate(jobs, j, alloc, self.state.sizes, neighbours) if built_in is not None else \
+                    self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours)
                 left = jobs.remaining[j]
                 if rate == 1 and type(left) is int:  # whole seconds at full speed: the ceiling below is ``left``
                     end = now + left
@@ -467,7 +473,9 @@ class Cycle:
         held, count = self.running[k], self.node_count
         neighbours = (1 if count[held[0][0]] > 1 else 0) if len(held) == 1 else \
             1 if any(count[n] > 1 for n, _ in held) else 0
-        self._rerate(k, self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
+        built_in = self.built_in_speed
+        self._rerate(k, built_in.rate(self.jobs, k, held, self.state.sizes, neighbours) if built_in is not None else
+                     self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
 
     def _rerate(self, k: int, rate: float, now: int) -> None:
         """Running job ``k`` runs at ``rate`` from ``now``: if that is new (or it has no end yet), its work left is
