@@ -269,20 +269,22 @@ def test_the_energy_section_shows_the_runs_that_modelled_power(runs: Path, tmp_p
     assert nodes["powered"][0] > nodes["busy"][0]
 
 
+def _report_error(folder: Path, out: Path, capsys: pytest.CaptureFixture) -> str:
+    """``report FOLDER -o OUT``'s one-line error (it exits with status 2)."""
+    with pytest.raises(SystemExit) as err:
+        main(["report", str(folder), "-o", str(out)])
+    assert err.value.code == 2
+    return capsys.readouterr().err.strip()
+
+
 def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SystemExit) as err:
-        main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "rep")])
-    assert err.value.code == 2
-    assert capsys.readouterr().err.strip() == (
+    assert _report_error(tmp_path / "empty", tmp_path / "rep", capsys) == (
         f"error: {tmp_path / 'empty'}: no simulation run here: neither it nor a folder inside it holds summary.json "
         "and jobs.parquet (written by dlcluster simulate -o)")
     run = _hand_run(tmp_path / "run", 5)
     pl.read_parquet(run / "jobs.parquet").drop("jct").write_parquet(run / "jobs.parquet")
-    with pytest.raises(SystemExit) as err:
-        main(["report", str(run), "-o", str(tmp_path / "rep")])
-    assert err.value.code == 2
-    assert capsys.readouterr().err.strip() == (
+    assert _report_error(run, tmp_path / "rep", capsys) == (
         f"error: {run / 'jobs.parquet'}: missing column 'jct' (need job_id, vc, gpu_num, submit, start, end, "
         "queue_delay, jct)")
     assert not (tmp_path / "rep").exists()
@@ -290,19 +292,13 @@ def test_bad_run_folders_are_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     run = _hand_run(tmp_path / "text", 5)
     pl.read_parquet(run / "jobs.parquet").with_columns(pl.col("queue_delay").cast(pl.String)).write_parquet(
         run / "jobs.parquet")
-    with pytest.raises(SystemExit) as err:
-        main(["report", str(run), "-o", str(tmp_path / "rep")])
-    assert err.value.code == 2
-    assert capsys.readouterr().err.strip() == (
+    assert _report_error(run, tmp_path / "rep", capsys) == (
         f"error: {run / 'jobs.parquet'}, field 'queue_delay': column 'queue_delay' holds String, not numbers")
     # a power run's timeline without its busy nodes (an internal error in the energy section)
     run = _hand_run(tmp_path / "power", 5)
     pl.DataFrame({c: [0] for c in ("time", "total_gpus", "idle_gpus", "pending_gpus", "running_jobs", "pending_jobs",
                                    "nodes_on")}).with_columns(vc=pl.lit("a")).write_parquet(run / "timeline.parquet")
-    with pytest.raises(SystemExit) as err:
-        main(["report", str(run), "-o", str(tmp_path / "rep")])
-    assert err.value.code == 2
-    assert capsys.readouterr().err.strip() == (
+    assert _report_error(run, tmp_path / "rep", capsys) == (
         f"error: {run / 'timeline.parquet'}: missing column 'nodes_busy' (need time, vc, total_gpus, idle_gpus, "
         "pending_gpus, running_jobs, pending_jobs, nodes_on, nodes_busy)")
 

@@ -6,6 +6,7 @@ import ast
 import filecmp
 import importlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from test_sim_helpers import by_id, jobs, spec
 from benchmarks._measure import dlcluster_pure
 from dlcluster.sim import simulate
 from dlcluster.sim.placement import register_placement
-from dlcluster.sim.placement.consolidate import Consolidate
+from dlcluster.sim.placement.consolidate import ArtifactConsolidate, Consolidate
 from dlcluster.sim.speed import PlacementSpeed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +51,14 @@ def test_setup_compiles_existing_sim_modules_and_a_build_compiles_all_of_them_or
     modules = _modules()
     assert modules and all(name.startswith("dlcluster.sim.") for name in modules)
     assert len(_compiled()) in (0, len(modules)), sorted(_compiled())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_reinstalls_when_a_compiled_source_changes() -> None:
+    """The install stamp depends on every file setup.py compiles (README: `make test` and `make demo` rebuild)."""
+    rules = subprocess.run(["make", "-pnq", "-C", str(ROOT), "install"], capture_output=True, text=True).stdout
+    stamp = next(line for line in rules.splitlines() if line.startswith(".venv/.installed:"))
+    assert {"pyproject.toml", "setup.py", *_setup_list()} <= set(stamp.split(":", 1)[1].split())
 
 
 def test_compiled_modules_are_not_older_than_their_sources() -> None:
@@ -110,7 +119,7 @@ def test_compiled_and_pure_python_runs_write_the_same_files(trace: Path, tmp_pat
 
 
 def test_python_subclasses_of_the_compiled_classes_override_their_attributes_and_methods() -> None:
-    """Plug-ins subclass the built-in speed model and consolidate placement, compiled or not (mypyc_attr)."""
+    """Plug-ins subclass the built-in speed model and the consolidate placements, compiled or not (mypyc_attr)."""
 
     class Halved(PlacementSpeed):
         any_neighbour = False
@@ -123,7 +132,11 @@ def test_python_subclasses_of_the_compiled_classes_override_their_attributes_and
         name = "test-compiled-asked"
         one_node = False
 
+    class Renamed(ArtifactConsolidate):
+        name = "test-compiled-artifact"
+
     assert Halved().any_neighbour is False and Asked().one_node is False and Asked().sized is True
+    assert Renamed().name == "test-compiled-artifact" and Renamed().sized is True
     ran = by_id(simulate(jobs(("A", "v", 2, 0, 1000), ("B", "v", 4, 10, 100)), spec(v=(8,)), "fifo",
                          placement="test-compiled-asked", speed=Halved()).jobs)
     assert [ran[j]["end"] - ran[j]["start"] for j in "AB"] == [2000, 200]

@@ -20,6 +20,7 @@ TIMELINE_COLUMNS = ("time", "vc", "total_gpus", "idle_gpus", "pending_gpus", "ru
 NODE_STATE_COLUMNS = ("time", "vc", "node", "state")
 TEXT_FIELDS = ("policy", "placement", "compat")  # of a summary.json, read by the reports as names
 WHOLE = 2**63  # a whole number beyond 64 bits fits no table column
+TEXT_COLUMNS = ("job_id", "vc", "state")  # the run tables' columns that are not numbers
 COUNTS = ("jobs", "unschedulable", "preemptions", "gpus", "events")  # summary figures that count things
 
 
@@ -89,9 +90,6 @@ def _parquet(path: Path, needed: tuple[str, ...]) -> pl.DataFrame:
     if wrong is not None:
         raise InputError(f"column '{wrong}' holds {df.schema[wrong]}, not numbers", path=path, field=wrong)
     return df
-
-
-TEXT_COLUMNS = ("job_id", "vc", "state")  # the run tables' columns that are not numbers
 
 
 def _object(value: Any, key: str, path: Path) -> dict[str, Any]:

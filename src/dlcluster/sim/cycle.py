@@ -345,9 +345,7 @@ class Cycle:
                                 were_alone = []
                             were_alone.append(xor[node] ^ j)
                 # (_rerate inline: a job that starts has no end scheduled and has done no work since progress_at)
-                built_in = self.built_in_speed
-                rate = built_in.rate(jobs, j, alloc, self.state.sizes, neighbours) if built_in is not None else \
-                    self.speed.rate(jobs, j, alloc, self.state.sizes, neighbours)
+                rate = self._rate(j, alloc, neighbours)
                 left = jobs.remaining[j]
                 if rate == 1 and type(left) is int:  # whole seconds at full speed: the ceiling below is ``left``
                     end = now + left
@@ -368,7 +366,7 @@ class Cycle:
                     on.add(j)
                     alone = alone and len(on) == 1
                 if alone:  # nobody else to re-rate
-                    self._rerate(j, self.speed.rate(jobs, j, alloc, self.state.sizes, 0), now)
+                    self._rerate(j, self._rate(j, alloc, 0), now)
                 else:
                     self._respeed(alloc, now)
         if self.observers:
@@ -449,8 +447,7 @@ class Cycle:
     def _respeed(self, alloc: Allocation, now: int) -> None:
         """Recompute the rate of every running job on ``alloc``'s nodes (a job just started on them, or left them);
         move the ends of those that changed."""
-        assert self.speed is not None
-        node_jobs, running, speed, sizes = self.node_jobs, self.running, self.speed.rate, self.state.sizes
+        node_jobs, running = self.node_jobs, self.running
         # (this runs at every start and end: a job on one node, the common case, needs no union of sets)
         affected = sorted(node_jobs[alloc[0][0]]) if len(alloc) == 1 else \
             sorted(set().union(*(node_jobs[n] for n, _ in alloc)))
@@ -463,19 +460,24 @@ class Cycle:
             held = running[k]
             near = len(node_jobs[held[0][0]]) if len(held) == 1 else \
                 len(set().union(*(node_jobs[n] for n, _ in held)))
-            self._rerate(k, speed(self.jobs, k, held, sizes, near - 1), now)
+            self._rerate(k, self._rate(k, held, near - 1), now)
 
     def _recount(self, k: int, now: int) -> None:
         """:meth:`_respeed` of one running job ``k`` when only having neighbours matters (nodes counted)."""
         if self.jobs.end_at[k] == now:  # (as in _respeed)
             return
-        assert self.speed is not None
         held, count = self.running[k], self.node_count
         neighbours = (1 if count[held[0][0]] > 1 else 0) if len(held) == 1 else \
             1 if any(count[n] > 1 for n, _ in held) else 0
+        self._rerate(k, self._rate(k, held, neighbours), now)
+
+    def _rate(self, k: int, alloc: Allocation, neighbours: int) -> float:
+        """The speed model's rate of ``k`` on ``alloc`` next to ``neighbours`` other jobs."""
         built_in = self.built_in_speed
-        self._rerate(k, built_in.rate(self.jobs, k, held, self.state.sizes, neighbours) if built_in is not None else
-                     self.speed.rate(self.jobs, k, held, self.state.sizes, neighbours), now)
+        if built_in is not None:
+            return built_in.rate(self.jobs, k, alloc, self.state.sizes, neighbours)
+        assert self.speed is not None
+        return self.speed.rate(self.jobs, k, alloc, self.state.sizes, neighbours)
 
     def _rerate(self, k: int, rate: float, now: int) -> None:
         """Running job ``k`` runs at ``rate`` from ``now``: if that is new (or it has no end yet), its work left is

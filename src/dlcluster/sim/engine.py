@@ -166,7 +166,8 @@ class Engine:
                                   f"times over the {span:,} s from the first arrival to the earliest the last job "
                                   "can end; shorten the trace or its longest jobs, or raise --load")
         ends, live, wakes, nodes, ticks = self._ends, self._live, self._wakes, self._nodes, self._ticks
-        arrive: list[int] = list(times)  # (a list is indexed natively once compiled, a Sequence is not)
+        # (a list is indexed natively once compiled, a Sequence is not; the simulation passes a list)
+        arrive: list[int] = times if isinstance(times, list) else list(times)
         pop, inf, bits, mask = heapq.heappop, NEVER, self._bits, self._mask
         single = handler.single_events
         second, one_end, one_arrival, ticks_only = handler.second, handler.one_end, handler.one_arrival, handler.ticks

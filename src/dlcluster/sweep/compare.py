@@ -127,8 +127,9 @@ def read_sweep(folder: str | Path) -> Sweep:
                          row=int(bad["row"][0]) + 1, field="status", row_label="row")
     if df["cell"].n_unique() != df.height or df["cell"].null_count():
         raise InputError("cell numbers must be unique and non-null", path=table_path, field="cell")
+    numbered = df.with_row_index("row")
     for name in meta["metrics"]:  # (a sweep writes null for a figure it has not; NaN or infinity broke the figures)
-        odd = df.with_row_index("row").filter(~pl.col(name).is_finite())
+        odd = numbered.filter(~pl.col(name).is_finite())
         if odd.height:
             raise InputError(f"{odd[name][0]} is not a finite number (a metric is a number or null)", path=table_path,
                              row=int(odd["row"][0]) + 1, field=name, row_label="row")
