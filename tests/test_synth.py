@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -517,6 +518,25 @@ def test_cli_round_trip_through_parquet_is_byte_identical(tmp_path: Path) -> Non
     again = tmp_path / "b.parquet"
     assert _cli("synth", "--preset", "philly", "--days", "3", "--seed", "5", "-o", str(again)).returncode == 0
     assert out.read_bytes() == again.read_bytes()
+
+
+def test_the_same_seed_gives_the_same_bytes_whatever_simd_numpy_dispatches_to(tmp_path: Path) -> None:
+    # NumPy picks its sort and math kernels by the CPU (AVX-512, AVX2, ...): a default argsort orders tied values
+    # differently on each, which once gave every Philly trace other durations on another machine
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    targets = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    if not targets:
+        pytest.skip("NumPy dispatches to no SIMD extension beyond its baseline on this CPU: nothing to switch off")
+    outputs = []
+    for disabled in ("", " ".join(targets)):
+        out = tmp_path / f"{len(outputs)}.parquet"
+        done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "--preset", "philly", "--days", "20",
+                               "--seed", "3", "-o", str(out)], capture_output=True, text=True,
+                              env={**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled})
+        assert done.returncode == 0, done.stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
 
 
 def test_cli_calendar_replays_or_draws_the_source_days_and_needs_a_batched_model(tmp_path: Path) -> None:

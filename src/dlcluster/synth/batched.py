@@ -368,7 +368,9 @@ def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list
     for dist, mask in cells.values():
         idx = np.flatnonzero(mask)
         rank = np.empty(len(idx), dtype=np.int64)
-        rank[np.argsort(score[idx])] = np.arange(len(idx))  # scores are continuous: ties have probability 0
+        # scores tie where a VC's score quantiles repeat a value: a stable sort ranks tied jobs in job order, the
+        # default one in an order that depends on the CPU's SIMD sort kernel (another trace on another machine)
+        rank[np.argsort(score[idx], kind="stable")] = np.arange(len(idx))
         out[idx] = quantile_draw(dist, (rank + 0.5) / len(idx))
     return out
 
