@@ -80,6 +80,13 @@ def test_write_read_round_trip(tmp_path: Path) -> None:
     assert write_cluster_spec(back, tmp_path / "again.csv").read_text() == path.read_text()
 
 
+def test_a_vc_of_gpuless_nodes_is_named_as_one_of_no_nodes(tmp_path: Path) -> None:
+    path = tmp_path / "spec.csv"
+    path.write_text("vc,nodes,gpus_per_node\ncpu,2,0\nnone,0,8\nmixed,1,0\nmixed,1,8\n")
+    spec = read_cluster_spec(path)  # a 0-GPU node inside a VC with GPUs stays, as a Philly machine list's does
+    assert spec.vcs == {"mixed": (0, 8)} and spec.empty == {"cpu", "none"}
+
+
 def test_interleaved_sizes_round_trip_as_a_multiset(shared_data: Path, tmp_path: Path) -> None:
     spec = read_cluster_spec(shared_data / "philly/cluster_machine_list")
     back = read_cluster_spec(write_cluster_spec(spec, tmp_path / "spec.csv"))

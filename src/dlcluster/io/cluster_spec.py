@@ -14,8 +14,8 @@ Four layouts are told apart by their header:
   node by default; CPUs are modelled only when the ``cpus_per_node`` column is there):
   rows for the same VC add up, in file order (one row per VC and node shape: a repeated
   row is refused, as it is more likely a mistake than a second batch of nodes); any other
-  column is refused (a misspelt ``gpus_per_node`` would silently give 8-GPU nodes). A VC of 0 nodes is left
-  out, as a Helios VC with 0 GPUs is (its jobs are told that their VC has 0 GPUs).
+  column is refused (a misspelt ``gpus_per_node`` would silently give 8-GPU nodes). A VC of 0 nodes, or of
+  0-GPU nodes only, is left out, as a Helios VC with 0 GPUs is (its jobs are told that their VC has 0 GPUs).
 
 Limits (checked before any node is built): at most :data:`MAX_NODES` nodes in all and
 :data:`MAX_GPUS_PER_NODE` GPUs and :data:`MAX_CPUS_PER_NODE` CPUs per node.
@@ -172,8 +172,9 @@ def _vc_nodes(raw: pl.DataFrame, path: Path) -> ClusterSpec:
     for vc, n, g, c in df.iter_rows():  # one row per (VC, node size): a handful of rows
         spec[vc] = spec.get(vc, ()) + (g,) * n
         cpus[vc] = cpus.get(vc, ()) + (c,) * n
-    # a VC of 0 nodes is what a Helios day's 0 GPUs is: named, left out, its jobs told so
-    empty = frozenset(vc for vc, nodes in spec.items() if not nodes)
+    # a VC of 0 nodes, or of nodes without GPUs only, is what a Helios day's 0 GPUs is: named, left out, its jobs
+    # told so
+    empty = frozenset(vc for vc, nodes in spec.items() if not any(nodes))
     spec = {vc: nodes for vc, nodes in spec.items() if vc not in empty}
     cpus = {vc: nodes for vc, nodes in cpus.items() if vc not in empty}
     return ClusterSpec(spec, cpus if has_cpus else None, source=str(path), empty=empty)
