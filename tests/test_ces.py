@@ -806,8 +806,10 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                                                "before the 0.01 test days (the series is too short: it needs more than "
                                                "the 2 training days)\n")
     for args, message in ((("--test-days", "1"), "training needs at least 2 days"),
-                          (("--test-days", "nan"), "--test-days must be a number of days, got nan"),
-                          (("--test-days", "inf"), "--test-days must be a number of days, got inf"),
+                          (("--test-days", "nan"), "--test-days must be a positive number of days, got nan"),
+                          (("--test-days", "inf"), "--test-days must be a positive number of days, got inf"),
+                          (("--test-days", "-1"), "--test-days must be a positive number of days, got -1"),
+                          (("--test-days", "0"), "--test-days must be a positive number of days, got 0"),
                           # (days × steps a day overflowed: internal error)
                           (("--test-days", "1e308"), "training needs at least 2 days before the 1e+308 test days"),
                           (("--rule", "fuzzy"), "error: --rule 'fuzzy': choose helios or quantile"),
@@ -822,6 +824,9 @@ def test_ces_errors_are_one_line(tmp_path: Path) -> None:
                           (("--events", "2017-02-30"), "--events: '2017-02-30' is not a date YYYY-MM-DD")):
         run = cli("ces", str(f), *args)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+    # the options are checked before the input is read
+    run = cli("ces", str(tmp_path / "no-such.csv"), "--test-days", "-1")
+    assert (run.returncode, run.stderr) == (2, "error: --test-days must be a positive number of days, got -1\n")
     # six days are enough days, but at two steps a day too few steps for the rule's 60-step forecast (this stopped
     # with an internal error)
     _daily(6).write_csv(f)

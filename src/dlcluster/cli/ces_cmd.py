@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -129,6 +130,12 @@ def ces(
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
     if DAY % step:  # (a day of steps is the forecaster's lag: a step that does not divide it shortens the replay)
         raise ConfigError(f"--step {step}: must divide a day (86,400 s) evenly, e.g. 300, 600, 900 or 3600")
+    if test_days is not None and not (math.isfinite(test_days) and test_days > 0):
+        raise ConfigError(f"--test-days must be a positive number of days, got {test_days:g}")
+    if compat is not None and (rule != "helios" or buffer is not None or holidays is not None or events is not None
+                               or step != 600 or test_days is not None):
+        raise ConfigError("--compat helios-artifact runs the artifact's own rule, step, window and forecast: "
+                          "drop --rule, --buffer, --step, --test-days, --holidays and --events")
     output_folder(output, source, cluster)
     # (checks the values before any work; the quantile rule takes no preset)
     controller = make_controller(rule, preset, buffer=buffer, risk=risk, preset_flag="--cluster-preset",
@@ -202,10 +209,6 @@ def ces(
     summary: dict[str, Any] = {"source": str(source), "preset": preset, "compat": compat}
     days: float
     if compat is not None:
-        if (rule != "helios" or buffer is not None or holidays is not None or events is not None or step != 600
-                or test_days is not None):
-            raise ConfigError("--compat helios-artifact runs the artifact's own rule, step, window and forecast: "
-                              "drop --rule, --buffer, --step, --test-days, --holidays and --events")
         from dlcluster.services.ces.artifact import artifact_open_loop
 
         run = artifact_open_loop(minutes, preset or "philly")
