@@ -58,6 +58,13 @@ def test_numeric_millisecond_epochs(tmp_path: Path) -> None:
     assert jobs["submit_time"].to_list() == [1591720861]
 
 
+def test_time_unit_scales_times_not_durations(tmp_path: Path) -> None:
+    path = _write(tmp_path, "submit_time,start_time,gpu_num,duration,queue_delay\n1591720861000,1591720871000,1,60,10\n")
+    jobs = read_trace(path, format="csv", time_unit="ms").jobs
+    assert jobs.select("start_time", "duration", "queue_delay", "end_time").row(0) == \
+        (1591720871, 60, 10, 1591720931)
+
+
 def test_explicit_offsets_are_kept(tmp_path: Path) -> None:
     path = _write(tmp_path, "submit_time,gpu_num\n2020-06-09T19:00:00+02:00\n2020-06-09T17:00:00Z,1\n"
                   .replace("+02:00\n", "+02:00,1\n"))
@@ -146,7 +153,8 @@ def test_mapping_to_absent_column_and_unknown_key(tmp_path: Path) -> None:
         # a run time that is not the row's own end − start (the Helios reader refuses such a row too); a second
         # either way is the rounding of sub-second parts (row a: 3600.7 s against 3,600 s)
         ("d,2020-06-09 20:00:00,2020-06-09 20:00:10,2020-06-09 20:01:00,5000,1,q,u,done",
-         "line 5, field 'runtime_s': '5000' is not the row's end_time − start_time"),
+         "line 5, field 'runtime_s': '5000' is not the row's end_time − start_time in seconds (--time-unit applies to "
+         "times only)"),
     ],
 )
 def test_malformed_rows_name_file_line_field(tmp_path: Path, row: str, message: str) -> None:
@@ -162,7 +170,8 @@ def test_a_queue_delay_that_is_not_start_minus_submit_is_refused(tmp_path: Path)
                             "a,1600000000,1600000100,1600000200,1,100.9,100\nb,1600000000,1600000100,1600000200,1,5000,100\n")
     with pytest.raises(InputError) as err:
         read_trace(path, format="csv")
-    assert str(err.value) == f"{path}, line 3, field 'queue_delay': '5000' is not the row's start_time − submit_time"
+    assert str(err.value) == (f"{path}, line 3, field 'queue_delay': '5000' is not the row's start_time − submit_time "
+                              "in seconds (--time-unit applies to times only)")
 
 
 def test_an_end_before_the_submit_of_a_job_that_never_started_is_refused(tmp_path: Path) -> None:
