@@ -144,6 +144,9 @@ def test_bad_mixes_are_rejected() -> None:
         _flat_model(weekly_profile=(1.0,) * 24)
     with pytest.raises(ConfigError, match="no bucket for GPU counts"):
         _flat_model(gpu_mix={1: 0.5, 6: 0.5})
+    # its jobs would go to a VC that the trace's own cluster spec lacks: no simulation of it could run
+    with pytest.raises(ConfigError, match="vc_share names VC 'nosuch' that vcs does not give nodes"):
+        _flat_model(vc_share={"nosuch": 1.0})
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

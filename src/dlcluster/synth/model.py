@@ -252,6 +252,10 @@ class Model:
         self._check_shares("gpu_mix", self.gpu_mix)
         if self.vc_share:  # (empty: a model without VCs; every other mix is drawn from, so it needs shares)
             self._check_shares("vc_share", self.vc_share)
+            nodeless = sorted(set(self.vc_share) - set(self.vcs)) if self.vcs else []
+            if nodeless:  # (its jobs went to a VC that the trace's own cluster spec lacks: no simulation could run)
+                raise ConfigError(f"model {self.name!r}: vc_share names VC {nodeless[0]!r} that vcs does not give "
+                                  "nodes")
         for b, m in self.buckets.items():
             self._check_shares(f"bucket {b} status_mix", m.status_mix)
             unknown = sorted(set(m.status_mix) - set(OUTCOMES))
