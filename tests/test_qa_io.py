@@ -77,6 +77,14 @@ def test_cli_unknown_time_zone_exits_2_with_one_line(tmp_path: Path) -> None:
     assert res.stderr.strip().splitlines() == [expected]
 
 
+def test_a_known_zone_in_the_wrong_case_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text(PHILLY_JOBS + ROW)
+    for given, meant in (("utc", "UTC"), ("asia/shanghai", "Asia/Shanghai")):
+        res = _cli("info", str(path), "--tz", given)
+        assert (res.returncode, res.stderr.strip()) == (2, f"error: unknown time zone {given!r} (did you mean {meant!r}?)")
+
+
 def test_sacct_row_without_jobid_is_reported_not_dropped(tmp_path: Path) -> None:
     path = tmp_path / "export.txt"
     path.write_text(SACCT + "1|u|p|2024-01-01T00:00:00|||PENDING|\n|u|p|2024-01-01T00:00:00|||PENDING|\n")

@@ -281,7 +281,12 @@ def check_timezone(tz: str) -> str:
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ConfigError(f"unknown time zone {tz!r} (use an IANA name such as Asia/Shanghai)") from exc
+        from zoneinfo import available_timezones
+
+        # IANA names are case-sensitive: 'utc' or 'asia/shanghai' is most likely a known zone typed in lower case
+        same = sorted(z for z in available_timezones() if z.lower() == tz.strip().lower())
+        hint = f"did you mean {same[0]!r}?" if same else "use an IANA name such as Asia/Shanghai"
+        raise ConfigError(f"unknown time zone {tz!r} ({hint})") from exc
     return tz
 
 
