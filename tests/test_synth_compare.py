@@ -164,6 +164,7 @@ def test_cli_compare_reads_the_real_trace_with_the_input_options(tmp_path: Path)
 @pytest.mark.parametrize(("loads", "message"), [
     ("1e10", "error: --loads 1e+10 is outside the supported range 1e-09..1e+09"),
     ("2,1e-10", "error: --loads 1e-10 is outside the supported range 1e-09..1e+09"),
+    ("2,3,2.0", "error: --loads '2,3,2.0': 2 is given more than once"),
 ])
 def test_cli_compare_names_loads_beyond_the_limits_by_its_own_option(tmp_path: Path, loads: str, message: str) -> None:
     # (the simulator's check said --load, an option synth compare does not have)

@@ -148,6 +148,9 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         raise ConfigError(f"--loads {loads!r}: give numbers separated by commas") from exc
     if not levels or not all(0 < x < float("inf") for x in levels):
         raise ConfigError(f"--loads {loads!r}: give positive numbers separated by commas")
+    twice = sorted({x for x in levels if levels.count(x) > 1})
+    if twice:  # (the same rows twice, as a policy named twice is refused by simulate)
+        raise ConfigError(f"--loads {loads!r}: {twice[0]:g} is given more than once")
     for level in levels:  # checked before the traces are read, as every option is
         check_load(level, option="--loads")
     output_folder(output, real_path, *generated_paths, cluster_file)
