@@ -29,7 +29,8 @@ TRACE_READING = (
     click.option("--lenient", is_flag=True, help="Drop malformed rows (counted by reason) instead of failing."),
     click.option("--map", "mapping", help="Column mapping of an input read as csv: canonical=source,... "
                  "(e.g. submit_time=submitted,duration=runtime_s,gpu_num=gpus)."),
-    click.option("--time-unit", help="For an input read as csv: unit of numeric times (s, ms, us); durations and queueing delays are seconds."),
+    click.option("--time-unit", help="For an input read as csv: unit of numeric times (s, ms, us); durations and "
+                 "queueing delays are seconds."),
     click.option("--tz", help="IANA time zone of the source's wall-clock times (e.g. Asia/Shanghai)."),
 )
 

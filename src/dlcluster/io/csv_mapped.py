@@ -204,7 +204,8 @@ def _disagrees(source: str, span: str, later: str, earlier: str) -> Check:
     ``earlier`` (sub-second parts, dropped apart, may make the two differ by a second)."""
     return Check(source, (pl.col(f" {span}") - (pl.col(f" {later}") - pl.col(f" {earlier}"))).abs() > 1,
                  f"{span} disagrees with the times",
-                 lambda v: f"{v!r} is not the row's {later} − {earlier} in seconds (--time-unit applies to times only)")
+                 lambda v: f"{v!r} is not the row's {later} − {earlier} in seconds "
+                           "(--time-unit applies to times only)")
 
 
 def _is_number(text: str) -> bool:
