@@ -566,3 +566,33 @@ def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
     tail = [c.pop((2.0, "sjf", "p99")) for c in changes]
     assert (round(-max(tail), 2), round(-min(tail), 2)) == (0.32, 0.35)
     assert round(max(abs(v) for c in changes for v in c.values()), 2) == 0.12
+
+
+def test_docs_the_load_2_sjf_tail_also_hangs_on_that_vc_s_paced_stream() -> None:
+    # VC 11cb48's 1-GPU jobs come one every ten minutes (median gap 600 s, 69% of the gaps from one to ten minutes):
+    # drawing their times anew, anywhere in their span or within their own day, moves the load-2 SJF p99 most
+    if not PHILLY.is_dir():
+        pytest.skip("shared sample philly not available")
+    from dlcluster.synth.downstream import queueing_by_case
+
+    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
+    real = read_trace(PHILLY / "jobs_processed.csv")
+    jobs = real.jobs
+    stream = (pl.col("vc") == "11cb48") & (pl.col("gpu_num") == 1)
+    times = np.sort(jobs.filter(stream)["submit_time"].to_numpy())
+    gaps = np.diff(times)
+    assert (len(times), np.median(gaps), round(float(np.mean((gaps > 60) & (gaps <= 600))), 2)) == (14_607, 600, 0.69)
+    first, last = int(times[0]), int(times[-1])
+    whole = queueing_by_case(real, spec, (2.0, 3.0), ("fifo", "sjf"))
+    tails = {}
+    for where, width, start in (("span", last - first + 1, pl.lit(first)),
+                                ("day", 86_400, first + (pl.col("submit_time") - first) // 86_400 * 86_400)):
+        tails[where] = []
+        for seed in range(4):
+            when = start + pl.Series(np.random.default_rng(seed).integers(0, width, jobs.height))
+            again = jobs.with_columns(pl.when(stream).then(when).otherwise(pl.col("submit_time")).alias("submit_time"))
+            got = queueing_by_case(dataclasses.replace(real, jobs=again.sort("submit_time", maintain_order=True)),
+                                   spec, (2.0,), ("sjf",))
+            tails[where].append(round(got[(2.0, "sjf", "p99")] / whole[(2.0, "sjf", "p99")] - 1.0, 2))
+    assert (-max(tails["span"]), -min(tails["span"])) == (0.37, 0.42)
+    assert sorted(tails["day"]) == [-0.39, -0.37, -0.37, -0.0]
