@@ -589,6 +589,29 @@ def test_a_worker_reads_each_trace_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert sorted(p.name for p in cells.iterdir()) == ["c0", "c1", "c2"]  # no staging folder left
 
 
+def test_a_cell_s_staging_folder_stays_named_for_the_stop_handler_until_it_is_renamed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (the name was dropped when the run ended: a SIGTERM before the rename, the driver gone, left the folder behind)
+    from dlcluster.sweep import cells as cells_module
+    from dlcluster.sweep.cells import CellTask, run_cell, staging_folder
+
+    trace = tmp_path / "t.parquet"
+    assert cli("synth", "--preset", "helios-venus", "--days", "1", "--seed", "3", "-o", str(trace)).returncode == 0
+    cells = tmp_path / "cells"
+    cells.mkdir()
+    named: list[list[Path]] = []
+    rename = Path.rename
+
+    def watched(self: Path, target: Path) -> Path:
+        named.append(list(cells_module._running))
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", watched)
+    outcome = run_cell(CellTask(0, "c0", str(trace), ("--policy", "fifo"), str(cells), {"cell": 0}))
+    assert outcome.error is None and named == [[staging_folder(cells, "c0")]]
+    assert cells_module._running == [] and [p.name for p in cells.iterdir()] == ["c0"]
+
+
 def test_a_terminal_shows_cells_done_failed_and_time_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

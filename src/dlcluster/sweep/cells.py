@@ -106,6 +106,8 @@ def run_cell(task: CellTask) -> CellOutcome:
     staging, final = staging_folder(cells, task.cell_id), cells / task.cell_id
     shutil.rmtree(staging, ignore_errors=True)
     code: Any = 0
+    # named until the folder is renamed or removed: a SIGTERM between the run's end and the rename (the driver
+    # gone) left the folder behind when the handler no longer knew of it
     _running[:] = [staging]
     try:
         # made now, not when the run writes its files: a staging folder exists exactly while its cell runs
@@ -117,20 +119,20 @@ def run_cell(task: CellTask) -> CellOutcome:
                 code = exc.code
             except Exception as exc:  # an internal error of one cell must not stop the sweep
                 code, _ = 1, err.write(f"internal error: {type(exc).__name__}: {exc}\n")
+        wall = time.perf_counter() - began
+        if code:
+            shutil.rmtree(staging, ignore_errors=True)
+            lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("note: ")]
+            message = lines[-1].removeprefix("error: ") if lines else f"simulate exited with status {code}"
+            return CellOutcome(task.index, task.cell_id, None, message, wall)
+        summary = json.loads((staging / "summary.json").read_text(encoding="utf-8"))
+        (staging / "cell.json").write_text(json.dumps({**task.record, "wall_seconds": wall}, indent=2) + "\n",
+                                           encoding="utf-8")
+        shutil.rmtree(final, ignore_errors=True)
+        staging.rename(final)
+        return CellOutcome(task.index, task.cell_id, summary, None, wall)
     except BaseException:  # stopped (a Ctrl-C): the unfinished cell leaves nothing behind
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         _running.clear()
-    wall = time.perf_counter() - began
-    if code:
-        shutil.rmtree(staging, ignore_errors=True)
-        lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("note: ")]
-        message = lines[-1].removeprefix("error: ") if lines else f"simulate exited with status {code}"
-        return CellOutcome(task.index, task.cell_id, None, message, wall)
-    summary = json.loads((staging / "summary.json").read_text(encoding="utf-8"))
-    (staging / "cell.json").write_text(json.dumps({**task.record, "wall_seconds": wall}, indent=2) + "\n",
-                                       encoding="utf-8")
-    shutil.rmtree(final, ignore_errors=True)
-    staging.rename(final)
-    return CellOutcome(task.index, task.cell_id, summary, None, wall)
