@@ -16,6 +16,7 @@ import pytest
 from browser import needs_chromium, offline_page, visible_figures
 
 from dlcluster.cli.synth_cmd import _short
+from dlcluster.cluster import ClusterSpec
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.parquet import write as write_parquet
@@ -474,16 +475,26 @@ def test_cli_compare_leaves_out_of_the_queueing_jobs_without_a_duration(tmp_path
     assert f"{alone['real_s'][0]:,.0f}" in line
 
 
+def _philly() -> tuple[ClusterSpec, Trace]:
+    """The Philly table and its VCs (the test skips without ../shared)."""
+    if not PHILLY.is_dir():
+        pytest.skip("shared sample philly not available")
+    return read_cluster_spec(PHILLY / "vc_nodes.csv"), read_trace(PHILLY / "jobs_processed.csv")
+
+
+def _submitted_at(real: Trace, chosen: pl.Expr, when: pl.Expr | pl.Series) -> Trace:
+    """``real`` with the ``chosen`` jobs submitted at ``when`` instead."""
+    jobs = real.jobs.with_columns(pl.when(chosen).then(when).otherwise(pl.col("submit_time")).alias("submit_time"))
+    return dataclasses.replace(real, jobs=jobs.sort("submit_time", maintain_order=True))
+
+
 def test_docs_why_each_vc_needs_its_own_structure() -> None:
     # the documented reasons the per-VC parts carry the load-3 rows: three real VCs at about a quarter of their
     # GPUs at load 1; with the cluster's batch sizes a 64-GPU VC gets sweeps of hundreds of jobs; with one normal
     # per VC and GPU count 7f04ca runs far less GPU time than the real one (less than with its score quantiles)
-    if not PHILLY.is_dir():
-        pytest.skip("shared sample philly not available")
     from dlcluster.synth.fit_batches import batch_column
 
-    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
-    real = read_trace(PHILLY / "jobs_processed.csv")
+    spec, real = _philly()
     model = load_preset("philly")
 
     def used(trace: Trace) -> dict[str, float]:
@@ -517,12 +528,10 @@ def test_docs_why_each_vc_needs_its_own_structure() -> None:
 
 def test_docs_the_real_table_is_one_draw() -> None:
     # without 2% of its jobs, picked at random, the real table's mean FIFO queueing at load 2 drops by 3% to 29%
-    if not PHILLY.is_dir():
-        pytest.skip("shared sample philly not available")
     from dlcluster.sim.run import simulate
 
-    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
-    jobs = read_trace(PHILLY / "jobs_processed.csv").jobs
+    spec, real = _philly()
+    jobs = real.jobs
 
     def mean_queue(part: pl.DataFrame) -> float:
         done = simulate(part, spec, "fifo", load=2.0, unknown_vc="unschedulable", source="philly").jobs
@@ -536,12 +545,9 @@ def test_docs_the_real_table_is_one_draw() -> None:
 def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
     # moving VC 11cb48's 69 jobs of 4 GPUs or more (0.08% of the table) to random times in the table's span lowers its
     # load-2 SJF p99 by 32% to 35% (four draws) and its load-3 one by about a tenth; no other statistic moves by more
-    if not PHILLY.is_dir():
-        pytest.skip("shared sample philly not available")
     from dlcluster.synth.downstream import queueing_by_case
 
-    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
-    real = read_trace(PHILLY / "jobs_processed.csv")
+    spec, real = _philly()
     jobs = real.jobs
     moved = (pl.col("vc") == "11cb48") & (pl.col("gpu_num") >= 4)
     assert jobs.filter(moved).height == 69
@@ -559,9 +565,7 @@ def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
     changes = []
     for seed in range(4):
         when = pl.Series(np.random.default_rng(seed).integers(first, last, jobs.height))
-        again = jobs.with_columns(pl.when(moved).then(when).otherwise(pl.col("submit_time")).alias("submit_time"))
-        got = queueing_by_case(dataclasses.replace(real, jobs=again.sort("submit_time", maintain_order=True)), spec,
-                                (2.0, 3.0), ("fifo", "sjf"))
+        got = queueing_by_case(_submitted_at(real, moved, when), spec, (2.0, 3.0), ("fifo", "sjf"))
         changes.append({k: got[k] / v - 1.0 for k, v in whole.items()})
     tail = [c.pop((2.0, "sjf", "p99")) for c in changes]
     assert (round(-max(tail), 2), round(-min(tail), 2)) == (0.32, 0.35)
@@ -571,12 +575,9 @@ def test_docs_the_load_2_sjf_tail_is_one_vc_s_campaign() -> None:
 def test_docs_the_load_2_sjf_tail_also_hangs_on_that_vc_s_paced_stream() -> None:
     # VC 11cb48's 1-GPU jobs come one every ten minutes (median gap 600 s, 69% of the gaps from one to ten minutes):
     # drawing their times anew, anywhere in their span or within their own day, moves the load-2 SJF p99 most
-    if not PHILLY.is_dir():
-        pytest.skip("shared sample philly not available")
     from dlcluster.synth.downstream import queueing_by_case
 
-    spec = read_cluster_spec(PHILLY / "vc_nodes.csv")
-    real = read_trace(PHILLY / "jobs_processed.csv")
+    spec, real = _philly()
     jobs = real.jobs
     stream = (pl.col("vc") == "11cb48") & (pl.col("gpu_num") == 1)
     times = np.sort(jobs.filter(stream)["submit_time"].to_numpy())
@@ -590,9 +591,7 @@ def test_docs_the_load_2_sjf_tail_also_hangs_on_that_vc_s_paced_stream() -> None
         tails[where] = []
         for seed in range(4):
             when = start + pl.Series(np.random.default_rng(seed).integers(0, width, jobs.height))
-            again = jobs.with_columns(pl.when(stream).then(when).otherwise(pl.col("submit_time")).alias("submit_time"))
-            got = queueing_by_case(dataclasses.replace(real, jobs=again.sort("submit_time", maintain_order=True)),
-                                   spec, (2.0,), ("sjf",))
+            got = queueing_by_case(_submitted_at(real, stream, when), spec, (2.0,), ("sjf",))
             tails[where].append(round(got[(2.0, "sjf", "p99")] / whole[(2.0, "sjf", "p99")] - 1.0, 2))
     assert (-max(tails["span"]), -min(tails["span"])) == (0.37, 0.42)
     assert sorted(tails["day"]) == [-0.39, -0.37, -0.37, -0.0]
