@@ -206,3 +206,17 @@ def test_info_on_an_empty_trace_shows_no_span(tmp_path: Path) -> None:
             if line.startswith("│")}
     assert rows["start"] == ["│", "–"] and rows["end"] == ["│", "–"] and "None" not in res.stdout
     assert json.loads(cli("info", str(csv), "--format", "csv", "--tz", "UTC", "--json").stdout)["start"] is None
+
+
+def test_map_or_time_unit_read_a_file_of_no_known_format_as_csv(tmp_path: Path) -> None:
+    path = tmp_path / "odd.csv"
+    path.write_text("id,t,g,d\na,1600000000000,2,60\n")
+    mapping = "job_id=id,submit_time=t,gpu_num=g,duration=d"
+    refused = cli("info", str(path), "--json")
+    assert refused.returncode == 2 and "cannot tell the trace format; pass --format" in refused.stderr
+    # the same as with --format csv
+    for extra in (["--map", mapping, "--time-unit", "ms"], ["--map", mapping, "--time-unit", "ms", "--format", "csv"]):
+        done = cli("info", str(path), *extra, "--json")
+        assert done.returncode == 0, done.stderr
+        info = json.loads(done.stdout)
+        assert (info["format"], info["gpu_jobs"], info["start"]) == ("csv", 1, "2020-09-13T12:26:40Z")
