@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -122,6 +121,7 @@ def ces(
 
     from dlcluster.predict.demand import from_timeline, from_trace, read_series, resample
     from dlcluster.predict.forecast import DAY, Calendar, parse_events
+    from dlcluster.services.ces.open_loop import check_test_days
     from dlcluster.services.ces.rules import make_controller
 
     if preset is not None and preset not in PRESET_NAMES:
@@ -130,8 +130,8 @@ def ces(
         raise ConfigError(f"--compat {compat!r}: choose one of {', '.join(COMPAT)}")
     if DAY % step:  # (a day of steps is the forecaster's lag: a step that does not divide it shortens the replay)
         raise ConfigError(f"--step {step}: must divide a day (86,400 s) evenly, e.g. 300, 600, 900 or 3600")
-    if test_days is not None and not (math.isfinite(test_days) and test_days > 0):
-        raise ConfigError(f"--test-days must be a positive number of days, got {test_days:g}")
+    if test_days is not None:
+        check_test_days(test_days, step)
     if compat is not None and (rule != "helios" or buffer is not None or holidays is not None or events is not None
                                or step != 600 or test_days is not None):
         raise ConfigError("--compat helios-artifact runs the artifact's own rule, step, window and forecast: "

@@ -58,17 +58,22 @@ def horizon_errors(forecaster: DemandForecaster, y: list[float], origins: range)
     return pl.DataFrame(rows)
 
 
+def check_test_days(test_days: float, step: int) -> None:
+    """Refuse test days that are not a positive number of days, or hold no whole ``step``-second step."""
+    if not (math.isfinite(test_days) and test_days > 0):
+        raise ConfigError(f"--test-days must be a positive number of days, got {test_days:g}")
+    if test_days * (DAY // step) < 0.5:  # (rounded, no step)
+        raise ConfigError(f"--test-days must cover at least one step, got {test_days:g}")
+
+
 def open_loop(series: pl.DataFrame, controller: Controller, *, step: int, test_days: float = TEST_DAYS,
               calendar: Calendar | None = None) -> OpenLoopRun:
     """Train on all but the last ``test_days`` of ``series`` (regular, ``step`` seconds), then replay the rest."""
     calendar = calendar or Calendar()
     per_day = DAY // step
     n = series.height
-    if not math.isfinite(test_days):
-        raise ConfigError(f"--test-days must be a number of days, got {test_days}")
-    test = int(round(min(test_days * per_day, n + 1)))  # (more than the series holds: refused below)
-    if test < 1:
-        raise ConfigError(f"--test-days must cover at least one step, got {test_days}")
+    check_test_days(test_days, step)
+    test = max(1, int(round(min(test_days * per_day, n + 1))))  # (more than the series holds: refused below)
     first = n - test
     if first < MIN_TRAIN_DAYS * per_day:
         # a series that holds no more than the training days leaves no test day whatever --test-days says
