@@ -56,6 +56,8 @@ def test_numeric_millisecond_epochs(tmp_path: Path) -> None:
     path = _write(tmp_path, "t,g\n1591720861123,1\n")
     jobs = read_trace(path, format="csv", mapping={"submit_time": "t", "gpu_num": "g"}, time_unit="ms").jobs
     assert jobs["submit_time"].to_list() == [1591720861]
+    # a mapping or a time unit, options of a csv input only, say what a file of no known format is
+    assert read_trace(path, mapping={"submit_time": "t", "gpu_num": "g"}, time_unit="ms").jobs.equals(jobs)
 
 
 def test_time_unit_scales_times_not_durations(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ FORMATS: dict[str, tuple[str, str]] = {
 
 # reader keyword -> the CLI option that sets it, for errors a user can act on
 OPTION_FLAGS = {"timezone": "--tz", "mapping": "--map", "time_unit": "--time-unit", "cluster_date": "--cluster-date"}
+CSV_OPTIONS = ("mapping", "time_unit")  # reader options only the csv format takes
 
 
 def _module(fmt: str) -> ModuleType:
@@ -38,8 +39,10 @@ def _module(fmt: str) -> ModuleType:
     return importlib.import_module(FORMATS[fmt][0])
 
 
-def detect_format(path: str | Path, option: str = "--format") -> str:
-    """Name of the first format whose sniffer accepts ``path`` (``option``: the command's option that names one)."""
+def detect_format(path: str | Path, option: str = "--format", csv_implied: bool = False) -> str:
+    """Name of the first format whose sniffer accepts ``path`` (``option``: the command's option that names one);
+    ``csv_implied``: options of a csv input were given (a column mapping, a time unit), so a file no sniffer accepts
+    is read as csv."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
@@ -49,6 +52,8 @@ def detect_format(path: str | Path, option: str = "--format") -> str:
                 return fmt
         except OSError:
             continue
+    if csv_implied:
+        return "csv"
     raise UnknownFormatError(
         f"cannot tell the trace format; pass {option} (" + ", ".join(FORMATS) + ")", path=path
     )
@@ -59,7 +64,7 @@ def read_trace(path: str | Path, format: str | None = None, **options: object) -
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    fmt = format or detect_format(path)
+    fmt = format or detect_format(path, csv_implied=any(options.get(k) is not None for k in CSV_OPTIONS))
     reader = _module(fmt).read
     accepted = inspect.signature(reader).parameters
     for name in options:
