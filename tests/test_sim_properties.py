@@ -136,6 +136,40 @@ def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_n
     assert simulate(table, cluster, Negated).jobs.equals(simulate(table, cluster, NegatedFloats).jobs)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(["fifo", "sjf"]), st.integers(1, 7))
+def test_a_blocking_queue_orders_the_same_whether_its_keys_pack_into_ints_or_not(scenario, base: str,
+                                                                                 modulus: int) -> None:
+    """The heap pass keeps packed entries that come in ascending order in a list beside its heap (FIFO's arrivals),
+    the others in the heap: keys in any order (here folded modulo a number, so that they also fall and tie), as
+    packed ints, as tuples, or turning into tuples mid-run, give the same run."""
+    from dlcluster.sim.policies import get_policy
+
+    table, cluster = scenario
+    cls = get_policy(base)
+
+    class AsFloats(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:
+            return float(super().priority(job, now))
+
+    class Folded(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> int:
+            return int(super().priority(job, now)) % modulus + (job % 3) * modulus
+
+    class FoldedFloats(Folded):
+        def priority(self, job: int, now: int) -> float:
+            return float(super().priority(job, now))
+
+    class FoldedMixed(Folded):
+        def priority(self, job: int, now: int) -> float:  # ints until the fifth job's key: then tuples
+            key = super().priority(job, now)
+            return float(key) if job >= 4 else key
+
+    for policies in ((cls, AsFloats), (Folded, FoldedFloats, FoldedMixed)):
+        runs = [simulate(table, cluster, p).jobs.drop("status") for p in policies]
+        assert all(run.equals(runs[0]) for run in runs[1:])
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.sampled_from(["fifo-easy", "qssf-easy"]),
        st.sampled_from(["consolidate", "dedicated", "first-fit", "random"]), st.booleans())

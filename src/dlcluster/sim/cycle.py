@@ -4,7 +4,8 @@ A pass runs at every second at which the group has an event: jobs that ended hav
 released their GPUs and jobs that arrived have joined the queue before it. The queue is
 kept as the policy needs it: a heap of ``(key, job)`` for static, blocking policies
 without backfilling (only the head matters; packed into one int per job while every key is
-a whole number); a heap of ``(key, insertion number, job)`` for static, preemptive ones
+a whole number, and then the entries that come in ascending order, such as FIFO's arrivals,
+kept in a list beside the heap); a heap of ``(key, insertion number, job)`` for static, preemptive ones
 (popped in order while a pass walks it, the entries that did not start pushed back; packed
 into one int the same way); a sorted container of ``(key, job)`` for other static policies
 (walked from the head); a list that ``order`` re-sorts every pass otherwise. Ties keep arrival (or re-queueing) order.
@@ -272,6 +273,11 @@ class Cycle:
         # (one int: heap operations compare ints, about three times cheaper than pairs); preemptive:
         # (key, insertion number, job)
         self.heap: list[Any] = []
+        # the heap pass's packed entries that came in ascending order (FIFO's fresh arrivals, say), from index
+        # ``_tail_at`` on: appending and taking from the front is cheaper than a push and a pop of a long heap; the
+        # queue's head is the smaller of both heads (empty once every entry in it was taken)
+        self._tail: list[int] = []
+        self._tail_at = 0
         self._bits = max(1, (len(jobs) - 1).bit_length())
         self._mask = (1 << self._bits) - 1  # 0 once a key was not an int: the heap holds pairs
         self.queue: list[int] = []
@@ -537,21 +543,30 @@ class Cycle:
             if self.estimates_required:
                 self._check_estimates(arrived, now)
             # the common case, one arrival to an empty queue, needs no queue at all
-            if heap or len(arrived) > 1 or not self._start_if_fits(arrived[0], now):
-                priority, bits = self.policy.priority, self._bits
+            if heap or self._tail or len(arrived) > 1 or not self._start_if_fits(arrived[0], now):
+                priority, bits, tail = self.policy.priority, self._bits, self._tail
                 for j in arrived:
                     key = priority(j, now)
                     if self._mask and type(key) is not int:
                         self._unpack()
-                    heappush(heap, key << bits | j if self._mask else (key, j))
-        elif not heap or (self._head() == self.blocked and self.state.gains == self.blocked_gains
-                          and not self.asks_wakes):
+                    if not self._mask:
+                        heappush(heap, (key, j))
+                        continue
+                    entry = key << bits | j
+                    if not tail or entry > tail[-1]:
+                        tail.append(entry)
+                    else:
+                        heappush(heap, entry)
+        elif not (heap or self._tail) or (self._head() == self.blocked and self.state.gains == self.blocked_gains
+                                          and not self.asks_wakes):
             return
         place, state, jobs = self.place, self.state, self.jobs
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
-        mask = self._mask
-        while heap:
-            j = heap[0] & mask if mask else heap[0][-1]
+        mask, tail = self._mask, self._tail
+        while heap or tail:
+            at = self._tail_at
+            from_tail = bool(tail) and (not heap or tail[at] < heap[0])
+            j = (tail[at] if from_tail else heap[0]) & mask if mask else heap[0][-1]
             if j == self.blocked and state.gains == self.blocked_gains:
                 break
             alloc = place(state, gpu[j], now - submit[j], cpu[j]) if gpu[j] <= state.free_total else None
@@ -559,20 +574,48 @@ class Cycle:
                 if self.sized_placement:
                     self.blocked, self.blocked_gains = j, state.gains
                 break
-            heappop(heap)
+            if from_tail:
+                self._take_tail()
+            else:
+                heappop(heap)
             self._start(j, now, alloc)
         if self.asks_wakes:
             self._review(now, arrived)
 
     def _head(self) -> int:
-        """The job at the head of the queue heap."""
-        return cast(int, self.heap[0] & self._mask if self._mask else self.heap[0][-1])
+        """The job at the head of the heap pass's queue."""
+        heap, tail = self.heap, self._tail
+        if not self._mask:
+            return cast(int, heap[0][-1])
+        entry = tail[self._tail_at] if tail and (not heap or tail[self._tail_at] < heap[0]) else heap[0]
+        return cast(int, entry & self._mask)
+
+    def _take_tail(self) -> None:
+        """Take the head of the ascending tail; clear it once empty, drop its taken part once that is most of it."""
+        tail = self._tail
+        self._tail_at = at = self._tail_at + 1
+        if at == len(tail):
+            tail.clear()
+            self._tail_at = 0
+        elif at >= 4096 and 2 * at >= len(tail):
+            del tail[:at]
+            self._tail_at = 0
+
+    def _queue_heap(self) -> list[Any]:
+        """The heap pass's whole queue as one heap (its tail pushed into the heap)."""
+        if self._tail:
+            for entry in self._tail[self._tail_at:]:
+                heappush(self.heap, entry)
+            self._tail.clear()
+            self._tail_at = 0
+        return self.heap
 
     def _unpack(self) -> None:
         """From now on the queue heap holds tuples (a key that is not an int cannot be packed): ``(key, job)``, or
         ``(key, insertion number, job)`` in the preemptive pass."""
         bits, mask, kshift = self._bits, self._mask, self._kshift
         if self.run_pass == self._heap_pass:
+            self._queue_heap()
             self.heap[:] = [(e >> bits, e & mask) for e in self.heap]  # (in place: a pass holds the list)
         else:
             self.heap[:] = [(e >> kshift, e >> bits & SEQ_MASK, e & mask) for e in self.heap]
@@ -1025,7 +1068,8 @@ class Cycle:
 
     def _review(self, now: int, arrived: list[int]) -> None:
         if self.reviews:
-            queue = (_Keys(self.heap, heap=True, mask=self._mask) if self.heap else _Keys(self.sorted)) \
+            queue = (_Keys(self._queue_heap(), heap=True, mask=self._mask) if self.heap or self._tail
+                     else _Keys(self.sorted)) \
                 if self.static else self.queue
             wake = self.policy.next_review(queue, now, len(arrived))
             if wake is not None and wake > now:
@@ -1042,10 +1086,11 @@ class Cycle:
         """The jobs waiting in this group, queue by queue."""
         mask = self._mask
         yield from (e & mask for e in self.heap) if mask else (e[-1] for e in self.heap)
+        yield from (e & mask for e in self._tail[self._tail_at:])
         yield from (e[-1] for e in self.sorted)
         yield from self.queue
         yield from self.arrivals
 
     def queued(self) -> int:
         """Jobs waiting in this group."""
-        return len(self.sorted) + len(self.heap) + len(self.queue) + len(self.arrivals)
+        return len(self.sorted) + len(self.heap) + len(self._tail) - self._tail_at + len(self.queue) + len(self.arrivals)

@@ -131,7 +131,7 @@ class Simulation:
     def _tell_waiting(self, g: int, now: int) -> None:
         """``on_waiting`` if group ``g``'s pass left jobs waiting while some of its nodes are not on."""
         cycle = self.cycles[g]
-        if cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
+        if cycle.state.unusable and cycle.queued():
             for o in self.waiters:
                 o.on_waiting(self.names[g], now)
 
@@ -154,7 +154,7 @@ class Simulation:
         cycle.run_pass(now)
         # (the test of _tell_waiting first, inline: with nodes off this follows nearly every pass, and most leave
         # nothing waiting)
-        if self.waiters and cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
+        if self.waiters and cycle.state.unusable and cycle.queued():
             self._tell_waiting(g, now)
         if self._dirty:  # observers changed node states during the pass: their groups need a pass now
             self._passes(now)
@@ -167,7 +167,7 @@ class Simulation:
         cycle = self.cycles[g]
         cycle.arrivals.append(job)
         cycle.run_pass(now)
-        if self.waiters and cycle.state.unusable and (cycle.heap or cycle.queue or cycle.arrivals or cycle.sorted):
+        if self.waiters and cycle.state.unusable and cycle.queued():
             self._tell_waiting(g, now)  # (tested inline first: as in one_end)
         if self._dirty:  # observers changed node states during the pass: their groups need a pass now
             self._passes(now)
