@@ -104,6 +104,26 @@ def test_timeline_counts_of_few_intervals_equal_a_direct_count(n: int, spans, we
     assert got.dtype == np.int64 and got.tolist() == direct
 
 
+def _key_variants(cls: type) -> tuple[type, type, type]:
+    """``cls``, and subclasses giving its keys as floats (never packed), and as ints until the fifth job's key, then
+    floats (the queue turns into tuples mid-run)."""
+    class AsFloats(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:
+            return float(super().priority(job, now))
+
+    class Mixed(cls):  # type: ignore[misc, valid-type]
+        def priority(self, job: int, now: int) -> float:
+            key = super().priority(job, now)
+            return float(key) if job >= 4 else key
+
+    return cls, AsFloats, Mixed
+
+
+def _same_runs(table: pl.DataFrame, cluster, policies: tuple[type, ...]) -> None:
+    runs = [simulate(table, cluster, p).jobs.drop("status") for p in policies]
+    assert all(run.equals(runs[0]) for run in runs[1:])
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.sampled_from(["srtf", "las:61"]))
 def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_not(scenario, base: str) -> None:
@@ -114,15 +134,6 @@ def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_n
     table, cluster = scenario
     cls = get_policy(base)
 
-    class AsFloats(cls):  # type: ignore[misc, valid-type]
-        def priority(self, job: int, now: int) -> float:
-            return float(super().priority(job, now))
-
-    class Mixed(cls):  # type: ignore[misc, valid-type]
-        def priority(self, job: int, now: int) -> float:  # ints until the fifth job's key: then tuples
-            key = super().priority(job, now)
-            return float(key) if job >= 4 else key
-
     class Negated(cls):  # type: ignore[misc, valid-type]
         def priority(self, job: int, now: int) -> float:  # negative whole numbers pack too
             return -super().priority(job, now)
@@ -131,9 +142,8 @@ def test_a_preemptive_queue_orders_the_same_whether_its_keys_pack_into_ints_or_n
         def priority(self, job: int, now: int) -> float:
             return -float(super().priority(job, now))
 
-    runs = [simulate(table, cluster, p).jobs.drop("status") for p in (cls, AsFloats, Mixed)]
-    assert runs[0].equals(runs[1]) and runs[0].equals(runs[2])
-    assert simulate(table, cluster, Negated).jobs.equals(simulate(table, cluster, NegatedFloats).jobs)
+    _same_runs(table, cluster, _key_variants(cls))
+    _same_runs(table, cluster, (Negated, NegatedFloats))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -148,26 +158,12 @@ def test_a_blocking_queue_orders_the_same_whether_its_keys_pack_into_ints_or_not
     table, cluster = scenario
     cls = get_policy(base)
 
-    class AsFloats(cls):  # type: ignore[misc, valid-type]
-        def priority(self, job: int, now: int) -> float:
-            return float(super().priority(job, now))
-
     class Folded(cls):  # type: ignore[misc, valid-type]
         def priority(self, job: int, now: int) -> int:
             return int(super().priority(job, now)) % modulus + (job % 3) * modulus
 
-    class FoldedFloats(Folded):
-        def priority(self, job: int, now: int) -> float:
-            return float(super().priority(job, now))
-
-    class FoldedMixed(Folded):
-        def priority(self, job: int, now: int) -> float:  # ints until the fifth job's key: then tuples
-            key = super().priority(job, now)
-            return float(key) if job >= 4 else key
-
-    for policies in ((cls, AsFloats), (Folded, FoldedFloats, FoldedMixed)):
-        runs = [simulate(table, cluster, p).jobs.drop("status") for p in policies]
-        assert all(run.equals(runs[0]) for run in runs[1:])
+    _same_runs(table, cluster, _key_variants(cls))
+    _same_runs(table, cluster, _key_variants(Folded))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
