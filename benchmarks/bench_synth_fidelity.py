@@ -38,7 +38,8 @@ def claims(table: pl.DataFrame, drawn: pl.DataFrame, without: pl.DataFrame, mixe
     sjf_p99_2 = error.pop((2.0, "sjf", "p99"))
     if not (max(map(abs, error.values())) == 0.22 and sjf_p99_2 == -0.41):
         failed.append("seven medians within 22% of the real value, SJF's p99 at load 2 41% below")
-    value = {(r["load"], r["policy"], r["statistic"]): (r["real_s"], r["generated_s"]) for r in table.iter_rows(named=True)}
+    value = {(r["load"], r["policy"], r["statistic"]): (r["real_s"], r["generated_s"])
+             for r in table.iter_rows(named=True)}
     tail = [round(value[(2.0, "sjf", "p99")][k] / value[(2.0, "fifo", "mean")][k], 1) for k in (0, 1)]
     if tail != [5.4, 2.8]:
         failed.append(f"SJF's p99 at load 2 is 5.4 times FIFO's mean in the real table, 2.8 times in the generated "

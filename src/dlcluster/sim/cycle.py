@@ -1093,4 +1093,5 @@ class Cycle:
 
     def queued(self) -> int:
         """Jobs waiting in this group."""
-        return len(self.sorted) + len(self.heap) + len(self._tail) - self._tail_at + len(self.queue) + len(self.arrivals)
+        return (len(self.sorted) + len(self.heap) + len(self._tail) - self._tail_at + len(self.queue)
+                + len(self.arrivals))
