@@ -2,7 +2,8 @@
 
 Run from the project root: ``.venv/bin/python -m benchmarks.bench_phases [POLICY ...]`` (default: fifo srtf).
 Needs ``../shared``. ``bench_phases guidelines``: FIFO on the 180-day Saturn look-alike, plain and with the speed
-model, failures and 2 retries (bench_guidelines' run), to see which phases the features make heavier. Each policy runs in a fresh child process that times the command's
+model, failures and 2 retries (bench_guidelines' run), to see which phases the features make heavier. Each policy
+runs in a fresh child process that times the command's
 phases with ``time.process_time`` (CPU seconds of every thread of the process) by wrapping
 the library functions of each phase; the whole process's CPU seconds (user + sys, from
 ``os.wait4``) are printed beside them, and "other" is the difference: interpreter start,

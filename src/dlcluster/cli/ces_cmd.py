@@ -173,7 +173,7 @@ def ces(
             from dlcluster.io import FORMATS, detect_format
 
             try:
-                fmt = detect_format(source, csv_implied=bool(mapping or time_unit))
+                fmt = detect_format(source, options={"mapping": mapping, "time_unit": time_unit})
             except UnknownFormatError:  # the message names what this command reads, not only traces
                 raise InputError("neither a demand series (columns time, used, active or busy, and total: nodes), "
                                  "a simulation's output folder, nor a trace of a known format; for a trace pass "

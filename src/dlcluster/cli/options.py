@@ -177,10 +177,10 @@ def load(path: Path, fmt: str | None, *, lenient: bool = False, mapping: str | N
     ``--map``, ``--time-unit``, ``--tz``; ``format_option``: the command's name for ``--format``; ``extra``: other
     reader keywords); report lenient drops, and a time zone assumed (with ``zone_advice``), on stderr."""
     from dlcluster.cli import err_console
-    from dlcluster.io import CSV_OPTIONS, detect_format, read_trace
+    from dlcluster.io import detect_format, read_trace
 
     opts = {**reader_options(lenient, mapping, time_unit, tz), **extra}
-    fmt = fmt or detect_format(path, format_option, csv_implied=any(k in opts for k in CSV_OPTIONS))
+    fmt = fmt or detect_format(path, format_option, opts)
     trace = _read_kept(path, fmt, opts) if KEPT is not None else read_trace(path, format=fmt, **opts)
     if trace.dropped:
         total = sum(trace.dropped.values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -39,10 +40,10 @@ def _module(fmt: str) -> ModuleType:
     return importlib.import_module(FORMATS[fmt][0])
 
 
-def detect_format(path: str | Path, option: str = "--format", csv_implied: bool = False) -> str:
+def detect_format(path: str | Path, option: str = "--format", options: Mapping[str, object] | None = None) -> str:
     """Name of the first format whose sniffer accepts ``path`` (``option``: the command's option that names one);
-    ``csv_implied``: options of a csv input were given (a column mapping, a time unit), so a file no sniffer accepts
-    is read as csv."""
+    a file no sniffer accepts is read as csv when the reader ``options`` set one that only csv takes (a column
+    mapping, a time unit)."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
@@ -52,7 +53,7 @@ def detect_format(path: str | Path, option: str = "--format", csv_implied: bool 
                 return fmt
         except OSError:
             continue
-    if csv_implied:
+    if options and any(options.get(k) is not None for k in CSV_OPTIONS):
         return "csv"
     raise UnknownFormatError(
         f"cannot tell the trace format; pass {option} (" + ", ".join(FORMATS) + ")", path=path
@@ -64,7 +65,7 @@ def read_trace(path: str | Path, format: str | None = None, **options: object) -
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    fmt = format or detect_format(path, csv_implied=any(options.get(k) is not None for k in CSV_OPTIONS))
+    fmt = format or detect_format(path, options=options)
     reader = _module(fmt).read
     accepted = inspect.signature(reader).parameters
     for name in options:

@@ -564,9 +564,7 @@ class Cycle:
         gpu, submit, cpu = jobs.gpu, jobs.submit, jobs.cpu
         mask, tail = self._mask, self._tail
         while heap or tail:
-            at = self._tail_at
-            from_tail = bool(tail) and (not heap or tail[at] < heap[0])
-            j = (tail[at] if from_tail else heap[0]) & mask if mask else heap[0][-1]
+            j = self._head()
             if j == self.blocked and state.gains == self.blocked_gains:
                 break
             alloc = place(state, gpu[j], now - submit[j], cpu[j]) if gpu[j] <= state.free_total else None
@@ -574,7 +572,7 @@ class Cycle:
                 if self.sized_placement:
                     self.blocked, self.blocked_gains = j, state.gains
                 break
-            if from_tail:
+            if tail and tail[self._tail_at] & mask == j:  # (a job is queued once: the tail's head was the head)
                 self._take_tail()
             else:
                 heappop(heap)
