@@ -70,7 +70,7 @@ def test_batches_share_size_vc_and_user_and_keep_their_gaps() -> None:
 def test_batched_generation_is_deterministic_and_round_trips() -> None:
     model = _toy(Batches(sizes={1: 0.5, 3: 0.5}, gaps=Queue(0.2, Dist(quantiles=(1.0, 4.0))),
                          day_rates=tuple(np.linspace(0.2, 1.8, 101)), day_corr=0.5, batch_sd=0.6, job_sd=0.5,
-                         vc_day_sd=0.4, vc_day_corr=0.6))
+                         vc_day_sd=0.4, vc_day_corr=0.6, vc_hour_sd=0.3, vc_hour_corr=0.4))
     assert Model.from_json(model.to_json()) == model
     a = generate(model, days=5, seed=9).jobs
     assert a.equals(generate(Model.from_json(model.to_json()), days=5, seed=9).jobs)
@@ -107,6 +107,32 @@ def test_vc_day_shifts_are_fitted_back_from_a_generated_trace() -> None:
     unsized = fit(dataclasses.replace(generate(model, days=60, seed=3), cluster=None)).batches
     assert unsized is not None and unsized.vc_day_sd == 0.0
     assert unsized.batch_sd == pytest.approx(math.hypot(refit.batch_sd, refit.vc_day_sd), abs=0.05)
+
+
+def test_vc_hour_shifts_are_fitted_back_beyond_the_day_ones() -> None:
+    # a VC's batches of one hour share a duration shift (an AR(1) over hours) on top of its day's; fitting the
+    # generated trace finds the hour part's spread apart from the day part's (standardised: the parts' total variance
+    # is 0.86) and its hour-to-hour correlation, which comes out low (each hour is taken relative to its day's mean)
+    batches = Batches(sizes={3: 1.0}, gaps=Queue(), batch_sd=0.3, job_sd=0.3, vc_day_sd=0.4, vc_day_corr=0.5,
+                      vc_hour_sd=0.6, vc_hour_corr=0.5)
+    vcs = {vc: (8, 8) for vc in "abcdef"}
+    model = dataclasses.replace(_toy(batches), jobs_per_day=6000.0, users=None, gpu_mix={1: 1.0}, vcs=vcs,
+                                vc_share={vc: 1 / 6 for vc in vcs}, vc_jobs={vc: VcJobs({1: 1.0}) for vc in vcs})
+    cluster = ClusterSpec(dict(vcs))
+
+    def refit(hour_sd: float, hour_corr: float) -> Batches:
+        changed = dataclasses.replace(batches, vc_hour_sd=hour_sd, vc_hour_corr=hour_corr)
+        out = fit(generate(dataclasses.replace(model, batches=changed), days=30, seed=3), cluster=cluster).batches
+        assert out is not None
+        return out
+    total = math.sqrt(0.86)
+    hourly = refit(0.6, 0.5)
+    assert hourly.vc_hour_sd == pytest.approx(0.6 / total, abs=0.06)
+    assert hourly.vc_day_sd == pytest.approx(0.4 / total, abs=0.1)
+    assert 0.25 < hourly.vc_hour_corr < 0.5
+    assert hourly.batch_sd == pytest.approx(0.3 / total, abs=0.05)  # the hour part is not counted twice
+    assert refit(0.6, 0.0).vc_hour_corr < 0.1
+    assert refit(0.0, 0.0).vc_hour_sd < 0.1
 
 
 def _two_vcs(**own: VcJobs) -> Model:
@@ -470,8 +496,9 @@ def test_docs_numbers_of_the_batched_fit(philly) -> None:
     batches = model.batches
     assert batches is not None and batches.max_gap == 60
     assert f"{batches.gaps.zero_share:.1%}" == "10.7%" and round(batches.day_corr, 2) == 0.64
-    assert (round(batches.batch_sd, 2), round(batches.job_sd, 2)) == (0.79, 0.45)
+    assert (round(batches.batch_sd, 2), round(batches.job_sd, 2)) == (0.63, 0.45)
     assert (round(batches.vc_day_sd, 2), round(batches.vc_day_corr, 2)) == (0.41, 0.67)
+    assert (round(batches.vc_hour_sd, 2), round(batches.vc_hour_corr, 2)) == (0.48, 0.22)
     gaps = np.sort(np.diff(np.sort(real.jobs["submit_time"].to_numpy())))[:-5]
     assert round(float(gaps.std() / gaps.mean()), 1) == 7.8  # without the 5 longest pauses
     assert daily_counts(real)[:20].max() < 20  # the nearly empty first 20 days

@@ -93,8 +93,9 @@ def vc_day_params(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def vc_day_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, day: np.ndarray, rng: np.random.Generator,
                   coupled: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Each batch's duration-score shift for its VC and day: per VC an AR(1) over days (spread ``sd[vc]``, lag-1
-    correlation ``corr[vc]``), so a VC has busy stretches of long jobs; zero without a fitted spread.
+    """Each batch's duration-score shift for its VC and day (or hour: ``day`` counts periods): per VC an AR(1) over
+    them (spread ``sd[vc]``, lag-1 correlation ``corr[vc]``), so a VC has stretches of long jobs; zero without a
+    fitted spread.
 
     ``coupled`` (each VC's rate scores, VCs × days as from :func:`arrivals`, and the correlation of its shift with
     them): a VC's busy days bring shorter jobs where the fit found that they did.
@@ -266,7 +267,7 @@ def same_sizes(model: Model, kind: np.ndarray, kind_vc: np.ndarray, session: np.
 
 class Arrivals(NamedTuple):
     """What :func:`arrivals` draws: per job its submit time (in order) and batch; per batch its job count (inside the
-    window), VC index (-1: not chosen yet), GPU count, day (from the window's start) and session (see
+    window), VC index (-1: not chosen yet), GPU count, day and hour (from the window's start) and session (see
     :func:`in_sessions`); each VC's rate scores."""
 
     submit: np.ndarray
@@ -275,6 +276,7 @@ class Arrivals(NamedTuple):
     vc: np.ndarray
     gpus: np.ndarray
     day: np.ndarray
+    hour: np.ndarray
     session: np.ndarray
     vc_rate: np.ndarray | None
 
@@ -316,6 +318,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     kind = same_sizes(model, kind, kind_vc, session, first, rng)
     # a session's later batches may fall past the window's end (their jobs are cut below): they count on its last day
     day_b = np.minimum((first - t0) // DAY, len(mult) - 1)
+    hour_b = np.minimum((first - t0) // HOUR, len(mult) * 24 - 1)
     size = np.ones(nb, dtype=np.int64)
     # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
     # large jobs come in small batches, and a small VC's in its own
@@ -339,7 +342,7 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     submit, owner = submit[keep], owner[keep]
     order = np.argsort(submit, kind="stable")
     return Arrivals(submit[order], owner[order], np.bincount(owner, minlength=nb), kind_vc[kind], kind_gpus[kind], day_b,
-                    session, rate)
+                    hour_b, session, rate)
 
 
 def durations(model: Model, gpus: np.ndarray, status: np.ndarray, statuses: list[str], score: np.ndarray,
@@ -383,8 +386,10 @@ def score_parts(batches: Batches, owner: np.ndarray, nb: int, common: np.ndarray
 
 
 def score_sd(batches: Batches, day_sd: np.ndarray) -> np.ndarray:
-    """The spread of a job's standardised score: its user, VC-day (``day_sd``), batch and job parts together."""
-    return np.sqrt(batches.user_sd**2 + np.asarray(day_sd) ** 2 + batches.batch_sd**2 + batches.job_sd**2)
+    """The spread of a job's standardised score: its user, VC-day (``day_sd``), VC-hour, batch and job parts
+    together."""
+    return np.sqrt(batches.user_sd**2 + np.asarray(day_sd) ** 2 + batches.vc_hour_sd**2 + batches.batch_sd**2
+                   + batches.job_sd**2)
 
 
 BUCKET_LABELS = [label for label, _, _ in BUCKETS]

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 from scipy.special import ndtri
 
-from dlcluster.synth.calendar import DAY, hour_bins
+from dlcluster.synth.calendar import DAY, HOUR, hour_bins
 from dlcluster.synth.fit_quantiles import log_quantiles
 from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Bucket, Dist, Queue, VcJobs
 
@@ -80,11 +80,11 @@ def batch_rows(df: pl.DataFrame, *also: str) -> pl.DataFrame:
                                     pl.col("submit_time").min().alias("first"))
 
 
-def batch_days(timed: pl.DataFrame, start: int) -> pl.DataFrame:
-    """One row per batch with timed jobs: the mean of their score residuals ``r``, its VC and the day of its first
-    submission (from ``start``)."""
+def batch_days(timed: pl.DataFrame, start: int, width: int = DAY) -> pl.DataFrame:
+    """One row per batch with timed jobs: the mean of their score residuals ``r``, its VC and the day (or period of
+    ``width`` seconds) of its first submission (from ``start``), as ``day``."""
     return timed.group_by("batch").agg(pl.col("r").mean(), pl.col("vc").first(),
-                                       ((pl.col("submit_time").min() - start) // DAY).alias("day"))
+                                       ((pl.col("submit_time").min() - start) // width).alias("day"))
 
 
 def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP) -> pl.DataFrame:
@@ -170,6 +170,22 @@ def vc_day_effect(per_day: pl.DataFrame) -> tuple[float, float]:
     cov = [float((groups.join(groups.with_columns(pl.col("day") + lag), on=["vc", "day"], suffix="_then")
                   .select(pl.col("m") * pl.col("m_then")).mean().item()) or 0.0) for lag in (1, 2)]
     return var, min(0.99, max(0.0, cov[1] / cov[0])) if cov[0] > 0 else 0.0
+
+
+def vc_hour_effect(per_hour: pl.DataFrame, day_var: float) -> tuple[float, float]:
+    """Variance of a VC's hour-level shift of batch duration scores beyond its day-level one (``day_var``), and its
+    lag-1 correlation across hours, from :func:`batch_days` by hour.
+
+    The variance is the hour groups' random-effects estimate (:func:`vc_day_effect`) less the day groups'; the
+    correlation that of the hour groups once each batch's VC-day mean is taken off (else the day part's slow drift
+    would pass for the hours').
+    """
+    hour_var, _ = vc_day_effect(per_hour)
+    var = max(0.0, hour_var - day_var)
+    if var == 0.0:
+        return 0.0, 0.0
+    within_day = per_hour.with_columns(pl.col("r") - pl.col("r").mean().over("vc", pl.col("day") // (DAY // HOUR)))
+    return var, vc_day_effect(within_day)[1]
 
 
 def score_quantiles(z: np.ndarray) -> tuple[float, ...]:
@@ -264,7 +280,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # that variance stays in the batch part
     per_day = batch_days(timed, start)
     day_var, day_corr = vc_day_effect(per_day) if vc_capacity else (0.0, 0.0)
-    batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var)
+    hour_var, hour_corr = vc_hour_effect(batch_days(timed, start, HOUR), day_var) if vc_capacity else (0.0, 0.0)
+    batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var - hour_var)
     # sessions need each batch's VC, so only a model with VC sizes has them
     session = sessions(per_batch if vc_capacity else per_batch.clear())
     per_session = session.group_by("session").agg(pl.len().alias("k"), pl.col("vc").first().cast(pl.String))
@@ -273,7 +290,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
                       round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence,
                       SESSION_GAP if pauses.len() else 0, _quantiles(pauses.to_numpy()) if pauses.len() else None,
-                      session_same(session))
+                      session_same(session), round(math.sqrt(hour_var), DIGITS), round(hour_corr, DIGITS))
 
     # batches per session of the VCs with enough sessions; their busy days count what arrives independently: a
     # session once, like a batch

@@ -237,7 +237,8 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
     """The job columns of a batched model: one draw per batch for VC, size and user, per job for the rest."""
     batches = model.batches
     assert batches is not None
-    submit, owner, size, vc_b, gpus_b, day_b, session, vc_rate = batched.arrivals(model, days, load, t0, rng, replay)
+    submit, owner, size, vc_b, gpus_b, day_b, hour_b, session, vc_rate = batched.arrivals(model, days, load, t0, rng,
+                                                                                         replay)
     n, nb = len(submit), len(size)
     vc_index = vc_b if model.vc_jobs else None
     gpus = gpus_b[owner]
@@ -268,6 +269,9 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
         day_sd, day_corr, with_rate = batched.vc_day_params(model)
         coupled = None if vc_rate is None else (vc_rate, with_rate)
         common = common + batched.vc_day_shifts(day_sd, day_corr, vc_index, day_b, rng, coupled)[owner]
+        n_vcs = len(model.vc_share)
+        common = common + batched.vc_day_shifts(np.full(n_vcs, batches.vc_hour_sd), np.full(n_vcs, batches.vc_hour_corr),
+                                                vc_index, hour_b, rng)[owner]
     parts = batched.score_parts(batches, owner, nb, common, rng)
     score = shift[owner] + spread[owner] * parts
     if quantiled and vc_index is not None:

@@ -150,7 +150,7 @@ class Batches:
 
     A batch's jobs share GPU count, VC and user; their duration normal scores (the job's
     quantile in its size's distribution, as a standard normal) are ``vc shift + user shift +
-    vc day shift + batch score + job score``, so the marginals stay those of the model.
+    vc day shift + vc hour shift + batch score + job score``, so the marginals stay those of the model.
     """
 
     sizes: dict[int, float]  # share of batches with this many jobs
@@ -171,6 +171,10 @@ class Batches:
     session_gaps: Dist | None = None
     # beyond the chance its VC's mix gives, the probability that a session's batch has the GPU count of the one before
     session_same: float = 0.0
+    # a VC's batches of one hour share a duration-score shift beyond its day's (sweeps of similar jobs): an AR(1)
+    # over hours per VC with this spread and lag-1 correlation
+    vc_hour_sd: float = 0.0
+    vc_hour_corr: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -275,9 +279,14 @@ class Model:
             if not all(0 <= r < 1e6 for r in rates) or any(b < a for a, b in zip(rates, rates[1:], strict=False)):
                 raise ConfigError(f"model {self.name!r}: batches day_rates are quantiles of a daily rate multiplier: "
                                   "finite, from 0, non-decreasing")
-            for what, corr in (("day_corr", self.batches.day_corr), ("vc_day_corr", self.batches.vc_day_corr)):
+            for what, corr in (("day_corr", self.batches.day_corr), ("vc_day_corr", self.batches.vc_day_corr),
+                               ("vc_hour_corr", self.batches.vc_hour_corr)):
                 if not -1 <= corr <= 1:
                     raise ConfigError(f"model {self.name!r}: batches {what} is a correlation: from -1 to 1, got {corr}")
+            for what, sd in (("vc_day_sd", self.batches.vc_day_sd), ("vc_hour_sd", self.batches.vc_hour_sd)):
+                if not (math.isfinite(sd) and sd >= 0):
+                    raise ConfigError(f"model {self.name!r}: batches {what} is a spread of normal scores: from 0, "
+                                      f"got {sd}")
             self._check_share("batches gaps zero_share", self.batches.gaps.zero_share)
             self._check_share("batches session_same", self.batches.session_same)
             self._check_shares("batch sizes", self.batches.sizes, verb="sum")
@@ -383,7 +392,8 @@ def _field(key: str) -> Iterator[None]:
 _OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc_day_corr", "score_quantiles",
                        "day_shift_sd", "day_shift_corr", "batch_sizes",
                        "rate_sd", "rate_corr", "rate_score_corr", "day_sequence",
-                       "session_gap", "session_gaps", "session_sizes", "session_same"})
+                       "session_gap", "session_gaps", "session_sizes", "session_same", "vc_hour_sd",
+                       "vc_hour_corr"})
 _NULLABLE = frozenset({"day_shift_sd"})  # None is their default: a 0 is written
 
 
@@ -485,7 +495,8 @@ def _batches(raw: dict[str, Any]) -> Batches:
                    {b: {int(k): float(p) for k, p in m.items()} for b, m in raw.get("by_bucket", {}).items()},
                    float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)),
                    tuple(raw.get("day_sequence", ())), int(raw.get("session_gap", 0)), _dist(raw.get("session_gaps")),
-                   float(raw.get("session_same", 0.0)))
+                   float(raw.get("session_same", 0.0)), float(raw.get("vc_hour_sd", 0.0)),
+                   float(raw.get("vc_hour_corr", 0.0)))
 
 
 def preset_names() -> list[str]:
