@@ -219,6 +219,9 @@ SHARES = "; shares must be finite and at least 0"
     (("batches", "day_rates"), [float("nan")] * 101,
      "batches day_rates are quantiles of a daily rate multiplier: finite, from 0, non-decreasing"),
     (("batches", "day_corr"), 2.0, "batches day_corr is a correlation: from -1 to 1, got 2.0"),
+    (("batches", "vc_hour_corr"), -1.5, "batches vc_hour_corr is a correlation: from -1 to 1, got -1.5"),
+    (("batches", "vc_hour_sd"), -0.5, "batches vc_hour_sd is a spread of normal scores: from 0, got -0.5"),
+    (("batches", "vc_day_sd"), float("nan"), "batches vc_day_sd is a spread of normal scores: from 0, got nan"),
 ])
 def test_a_model_file_with_an_impossible_mix_names_the_file_and_the_mix(path: tuple[str, ...], value: object,
                                                                        message: str) -> None:

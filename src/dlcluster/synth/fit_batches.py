@@ -172,20 +172,34 @@ def vc_day_effect(per_day: pl.DataFrame) -> tuple[float, float]:
     return var, min(0.99, max(0.0, cov[1] / cov[0])) if cov[0] > 0 else 0.0
 
 
-def vc_hour_effect(per_hour: pl.DataFrame, day_var: float) -> tuple[float, float]:
-    """Variance of a VC's hour-level shift of batch duration scores beyond its day-level one (``day_var``), and its
-    lag-1 correlation across hours, from :func:`batch_days` by hour.
+def _block_share(rho: float, k: int) -> float:
+    """The variance of the mean of ``k`` consecutive steps of a unit AR(1) with lag-1 correlation ``rho``."""
+    lags = np.arange(1, k)
+    return float(1.0 + 2.0 * ((1.0 - lags / k) * rho**lags).sum()) / k
 
-    The variance is the hour groups' random-effects estimate (:func:`vc_day_effect`) less the day groups'; the
-    correlation that of the hour groups once each batch's VC-day mean is taken off (else the day part's slow drift
-    would pass for the hours').
+
+def vc_hour_effect(timed: pl.DataFrame, start: int) -> tuple[float, float, float]:
+    """Variance and lag-1 correlation across hours of a VC's hour-level shift of batch duration scores (an AR(1) over
+    hours) beyond its day-level one, from the timed jobs' score residuals ``r``; and the part of the hour shift's
+    variance that a day's mean keeps (which the day groups' estimate counts as the day part's).
+
+    The random-effects variance (:func:`vc_day_effect`) of groups of one VC and 1, 2 and 24 hours holds the day part
+    whole and of the hour part the share an AR(1) keeps in a mean of that many hours, 1 (of the variance),
+    (1 + r) / 2 and less: how fast it falls from one hour to two and to a day gives the correlation, then the
+    variance.
     """
-    hour_var, _ = vc_day_effect(per_hour)
-    var = max(0.0, hour_var - day_var)
-    if var == 0.0:
-        return 0.0, 0.0
-    within_day = per_hour.with_columns(pl.col("r") - pl.col("r").mean().over("vc", pl.col("day") // (DAY // HOUR)))
-    return var, vc_day_effect(within_day)[1]
+    v1, v2, v24 = (vc_day_effect(batch_days(timed, start, hours * HOUR))[0] for hours in (1, 2, 24))
+    if v1 <= v24 or v1 <= v2:
+        return max(0.0, v1 - v24), 0.0, 0.0
+    # the share of the fall from one hour to a day that happens by two hours decreases with the correlation
+    target = (v1 - v2) / (v1 - v24)
+    low, high = 0.0, 0.99
+    for _ in range(40):
+        rho = (low + high) / 2
+        low, high = (rho, high) if (1 - rho) / 2 / (1 - _block_share(rho, 24)) > target else (low, rho)
+    rho = (low + high) / 2
+    var = (v1 - v24) / (1 - _block_share(rho, 24))
+    return var, rho, var * _block_share(rho, 24)
 
 
 def score_quantiles(z: np.ndarray) -> tuple[float, ...]:
@@ -226,6 +240,11 @@ def busy_day_scores(per_batch: pl.DataFrame) -> dict[str, float]:
     # (a VC with under three days, or one whose counts or means never change, has none: NaN becomes 0)
     corr = per_day.group_by("vc").agg(pl.when(pl.len() > 2).then(pl.corr("n", "m")).fill_nan(0.0).fill_null(0.0))
     return {str(vc): round(min(0.99, max(-0.99, float(c))), DIGITS) for vc, c in corr.iter_rows()}
+
+
+def _less(effect: tuple[float, float], var: float) -> tuple[float, float]:
+    """A day effect (variance, correlation) less ``var`` of its variance (the hour part's share in day means)."""
+    return max(0.0, effect[0] - var), effect[1]
 
 
 def _day(effect: tuple[float, float] | None) -> tuple[float | None, float]:
@@ -279,8 +298,8 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # only a model with VC sizes draws each batch's VC up front and so can give it its VC's day shift; without them
     # that variance stays in the batch part
     per_day = batch_days(timed, start)
-    day_var, day_corr = vc_day_effect(per_day) if vc_capacity else (0.0, 0.0)
-    hour_var, hour_corr = vc_hour_effect(batch_days(timed, start, HOUR), day_var) if vc_capacity else (0.0, 0.0)
+    hour_var, hour_corr, in_day = vc_hour_effect(timed, start) if vc_capacity else (0.0, 0.0, 0.0)
+    day_var, day_corr = _less(vc_day_effect(per_day), in_day) if vc_capacity else (0.0, 0.0)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var - hour_var)
     # sessions need each batch's VC, so only a model with VC sizes has them
     session = sessions(per_batch if vc_capacity else per_batch.clear())
@@ -299,7 +318,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     units = per_batch.filter(~pl.col("batch").is_in(followers.implode())).select("vc", pl.col("first").alias("submit_time"))
     own_rate = vc_rates(units, start) if vc_capacity else {}
     coupled = busy_day_scores(per_day) if vc_capacity else {}
-    own_day = {str(vc[0]): vc_day_effect(part) for vc, part in per_day.group_by("vc")} if vc_capacity else {}
+    own_day = {str(vc[0]): _less(vc_day_effect(part), in_day) for vc, part in per_day.group_by("vc")} if vc_capacity else {}
     vc_jobs = {}
     for (vc,), part in df.filter(pl.col("vc").is_in(list(vc_capacity))).group_by("vc"):
         name = str(vc)
