@@ -1,6 +1,6 @@
 """Generator fidelity downstream: the queueing of 240 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (900–2,100 CPU s: the real
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,000–2,400 CPU s: the real
 table and 1,020 generated traces of ~80k jobs each — 240 seeds of the philly preset with the source's calendar, the
 same 240 without sessions, without ``session_same`` and without the VC-hour part (SJF only), 60 with drawn days —
 each simulated per policy and load; too long for the test suite, which checks how the table is computed and, on
