@@ -91,22 +91,22 @@ def vc_day_params(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return sd, corr, per_vc(model, "rate_score_corr", 0.0)
 
 
-def vc_day_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, day: np.ndarray, rng: np.random.Generator,
-                  coupled: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Each batch's duration-score shift for its VC and day (or hour: ``day`` counts periods): per VC an AR(1) over
-    them (spread ``sd[vc]``, lag-1 correlation ``corr[vc]``), so a VC has stretches of long jobs; zero without a
-    fitted spread.
+def vc_period_shifts(sd: np.ndarray, corr: np.ndarray, vc: np.ndarray, period: np.ndarray, rng: np.random.Generator,
+                     coupled: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Each batch's duration-score shift for its VC and ``period`` (days, or hours): per VC an AR(1) over the periods
+    (spread ``sd[vc]``, lag-1 correlation ``corr[vc]``), so a VC has stretches of long jobs; zero without a fitted
+    spread.
 
     ``coupled`` (each VC's rate scores, VCs × days as from :func:`arrivals`, and the correlation of its shift with
-    them): a VC's busy days bring shorter jobs where the fit found that they did.
+    them; periods of days only): a VC's busy days bring shorter jobs where the fit found that they did.
     """
     if not (sd > 0).any() or len(vc) == 0:
         return np.zeros(len(vc))
-    z = ar1(corr, (len(sd), int(day.max()) + 1), rng)
+    z = ar1(corr, (len(sd), int(period.max()) + 1), rng)
     if coupled is not None:  # (the rate scores cover the window, the batches' days a prefix of it)
         c = coupled[1][:, None]
         z = c * coupled[0][:, : z.shape[1]] + np.sqrt(1.0 - c**2) * z
-    return sd[vc] * z[vc, day]
+    return sd[vc] * z[vc, period]
 
 
 def _kinds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import polars as pl
+from scipy.optimize import brentq
 from scipy.special import ndtri
 
 from dlcluster.synth.calendar import DAY, HOUR, hour_bins
@@ -178,27 +179,28 @@ def _block_share(rho: float, k: int) -> float:
     return float(1.0 + 2.0 * ((1.0 - lags / k) * rho**lags).sum()) / k
 
 
-def vc_hour_effect(timed: pl.DataFrame, start: int) -> tuple[float, float, float]:
+def vc_hour_effect(timed: pl.DataFrame, start: int, day_var: float) -> tuple[float, float, float]:
     """Variance and lag-1 correlation across hours of a VC's hour-level shift of batch duration scores (an AR(1) over
-    hours) beyond its day-level one, from the timed jobs' score residuals ``r``; and the part of the hour shift's
-    variance that a day's mean keeps (which the day groups' estimate counts as the day part's).
+    hours) beyond its day-level one, from the timed jobs' score residuals ``r`` and the day groups' variance
+    ``day_var`` (:func:`vc_day_effect`); and the part of the hour shift's variance that a day's mean keeps (which
+    ``day_var`` counts as the day part's).
 
     The random-effects variance (:func:`vc_day_effect`) of groups of one VC and 1, 2 and 24 hours holds the day part
     whole and of the hour part the share an AR(1) keeps in a mean of that many hours, 1 (of the variance),
     (1 + r) / 2 and less: how fast it falls from one hour to two and to a day gives the correlation, then the
     variance.
     """
-    v1, v2, v24 = (vc_day_effect(batch_days(timed, start, hours * HOUR))[0] for hours in (1, 2, 24))
-    if v1 <= v24 or v1 <= v2:
-        return max(0.0, v1 - v24), 0.0, 0.0
-    # the share of the fall from one hour to a day that happens by two hours decreases with the correlation
-    target = (v1 - v2) / (v1 - v24)
-    low, high = 0.0, 0.99
-    for _ in range(40):
-        rho = (low + high) / 2
-        low, high = (rho, high) if (1 - rho) / 2 / (1 - _block_share(rho, 24)) > target else (low, rho)
-    rho = (low + high) / 2
-    var = (v1 - v24) / (1 - _block_share(rho, 24))
+    v1, v2 = (vc_day_effect(batch_days(timed, start, hours * HOUR))[0] for hours in (1, 2))
+    if v1 <= day_var or v1 <= v2:
+        return max(0.0, v1 - day_var), 0.0, 0.0
+
+    def fall_by_two_hours(rho: float) -> float:
+        """The share of the fall from one hour to a day that happens by two hours, less the measured one."""
+        return (1 - rho) / 2 / (1 - _block_share(rho, 24)) - (v1 - v2) / (v1 - day_var)
+    # (it decreases with the correlation; past either end the nearest end)
+    rho = 0.0 if fall_by_two_hours(0.0) <= 0 else 0.99 if fall_by_two_hours(0.99) >= 0 else \
+        float(brentq(fall_by_two_hours, 0.0, 0.99))
+    var = (v1 - day_var) / (1 - _block_share(rho, 24))
     return var, rho, var * _block_share(rho, 24)
 
 
@@ -298,8 +300,9 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     # only a model with VC sizes draws each batch's VC up front and so can give it its VC's day shift; without them
     # that variance stays in the batch part
     per_day = batch_days(timed, start)
-    hour_var, hour_corr, in_day = vc_hour_effect(timed, start) if vc_capacity else (0.0, 0.0, 0.0)
-    day_var, day_corr = _less(vc_day_effect(per_day), in_day) if vc_capacity else (0.0, 0.0)
+    day_effect = vc_day_effect(per_day) if vc_capacity else (0.0, 0.0)
+    hour_var, hour_corr, in_day = vc_hour_effect(timed, start, day_effect[0]) if vc_capacity else (0.0, 0.0, 0.0)
+    day_var, day_corr = _less(day_effect, in_day)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var - hour_var)
     # sessions need each batch's VC, so only a model with VC sizes has them
     session = sessions(per_batch if vc_capacity else per_batch.clear())

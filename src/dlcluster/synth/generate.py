@@ -268,10 +268,10 @@ def _batched_columns(model: Model, days: float, load: float, t0: int, rng: np.ra
             quantiled += [((vc_index == i) & (gpus_b == g), q) for g, q in own.score_quantiles.items()]
         day_sd, day_corr, with_rate = batched.vc_day_params(model)
         coupled = None if vc_rate is None else (vc_rate, with_rate)
-        common = common + batched.vc_day_shifts(day_sd, day_corr, vc_index, day_b, rng, coupled)[owner]
+        common = common + batched.vc_period_shifts(day_sd, day_corr, vc_index, day_b, rng, coupled)[owner]
         n_vcs = len(model.vc_share)
-        common = common + batched.vc_day_shifts(np.full(n_vcs, batches.vc_hour_sd), np.full(n_vcs, batches.vc_hour_corr),
-                                                vc_index, hour_b, rng)[owner]
+        common = common + batched.vc_period_shifts(np.full(n_vcs, batches.vc_hour_sd),
+                                                   np.full(n_vcs, batches.vc_hour_corr), vc_index, hour_b, rng)[owner]
     parts = batched.score_parts(batches, owner, nb, common, rng)
     score = shift[owner] + spread[owner] * parts
     if quantiled and vc_index is not None:
