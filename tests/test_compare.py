@@ -136,6 +136,7 @@ def test_intervals_match_scipy_student_t(sweep: Path, report: Path) -> None:
                 continue
             low, high = sps.t.interval(0.95, len(values) - 1, loc=np.mean(values),
                                        scale=sps.sem(values))
+            low = max(low, 0.0)  # (every one of these metrics is never negative: its interval ends at 0)
             if low == high:  # equal seeds: a zero-width interval
                 assert row["ci_low"] == pytest.approx(low) and row["ci_high"] == pytest.approx(high)
             else:
@@ -396,8 +397,11 @@ def test_one_setting_many_seeds(tmp_path: Path) -> None:
     table = pl.read_csv(out / "tables" / "mean_jct.csv")
     low, high = sps.t.interval(0.95, 2, loc=30.0, scale=sps.sem([10.0, 20.0, 60.0]))
     assert table["n"].to_list() == [3]
-    assert table["ci_low"][0] == pytest.approx(low) and table["ci_high"][0] == pytest.approx(high)
+    # the t interval reaches to about -36 s; a JCT is never negative, so the table's ends at 0
+    assert low < -30 and table["ci_low"][0] == 0.0 and table["ci_high"][0] == pytest.approx(high)
     assert "nothing to choose between" in page
+    shown = html.unescape(page)
+    assert f"<td>0 – {high:.3f}</td>" in shown and "cut at 0 (the metric is never negative)" in shown
 
 
 def test_seeds_that_change_nothing_give_no_interval(tmp_path: Path) -> None:

@@ -48,6 +48,9 @@ LOWER_IS_BETTER = {"unschedulable", "mean_jct", "p50_jct", "p95_jct", "p99_jct",
                    "mean_bounded_slowdown", "makespan", "preemptions", "energy_kwh", "wakeups", "boot_delayed_jobs",
                    "boot_delay_seconds", "estimates_mae", "estimates_mdape", "failed_gpu_hours", "retries_made",
                    "slowdown_gpu_hours", "validation_pool_gpu_hours"}
+# metrics that are never negative (times, counts, energy, shares): their intervals end at 0, where a t interval of a
+# few spread-out seeds would reach below it (a negative JCT is no possible value, only a wide interval drawn badly)
+NON_NEGATIVE = LOWER_IS_BETTER | {"utilization", "utilization_powered", "fairness", "estimates_within_100"}
 PALETTE = ("#1f6fb4", "#e0731b", "#2a9d4b", "#c8323c", "#7d5ab5", "#8c564b", "#d162b0", "#6b6b6b", "#17becf",
            "#bcbd22")
 STYLES = ("-", "--", ":", "-.")
@@ -183,7 +186,8 @@ def settings_of(sweep: Sweep) -> Settings:
 
 
 def interval_stats(settings: Settings, metrics: list[str]) -> pl.DataFrame:
-    """Per setting and metric over the ok cells: n, mean, sd and the 95% Student t interval (null when n < 2)."""
+    """Per setting and metric over the ok cells: n, mean, sd and the 95% Student t interval (null when n < 2; cut
+    at 0 for metrics that are never negative)."""
     ok = settings.cells.filter(pl.col("status") == "ok")
     frame = pl.DataFrame({"setting": pl.Series([], dtype=pl.UInt32), "metric": pl.Series([], dtype=pl.String),
                           "value": pl.Series([], dtype=pl.Float64)})
@@ -205,7 +209,9 @@ def interval_stats(settings: Settings, metrics: list[str]) -> pl.DataFrame:
     identical = pl.col("setting").is_in(sorted(replicated(settings, metrics))).alias("identical")
     return out.with_columns(half_s, identical).with_columns(
         pl.when(pl.col("identical")).then(None).otherwise(pl.col("half")).alias("half")).with_columns(
-        ci_low=pl.col("mean") - pl.col("half"), ci_high=pl.col("mean") + pl.col("half")).drop("half")
+        ci_low=pl.col("mean") - pl.col("half"), ci_high=pl.col("mean") + pl.col("half")).drop("half").with_columns(
+        pl.when(pl.col("metric").is_in(sorted(NON_NEGATIVE))).then(pl.col("ci_low").clip(lower_bound=0.0))
+        .otherwise(pl.col("ci_low")).alias("ci_low"))
 
 
 def replicated(settings: Settings, metrics: list[str]) -> set[int]:
@@ -524,7 +530,8 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
         part = stats.filter(pl.col("metric") == m)
         definition = (f"{_label(m)}: the mean over the seeds of each setting, with n (successful cells behind the "
                       f"value) and the {CONFIDENCE:.0%} Student t confidence interval of that mean, "
-                      f"mean ± t(0.975, n−1)·s/√n. A setting with one seed has no interval.")
+                      f"mean ± t(0.975, n−1)·s/√n" + (", cut at 0 (the metric is never negative)" if m in NON_NEGATIVE
+                                                       else "") + ". A setting with one seed has no interval.")
         if part["n"].sum() == 0:
             items.append(Item(f"table-{m.replace('_', '-')}", _label(m), definition,
                               absent="no successful cell reports this metric."))
