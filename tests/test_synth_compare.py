@@ -407,8 +407,8 @@ def test_cli_compare_refuses_an_empty_trace_and_a_file_as_report_folder_before_a
     a, empty = tmp_path / "a.parquet", tmp_path / "empty.parquet"
     write_parquet(generate(load_preset("helios-venus"), days=0.5, seed=1), a)
     write_parquet(generate(load_preset("helios-venus"), days=0.00001, seed=1), empty)  # (no job: it crashed)
-    for args, message in (([a, empty], f"error: {empty}: no job with a submission time: nothing to compare\n"),
-                          ([empty, a], f"error: {empty}: no job with a submission time: nothing to compare\n"),
+    for args, message in (([a, empty], f"error: {empty}: no finished job with a submission time: nothing to compare\n"),
+                          ([empty, a], f"error: {empty}: no finished job with a submission time: nothing to compare\n"),
                           ([a, a, "-o", a], f"error: --output {a}: exists and is not a folder\n")):
         done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", *map(str, args)],
                               capture_output=True, text=True)
@@ -471,6 +471,34 @@ def test_cli_compare_leaves_out_of_the_queueing_jobs_without_a_duration(tmp_path
     assert full.cluster is not None
     kept = dataclasses.replace(taken, jobs=taken.jobs.filter(~((pl.col("gpu_num") > 0) & pl.col("duration").is_null())))
     alone = downstream(kept, read_trace(gen), full.cluster, loads=(2.0,))
+    line = next(x for x in done.stdout.splitlines() if re.search(r"│\s+2 │ fifo\s+│ mean", x))
+    assert f"{alone['real_s'][0]:,.0f}" in line
+
+
+def test_cli_compare_compares_the_finished_jobs_of_a_trace_taken_while_jobs_ran(tmp_path: Path) -> None:
+    # an openb pod list is three quarters running or pending pods, whose run times so far are not final and which no
+    # model makes: like synth --fit, the comparison keeps the finished jobs, says how many it left out, exits 0
+    real, gen = tmp_path / "r.parquet", tmp_path / "g.parquet"
+    full = generate(load_preset("helios-venus"), days=1, seed=1)
+    unfinished = pl.int_range(pl.len()) % 4 != 0
+    taken = dataclasses.replace(full, jobs=full.jobs.with_columns(
+        pl.when(unfinished).then(pl.lit("running")).otherwise(pl.col("status").cast(pl.String)).alias("status"),
+        pl.when(unfinished).then(pl.col("duration") // 3).otherwise(pl.col("duration")).alias("duration")))
+    write_parquet(taken, real)
+    write_parquet(generate(load_preset("helios-venus"), days=1, seed=2), gen)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "160"})
+    kept = full.jobs.filter(pl.int_range(pl.len()) % 4 == 0)
+    why = (f"r.parquet: the tables compare its {kept.height:,} finished jobs; {full.jobs.height - kept.height:,} "
+           "running or pending when the trace was taken are left out (their run times are not final)")
+    assert done.returncode == 0 and f"note: {why}\n" in done.stderr, done.stderr
+    assert html.escape(f"Note: {why}.") in (tmp_path / "out/index.html").read_text()
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in done.stdout.splitlines()
+            if line.count("│") > 3}
+    assert (rows["jobs"], rows["median duration s"]) == (f"{kept.height:,}", f"{kept['duration'].median():,.0f}")
+    assert full.cluster is not None
+    alone = downstream(dataclasses.replace(full, jobs=kept), read_trace(gen), full.cluster, loads=(2.0,))
     line = next(x for x in done.stdout.splitlines() if re.search(r"│\s+2 │ fifo\s+│ mean", x))
     assert f"{alone['real_s'][0]:,.0f}" in line
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,7 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         return
     from dlcluster.atomic import write_text_atomic
     from dlcluster.synth import fit, generate, load_preset
+    from dlcluster.synth.fit import finished
     from dlcluster.synth.generate import check_scale, oversized
     from dlcluster.synth.model import Model
 
@@ -87,14 +89,10 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         source = load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
                             format_option="--fit-format")
         model = fit(source)
-        import polars as pl
-
-        from dlcluster.synth.model import OUTCOMES
-
-        unfinished = int((~source.jobs["status"].cast(pl.String).is_in(OUTCOMES)).sum())
-        if unfinished:  # (an openb pod list is mostly running pods: the model had a quarter of its jobs, unsaid)
-            err_console.print(f"note: {fit_trace}: the model is fitted to its {source.jobs.height - unfinished:,} "
-                              f"finished jobs; {unfinished:,} running or pending left out", soft_wrap=True)
+        kept = finished(source.jobs).height
+        if kept < source.jobs.height:  # (an openb pod list is mostly running pods: the model had a quarter of its jobs)
+            err_console.print(f"note: {fit_trace}: the model is fitted to its {kept:,} finished jobs; "
+                              f"{source.jobs.height - kept:,} running or pending left out", soft_wrap=True)
     if calendar is not None and model.batches is None:
         raise ConfigError(f"--calendar: the {model.name} model has no calendar (batched models have one: the philly "
                           "preset, and models fitted to a per-job trace)")
@@ -141,6 +139,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     from dlcluster.synth import compare_report
     from dlcluster.synth.compare import fidelity, fidelity_over
     from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table, unreplayed
+    from dlcluster.synth.fit import finished
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -155,10 +154,19 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         check_load(level, option="--loads")
     output_folder(output, real_path, *generated_paths, cluster_file)
 
+    notes = []  # said on the terminal as they come, and in the report
+
     def read(path: Path, fmt: str | None, option: str, **options: Any) -> Trace:
         trace = load_trace(path, fmt, format_option=option, **options)
+        kept = finished(trace.jobs)
+        if kept.height < trace.jobs.height:  # (as --fit does: a model's jobs all end, a snapshot's need not)
+            notes.append(f"{path.name}: the tables compare its {kept.height:,} finished jobs; "
+                         f"{trace.jobs.height - kept.height:,} running or pending when the trace was taken are left "
+                         "out (their run times are not final)")
+            err_console.print(f"note: {notes[-1]}", soft_wrap=True)
+            trace = dataclasses.replace(trace, jobs=kept)
         if trace.jobs["submit_time"].drop_nulls().len() == 0:
-            raise InputError("no job with a submission time: nothing to compare", path=path)
+            raise InputError("no finished job with a submission time: nothing to compare", path=path)
         return trace
 
     real = read(real_path, real_format, "--real-format", lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz)
@@ -166,7 +174,6 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster
     real_cases = None
     tables, runs, views = [], [], []
-    notes = []  # said on the terminal as they come, and in the report
 
     def left_out(trace: Trace, path: Path) -> None:
         count = unreplayed(trace) if spec is not None else 0

@@ -73,13 +73,19 @@ def window(submits: pl.Series, timezone: str) -> tuple[int, float]:
     return start, (end - start) / 86400.0
 
 
+def finished(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The jobs that ended (status one of :data:`OUTCOMES`): a running job's run time so far, or a pending job's
+    none, is an artefact of when the trace was taken, and a model makes finished jobs only."""
+    return jobs.filter(pl.col("status").cast(pl.String).is_in(OUTCOMES).fill_null(False))
+
+
 def fit(trace: Trace, *, cluster: ClusterSpec | None = None, name: str | None = None,
         provenance: str = "", batched: bool = True) -> Model:
     """Fit a model to a canonical trace; VC sizes from ``cluster`` or the trace's own spec.
 
     ``batched=False`` fits the plain model (Poisson arrivals, jobs independent of each other).
     """
-    jobs = trace.jobs.filter(pl.col("status").cast(pl.String).is_in(OUTCOMES))
+    jobs = finished(trace.jobs)
     if jobs.height == 0:
         raise InputError("no finished jobs to fit a workload model to", path=trace.source or None)
     if jobs["duration"].null_count() == jobs.height:
