@@ -307,6 +307,34 @@ def test_report_of_several_traces_draws_each_distribution_and_the_median_with_it
     assert medians == pytest.approx(over_seeds(real, gens, real.cluster, loads=(2.0,))["generated_s"].to_list())
 
 
+def test_report_draws_the_days_of_traces_of_one_window_on_one_calendar() -> None:
+    # a trace generated over its source's window whose first days stay empty (openb's did: its first finished job,
+    # then six empty days) starts its own window later; drawn from each one's first day, its busy days fell days
+    # before the real ones. Traces of one window share a calendar; traces of two windows each keep their own
+    from matplotlib.figure import Figure
+
+    model = load_preset("helios-venus")
+    real = generate(model, days=6, seed=1)
+    late = dataclasses.replace(real, jobs=real.jobs.filter(pl.col("submit_time") >= model.start + 2 * 86_400))
+    elsewhere = dataclasses.replace(real, jobs=real.jobs.with_columns(pl.col("submit_time") + 30 * 86_400))
+
+    def daily(generated: list[Trace]) -> tuple[str, list[float], str]:
+        summaries = [summarize(t) for t in generated]
+        table = fidelity_over([fidelity(real, t) for t in generated])
+        item = next(i for sec in sections(summarize(real), summaries, table, None) for i in sec.items
+                    if i.id == "daily")
+        assert isinstance(item.figure, Figure)
+        ax = item.figure.axes[0]
+        return ax.get_xlabel(), list(ax.lines[1].get_xdata()), item.definition
+
+    label, days, definition = daily([late])
+    assert label == "day from the real trace's first local midnight" and days[0] == 2 and "one calendar" in definition
+    label, days, _ = daily([late, real])  # (the median over the traces that reach each day)
+    assert days[0] == 0
+    label, days, definition = daily([elsewhere])
+    assert label == "day of each trace's window" and days[0] == 0 and "own first local midnight" in definition
+
+
 HOLDS_ONE = """
 import gc, sys, weakref
 from pathlib import Path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from dlcluster.report.model import Item, Section
 from dlcluster.report.plots import PANEL_H, PANEL_W, colour
 from dlcluster.synth.compare import daily_counts, size_medians
 from dlcluster.synth.downstream import not_simulated
+from dlcluster.synth.fit import window
 from dlcluster.trace import Trace
 
 NAMES = ("real", "generated")
@@ -41,6 +43,7 @@ class Summary:
     gpu_mix: dict[int, float]  # share of jobs per GPU count
     size_medians: dict[int, float]
     daily: np.ndarray  # submissions per day
+    first_day: int  # UTC epoch of the local midnight the days count from
 
 
 def summarize(trace: Trace) -> Summary:
@@ -49,7 +52,7 @@ def summarize(trace: Trace) -> Summary:
     return Summary(trace.jobs.height, _ecdf(trace.jobs["duration"].drop_nulls().to_numpy()),
                    _ecdf(np.diff(np.sort(trace.jobs["submit_time"].drop_nulls().to_numpy()))),
                    {int(g): n / trace.jobs.height for g, n in mix.iter_rows()}, size_medians(trace),
-                   daily_counts(trace))
+                   daily_counts(trace), window(trace.jobs["submit_time"].drop_nulls(), trace.timezone)[0])
 
 
 def _figure(width: float = 1.6) -> tuple[Figure, object]:
@@ -104,21 +107,38 @@ def _bars(labels: list[str], real: list[float], median: list[float] | np.ndarray
     return fig
 
 
-def _daily(real: np.ndarray, generated: list[np.ndarray]) -> Figure:
+def on_one_calendar(real: Summary, generated: list[Summary]) -> bool:
+    """Whether every generated trace's days overlap the real trace's (a trace generated over its source's window):
+    then the days are drawn on one calendar, else each from its own first day."""
+    def end(s: Summary) -> int:
+        return s.first_day + len(s.daily) * 86_400
+    return all(g.first_day < end(real) and real.first_day < end(g) for g in generated)
+
+
+def _daily(real: Summary, generated: list[Summary]) -> Figure:
+    """Submissions per day of the real and the generated traces; on one calendar (days from the real trace's first
+    local midnight) when :func:`on_one_calendar`."""
+    aligned = on_one_calendar(real, generated)
+    # (local midnights a DST change apart are 23 or 25 hours apart: rounded to whole days)
+    offset = [round((g.first_day - real.first_day) / 86_400) if aligned else 0 for g in generated]
     fig, ax = _figure(2.2)
-    ax.plot(np.arange(len(real)), real, color=colour(0), label=NAMES[0], drawstyle="steps-mid")
+    ax.plot(np.arange(len(real.daily)), real.daily, color=colour(0), label=NAMES[0], drawstyle="steps-mid")
+    first = min(offset)
+    days = max(o + len(g.daily) for o, g in zip(offset, generated, strict=True)) - first
+    counts = np.full((len(generated), days), np.nan)
+    for row, o, g in zip(counts, offset, generated, strict=True):
+        row[o - first: o - first + len(g.daily)] = g.daily
+    x = np.arange(first, first + days)
     if len(generated) == 1:
-        ax.plot(np.arange(len(generated[0])), generated[0], color=colour(1), label=NAMES[1], drawstyle="steps-mid")
+        ax.plot(x, counts[0], color=colour(1), label=NAMES[1], drawstyle="steps-mid")
     else:  # per day, over the traces that reach it: the median, and the least to the greatest as a band
-        days = max(len(d) for d in generated)
-        counts = np.full((len(generated), days), np.nan)
-        for row, d in zip(counts, generated, strict=True):
-            row[: len(d)] = d
-        x = np.arange(days)
-        ax.fill_between(x, np.nanmin(counts, axis=0), np.nanmax(counts, axis=0), step="mid", color=colour(1),
-                        alpha=0.25, linewidth=0, label=f"generated: range of {len(generated)}")
-        ax.plot(x, np.nanmedian(counts, axis=0), color=colour(1), label="generated: median", drawstyle="steps-mid")
-    ax.set_xlabel("day of the window")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (a day no trace reaches: a gap in the lines)
+            low, high, mid = np.nanmin(counts, axis=0), np.nanmax(counts, axis=0), np.nanmedian(counts, axis=0)
+        ax.fill_between(x, low, high, step="mid", color=colour(1), alpha=0.25, linewidth=0,
+                        label=f"generated: range of {len(generated)}")
+        ax.plot(x, mid, color=colour(1), label="generated: median", drawstyle="steps-mid")
+    ax.set_xlabel("day from the real trace's first local midnight" if aligned else "day of each trace's window")
     ax.set_ylabel("submissions")
     ax.legend()
     return fig
@@ -159,8 +179,11 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
         Item("gaps", "Inter-arrival gaps", "Cumulative share of gaps between consecutive submissions ≤ x seconds "
              "(log scale; same-second gaps drawn at 1 s).",
              figure=_cdf(real.gaps, [g.gaps for g in generated], "gap (s)")),
-        Item("daily", "Submissions per day", "Jobs submitted on each day from the window's first local midnight.",
-             figure=_daily(real.daily, [g.daily for g in generated])),
+        Item("daily", "Submissions per day", "Jobs submitted on each day: "
+             + ("on one calendar, from the real trace's first local midnight (the traces' windows overlap)."
+                if on_one_calendar(real, generated) else
+                "each trace from its own first local midnight (their windows do not overlap)."),
+             figure=_daily(real, generated)),
     ])
     if queueing is None:
         downstream_items = [Item("queueing", "Queueing", "Simulated queueing delay.",
