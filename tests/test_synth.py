@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from dlcluster.cluster import ClusterSpec
 from dlcluster.errors import ConfigError, InputError
 from dlcluster.io import read_trace
 from dlcluster.schema import STATUSES, conform, validate
@@ -579,7 +580,39 @@ def test_cli_fit_and_saved_model_agree(tmp_path: Path) -> None:
     assert Model.from_json(model_json.read_text()).gpu_mix == {0: 0.2, 1: 0.6, 8: 0.2}
 
 
+def test_cli_fit_takes_the_vc_sizes_of_a_trace_that_has_none(tmp_path: Path) -> None:
+    # a CSV keeps no VC sizes: with --cluster the fit models each VC's own jobs, as fit(trace, cluster=...) does, and
+    # spreads the jobs of VCs the file does not size over its VCs, with a note; a file sizing none of them is refused
+    from dlcluster.io.cluster_spec import read_cluster_spec, write_cluster_spec
+
+    source, spec_file, other = tmp_path / "src.csv", tmp_path / "vcs.csv", tmp_path / "other.csv"
+    done = _cli("synth", "--preset", "philly", "--days", "4", "--seed", "1", "-f", "csv", "-o", str(source))
+    assert done.returncode == 0, done.stderr
+    preset = load_preset("philly")
+    sized = dict(list(preset.vcs.items())[:-1])  # (the last VC's jobs have no size in the file)
+    write_cluster_spec(ClusterSpec(sized), spec_file)
+    write_cluster_spec(ClusterSpec({"elsewhere": (8,)}), other)
+    model_json = tmp_path / "m.json"
+    done = _cli("synth", "--fit", str(source), "--cluster", str(spec_file), "--save-model", str(model_json),
+                "-o", str(tmp_path / "fitted.parquet"))
+    assert done.returncode == 0, done.stderr
+    trace = read_trace(source)
+    left = trace.jobs.filter(pl.col("vc") == list(preset.vcs)[-1]).height
+    assert left > 0 and f"note: {source}: {left:,} job(s) of 1 VC(s) that vcs.csv does not size are spread over its VCs" \
+        in done.stderr.replace("\n", " ")
+    model = Model.from_json(model_json.read_text())
+    assert model == fit(trace, cluster=read_cluster_spec(spec_file))
+    assert set(model.vc_jobs) <= set(sized) and len(model.vc_jobs) > 1 and model.vcs == sized
+    without = _cli("synth", "--fit", str(source), "--save-model", str(model_json), "-o", str(tmp_path / "f2.parquet"))
+    assert without.returncode == 0 and Model.from_json(model_json.read_text()).vc_jobs == {}
+    done = _cli("synth", "--fit", str(source), "--cluster", str(other), "-o", str(tmp_path / "f3.parquet"))
+    last = done.stderr.strip().splitlines()[-1]  # (after the csv's note on its time zone)
+    assert done.returncode == 2 and last.startswith(f"error: --cluster {other}: sizes none of the VCs of src.csv")
+    assert "Traceback" not in done.stderr and not (tmp_path / "f3.parquet").exists()
+
+
 @pytest.mark.parametrize(("args", "message"), [
+    (["--preset", "philly", "--cluster", "vcs.csv"], "error: --cluster: options of the --fit trace; give --fit TRACE"),
     (["--preset", "nope"], "error: unknown synth preset 'nope'; choose one of: helios-earth, helios-saturn"),
     (["--preset", "philly", "--days", "0"], "error: --days must be a positive number, got 0.0"),
     (["--preset", "philly", "--load", "-1"], "error: --load must be a positive number, got -1.0"),

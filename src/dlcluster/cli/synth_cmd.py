@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 @click.option("--preset", "-p", help="Bundled model: philly, helios-venus, helios-earth, helios-saturn, helios-uranus.")
 @click.option("--fit", "fit_trace", type=PATH, help="Fit a model to this trace (any readable format) instead.")
 @click.option("--fit-format", help="Force the --fit trace's input format (--format names the output's).")
+@click.option("--cluster", "cluster_file", type=PATH, help="VC sizes of the --fit trace (a cluster spec file, as "
+              "simulate takes; default: the trace's own): each VC's own jobs, sessions and busy days are fitted.")
 @click.option("--model", "model_file", type=PATH, help="Use a model JSON saved with --save-model.")
 @click.option("--save-model", type=PATH, help="Also write the model used as JSON here.")
 @click.option("--days", type=float, help="Days to generate (default: the source's span).")
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
               "output's suffix).")
 @reading_options
 def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace: Path | None, fit_format: str | None,
-          model_file: Path | None, save_model: Path | None, days: float | None, load: float, seed: int,
+          cluster_file: Path | None, model_file: Path | None, save_model: Path | None, days: float | None, load: float, seed: int,
           calendar: str | None,
           fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically.
@@ -65,8 +67,9 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
     if output is None:
         raise ConfigError("give the output file with -o/--output")
     if fit_trace is None:
-        given = [flag for flag, value in (("--fit-format", fit_format), ("--lenient", lenient), ("--map", mapping),
-                                          ("--time-unit", time_unit), ("--tz", tz)) if value]
+        given = [flag for flag, value in (("--fit-format", fit_format), ("--cluster", cluster_file),
+                                          ("--lenient", lenient), ("--map", mapping), ("--time-unit", time_unit),
+                                          ("--tz", tz)) if value]
         if given:
             raise ConfigError(f"{', '.join(given)}: options of the --fit trace; give --fit TRACE")
     check_scale(days, load, seed)
@@ -88,7 +91,22 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
         assert fit_trace is not None  # (exactly one source was given)
         source = load_trace(fit_trace, fit_format, lenient=lenient, mapping=mapping, time_unit=time_unit, tz=tz,
                             format_option="--fit-format")
-        model = fit(source)
+        spec = None
+        if cluster_file is not None:
+            import polars as pl
+
+            from dlcluster.io.cluster_spec import read_cluster_spec
+
+            spec = read_cluster_spec(cluster_file)
+            unsized = source.jobs.filter(~pl.col("vc").is_in(list(spec.vcs)))
+            if unsized.height == source.jobs.height:
+                raise ConfigError(f"--cluster {cluster_file}: sizes none of the VCs of {fit_trace.name} (its VCs: "
+                                  f"{', '.join(sorted(map(str, source.jobs['vc'].unique().drop_nulls())))[:200]})")
+            if unsized.height:  # (the Philly table's 4 VCs without nodes: their jobs go to the sized VCs)
+                err_console.print(f"note: {fit_trace}: {unsized.height:,} job(s) of {unsized['vc'].n_unique():,} "
+                                  f"VC(s) that {cluster_file.name} does not size are spread over its VCs",
+                                  soft_wrap=True)
+        model = fit(source, cluster=spec)
         kept = finished(source.jobs).height
         if kept < source.jobs.height:  # (an openb pod list is mostly running pods: the model had a quarter of its jobs)
             err_console.print(f"note: {fit_trace}: the model is fitted to its {kept:,} finished jobs; "
