@@ -389,7 +389,7 @@ def test_fit_philly_vcs_keep_their_own_sizes(philly) -> None:
 def _fidelity_rows(real, synthetic) -> list[str]:
     """The rows of docs/synth.md's Philly fidelity table, from the real table and the generated seeds."""
     from dlcluster.synth.compare import (daily_counts, interarrival_cv, same_second_share, session_sizes_kept,
-                                         size_medians, size_seasons)
+                                         size_medians, size_seasons, sweep_gpu_time)
 
     def span(values: list[float], fmt: str) -> str:
         return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
@@ -407,7 +407,9 @@ def _fidelity_rows(real, synthetic) -> list[str]:
             f"| size seasons (weekly dispersion) | {size_seasons(real):.2f} | "
             f"{span([size_seasons(t) for t in synthetic], '{:.2f}')} |",
             f"| sessions keeping GPU count | {session_sizes_kept(real):.1%} | "
-            f"{span([session_sizes_kept(t) for t in synthetic], '{:.1%}')} |"]
+            f"{span([session_sizes_kept(t) for t in synthetic], '{:.1%}')} |",
+            f"| GPU time in batches of 20+ jobs | {sweep_gpu_time(real):.1%} | "
+            f"{span([sweep_gpu_time(t) for t in synthetic], '{:.1%}')} |"]
     counts = real.jobs["gpu_num"].value_counts().filter(pl.col("count") >= 200)
     for g in sorted(counts["gpu_num"].to_list()):
         got = [size_medians(t)[g] for t in synthetic]

@@ -22,7 +22,7 @@ from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.parquet import write as write_parquet
 from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
-from dlcluster.synth.compare import FIDELITY_SCHEMA, fidelity, fidelity_over, gini, interarrival_cv, same_second_share, size_seasons
+from dlcluster.synth.compare import FIDELITY_SCHEMA, fidelity, fidelity_over, gini, interarrival_cv, same_second_share, size_seasons, sweep_gpu_time
 from dlcluster.synth.compare_report import CDF_POINTS, sections, summarize
 from dlcluster.synth.compare_report import write as write_report
 from dlcluster.synth.downstream import downstream, markdown_over_seeds, over_seeds, seeds_table
@@ -48,6 +48,19 @@ def test_arrival_statistics_by_hand() -> None:
     assert interarrival_cv(t) == pytest.approx(gaps.std() / gaps.mean())
     assert gini(np.array([5, 5, 5, 5])) == pytest.approx(0.0)
     assert gini(np.array([0, 0, 0, 12])) == pytest.approx(0.75)  # n-1 of n hold nothing: (n-1)/n
+
+
+def test_gpu_time_in_sweeps_by_hand_with_the_vc_as_submitter_when_one_trace_has_no_users() -> None:
+    # 25 jobs a second apart (one sweep: 100 + i s each on 1 GPU) and 5 lone jobs hours apart; with a user each, the
+    # 25 are 25 batches of one, but against a trace without users the VC is the submitter of both
+    submits = list(range(25)) + [10_000 * k for k in range(1, 6)]
+    alone, each = _trace(submits), _trace(submits, users=[f"u{i}" for i in range(30)])
+    swept = sum(100 + i for i in range(25)) / sum(100 + i for i in range(30))
+    assert sweep_gpu_time(alone) == pytest.approx(swept) and sweep_gpu_time(each) == 0.0
+    row = fidelity(alone, each).filter(pl.col("metric") == "GPU time in batches of 20+ jobs").row(0, named=True)
+    assert (row["real"], row["generated"]) == (pytest.approx(swept), pytest.approx(swept))
+    assert fidelity(each, each).filter(pl.col("metric") == "GPU time in batches of 20+ jobs")["generated"][0] == 0.0
+    assert fidelity(alone, each).filter(pl.col("metric") == "jobs-per-user Gini")["generated"][0] == 0.0
 
 
 def _seasons_trace(larger_per_week: list[int], vc: str = "a") -> Trace:
@@ -114,7 +127,7 @@ def test_cli_compare_exits_0_and_prints_both_tables(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "inter-arrival CV" in done.stdout and "same-second share" in done.stdout and "size seasons" in done.stdout
-    assert "sessions keeping GPU count" in done.stdout
+    assert "sessions keeping GPU count" in done.stdout and "GPU time in batches of 20+ jobs" in done.stdout
     assert re.search(r"│\s+2 │ fifo\s+│ mean", done.stdout) and re.search(r"│\s+2 │ sjf\s+│ p99", done.stdout)
     # the generated trace has half again the jobs: its row says so
     assert re.search(r"jobs per day\s+│[^│]+│[^│]+│\s+\+(4[0-9]|5[0-9])\.\d%", done.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
@@ -80,6 +81,7 @@ def closeness(reference: Trace, candidate: Trace) -> dict[str, float]:
 # --- fidelity: the arrival process and the joint structure, not only the marginals ---------------
 
 MIN_SIZE_JOBS = 200  # per-size medians are compared for the GPU counts with this many real jobs
+SWEEP_JOBS = 20  # jobs of a batch that make it a sweep (hyper-parameter searches, job arrays)
 MIN_SEASON_BATCHES = 10  # a VC's size seasons need this many batches of its smallest multi-GPU size and of larger ones
 
 
@@ -149,6 +151,22 @@ def session_sizes_kept(trace: Trace) -> float:
     return session_kinds(sessions(batch_rows(batch_column(trace.jobs.drop_nulls("submit_time")))))[0]
 
 
+def sweep_gpu_time(trace: Trace) -> float:
+    """Share of the GPU time (GPUs × run time, of the jobs with a run time) held by batches (see
+    :func:`~dlcluster.synth.fit_batches.batch_column`) of at least :data:`SWEEP_JOBS` jobs; NaN without GPU time."""
+    jobs = batch_column(trace.jobs.drop_nulls("submit_time")).with_columns(pl.len().over("batch").alias("k"))
+    gpu_time = jobs.filter(pl.col("duration").is_not_null()).select(
+        total=(pl.col("gpu_num") * pl.col("duration")).sum(),
+        swept=(pl.col("gpu_num") * pl.col("duration")).filter(pl.col("k") >= SWEEP_JOBS).sum())
+    total, swept = gpu_time.row(0)
+    return swept / total if total else float("nan")
+
+
+def has_users(trace: Trace) -> bool:
+    """Whether any job of ``trace`` names its user."""
+    return "user" in trace.jobs.columns and trace.jobs["user"].null_count() < trace.jobs.height
+
+
 def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
     # kind: "relative" (generated / real - 1), "distance" (the generated value is a distance from the real)
     error = None
@@ -162,8 +180,16 @@ FIDELITY_SCHEMA = {"metric": pl.String, "real": pl.Float64, "generated": pl.Floa
 
 
 def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
-    """The fidelity table: marginals, arrival process, per-size medians and per-user concentration."""
+    """The fidelity table: marginals, arrival process, batch structure, per-size medians and per-user
+    concentration."""
     near = closeness(real, generated)
+    # a batch is one submitter's; a trace without users stands its VC for the submitter, so the other must too
+    # (a generated trace's users split its VCs' runs of jobs into more, smaller batches)
+    real_b, generated_b = real, generated
+    if has_users(real) != has_users(generated):
+        real_b, generated_b = (dataclasses.replace(t, jobs=t.jobs.with_columns(pl.lit(None, dtype=pl.String)
+                                                                             .alias("user")))
+                               if has_users(t) else t for t in (real, generated))
     days_r, days_g = daily_counts(real), daily_counts(generated)
     rows = [
         _row("jobs", float(real.jobs.height), float(generated.jobs.height), "relative"),
@@ -179,8 +205,10 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
         _row("daily count min", float(days_r.min()), float(days_g.min()), "relative"),
         _row("daily count max", float(days_r.max()), float(days_g.max()), "relative"),
         _row("jobs-per-user Gini", user_gini(real), user_gini(generated), "relative"),
-        _row("size seasons (weekly dispersion)", size_seasons(real), size_seasons(generated), "relative"),
-        _row("sessions keeping GPU count", session_sizes_kept(real), session_sizes_kept(generated), "relative"),
+        _row("size seasons (weekly dispersion)", size_seasons(real_b), size_seasons(generated_b), "relative"),
+        _row("sessions keeping GPU count", session_sizes_kept(real_b), session_sizes_kept(generated_b), "relative"),
+        _row(f"GPU time in batches of {SWEEP_JOBS}+ jobs", sweep_gpu_time(real_b), sweep_gpu_time(generated_b),
+             "relative"),
     ]
     counts = real.jobs["gpu_num"].value_counts()
     medians_g = size_medians(generated)
