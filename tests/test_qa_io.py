@@ -100,6 +100,8 @@ def test_a_required_value_that_means_none_and_an_empty_status_say_so(tmp_path: P
     from dlcluster.predict import read_estimates
 
     cases = ((read_estimates, "est.csv", "job_id,duration\na,nan\n", "field 'duration': no value ('nan')"),
+             # (C's printf writes a negative NaN as -nan: it said "'-nan' is out of range (expected at most ...)")
+             (read_estimates, "est.csv", "job_id,duration\na,-nan\n", "field 'duration': no value ('-nan')"),
              (lambda p: read_trace(p, format="sacct"), "export.txt", SACCT + "1|u|p|Unknown|||PENDING|\n",
               "field 'Submit': no value ('Unknown')"),
              (lambda p: read_trace(p, format="csv"), "jobs.csv",
