@@ -481,6 +481,23 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
     assert (batch_days_cv(real), min(cvs), max(cvs)) == (0.61, 0.6, 0.61)
 
 
+def test_docs_run_times_are_about_as_hard_to_predict_as_the_real_ones(philly) -> None:
+    # the "history-based prediction on a generated trace is about as hard as on a real one": docs/synth.md's
+    # predictability table, LightGBM retrained daily on the real table and on seeds 1-3 of its fit
+    from dlcluster.synth.compare import PREDICTION_ROWS, predictability
+
+    real, _, synthetic = philly
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8")
+    got = [predictability(t) for t in (real, *synthetic[:3])]
+    for key, label in PREDICTION_ROWS:
+        fmt = "{:.1%}" if key == "within_100" else "{:.2f}"
+        values = [g[key] for g in got[1:]]
+        row = f"| {label} | {fmt.format(got[0][key])} | {fmt.format(min(values))}–{fmt.format(max(values))} |"
+        assert row in doc, row
+    above = [g["mdape"] / got[0]["mdape"] - 1.0 for g in got[1:]]
+    assert (round(min(above), 2), round(max(above), 2)) == (0.03, 0.08)
+
+
 def test_docs_fidelity_table_is_regenerated_verbatim(philly) -> None:
     real, _, synthetic = philly
     doc = (Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8")

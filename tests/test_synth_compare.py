@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from browser import needs_chromium, offline_page, visible_figures
 
-from dlcluster.cli.synth_cmd import _short
+from dlcluster.cli.synth_cmd import _num, _short
 from dlcluster.cluster import ClusterSpec
 from dlcluster.io import read_trace
 from dlcluster.io.cluster_spec import read_cluster_spec
@@ -368,6 +368,29 @@ synth_cmd.load_trace = load
 main(["synth", "compare", *map(str, paths), "--loads", "2"])
 print("held", held)
 """
+
+
+def test_cli_compare_predict_adds_how_well_run_times_can_be_predicted(tmp_path: Path) -> None:
+    # LightGBM retrained daily on each trace, as predict eval -e lgbm; the generated trace's users count only as far as
+    # the real trace has users of its own (a trace without them cannot say what a user's history tells)
+    from dlcluster.synth.compare import PREDICTION_ROWS, predictability, without_users
+
+    real, gen = tmp_path / "r.parquet", tmp_path / "g.parquet"
+    model = load_preset("helios-venus")
+    taken = generate(model, days=2, seed=1)
+    write_parquet(without_users(taken), real)
+    write_parquet(generate(model, days=2, seed=2), gen)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2",
+                           "--predict"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("│")[1].strip(): line.split("│")[2:4] for line in done.stdout.splitlines() if line.count("│") > 3}
+    alone, given = predictability(read_trace(real)), predictability(without_users(read_trace(gen)))
+    assert predictability(read_trace(gen)) != given  # (its users' histories would have told more)
+    for key, label in PREDICTION_ROWS:
+        assert [x.strip() for x in rows[label]] == [_num(alone[key]), _num(given[key])]
+    plain = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2"],
+                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
+    assert plain.returncode == 0 and "LightGBM" not in plain.stdout
 
 
 def test_cli_compare_holds_one_generated_trace_at_a_time(tmp_path: Path) -> None:

@@ -144,18 +144,23 @@ def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace
 @click.option("--generated-format", help="Force the generated traces' format.")
 @click.option("--loads", default="2,3", show_default=True, help="Loads (inter-arrival divisors) of the queueing "
               "comparison.")
+@click.option("--predict", is_flag=True, help="Also compare how well run times can be predicted at submission "
+              "(LightGBM retrained daily, as predict eval -e lgbm; slower than the rest of the comparison).")
 @reading_options  # (REAL's: a generated trace is read as written)
 def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | None, cluster_file: Path | None,
-            real_format: str | None, generated_format: str | None, loads: str, lenient: bool, mapping: str | None,
-            time_unit: str | None, tz: str | None) -> None:
+            real_format: str | None, generated_format: str | None, loads: str, predict: bool, lenient: bool,
+            mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Fidelity of generated traces: marginals, arrival process, per-size and per-user structure, and the FIFO/SJF
     queueing each produces on the same cluster as the real one. Several GENERATED traces (seeds of one model) are
     summarised by their median, their range and where the real value falls among them. Exit status 0 whatever
     the distances."""
+    import polars as pl
+
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
-    from dlcluster.synth.compare import fidelity, fidelity_over
+    from dlcluster.synth.compare import (fidelity, fidelity_over, has_users, predictability, prediction_rows,
+                                         without_users)
     from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table, unreplayed
     from dlcluster.synth.fit import finished
 
@@ -191,6 +196,7 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     real_view = compare_report.summarize(real) if output is not None else None
     spec = read_cluster_spec(cluster_file) if cluster_file is not None else real.cluster
     real_cases = None
+    real_predicted: dict[str, float] | None = None
     tables, runs, views = [], [], []
 
     def left_out(trace: Trace, path: Path) -> None:
@@ -211,6 +217,12 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
         left_out(generated, path)
         with err_console.status(f"comparing {path.name} ({i + 1} of {len(generated_paths)}) ..."):
             tables.append(fidelity(real, generated))
+            if predict:
+                # a generated trace's users count as far as the real trace has users of its own
+                if real_predicted is None:
+                    real_predicted = predictability(real)
+                alike = generated if has_users(real) or not has_users(generated) else without_users(generated)
+                tables[-1] = pl.concat([tables[-1], prediction_rows(real_predicted, predictability(alike))])
             if spec is not None:
                 runs.append(queueing_by_case(generated, spec, levels))
             if real_view is not None:

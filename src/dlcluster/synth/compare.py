@@ -167,6 +167,31 @@ def has_users(trace: Trace) -> bool:
     return "user" in trace.jobs.columns and trace.jobs["user"].null_count() < trace.jobs.height
 
 
+def without_users(trace: Trace) -> Trace:
+    """``trace`` with no job naming its user."""
+    return dataclasses.replace(trace, jobs=trace.jobs.with_columns(pl.lit(None, dtype=pl.String).alias("user")))
+
+
+# how well run times can be predicted at submission: (the metric of ``predict eval``, its row in the table)
+PREDICTION_ROWS = (("mdape", "LightGBM MdAPE"), ("within_100", "LightGBM within 100%"),
+                   ("spearman", "LightGBM Spearman"))
+
+
+def predictability(trace: Trace) -> dict[str, float]:
+    """How well the GPU jobs' run times of ``trace`` can be predicted at submission: the metrics of
+    :data:`PREDICTION_ROWS` of the LightGBM estimator retrained daily (``dlcluster predict eval -e lgbm``)."""
+    from dlcluster.predict.evaluate import evaluate  # (LightGBM: only for --predict)
+
+    overall = evaluate(trace.jobs, "lgbm", source=trace.source or "<trace>").overall
+    return {key: float(overall[key]) for key, _ in PREDICTION_ROWS}
+
+
+def prediction_rows(real: dict[str, float], generated: dict[str, float]) -> pl.DataFrame:
+    """The fidelity rows of two traces' :func:`predictability`."""
+    return pl.DataFrame([_row(label, real[key], generated[key], "relative") for key, label in PREDICTION_ROWS],
+                        schema=FIDELITY_SCHEMA)
+
+
 def _row(metric: str, real: float | None, generated: float | None, kind: str) -> dict[str, object]:
     # kind: "relative" (generated / real - 1), "distance" (the generated value is a distance from the real)
     error = None
@@ -187,9 +212,7 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     # (a generated trace's users split its VCs' runs of jobs into more, smaller batches)
     real_b, generated_b = real, generated
     if has_users(real) != has_users(generated):
-        real_b, generated_b = (dataclasses.replace(t, jobs=t.jobs.with_columns(pl.lit(None, dtype=pl.String)
-                                                                             .alias("user")))
-                               if has_users(t) else t for t in (real, generated))
+        real_b, generated_b = (without_users(t) if has_users(t) else t for t in (real, generated))
     days_r, days_g = daily_counts(real), daily_counts(generated)
     rows = [
         _row("jobs", float(real.jobs.height), float(generated.jobs.height), "relative"),
