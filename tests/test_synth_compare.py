@@ -391,6 +391,17 @@ def test_cli_compare_predict_adds_how_well_run_times_can_be_predicted(tmp_path: 
     plain = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2"],
                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
     assert plain.returncode == 0 and "LightGBM" not in plain.stdout
+    # a trace with nothing to predict (no GPU job) leaves its rows empty, with a note; the comparison stands
+    cpu = tmp_path / "cpu.parquet"
+    write_parquet(dataclasses.replace(taken, jobs=taken.jobs.with_columns(pl.lit(0, dtype=pl.Int32).alias("gpu_num"))),
+                  cpu)
+    done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(cpu), str(gen), "--loads", "2",
+                           "--predict"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr
+    assert "note: --predict: " in done.stderr and "cpu.parquet: the trace has no GPU jobs" in done.stderr
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in done.stdout.splitlines()
+            if line.count("│") > 3}
+    assert [rows[label] for _, label in PREDICTION_ROWS] == ["–"] * 3
 
 
 def test_cli_compare_holds_one_generated_trace_at_a_time(tmp_path: Path) -> None:

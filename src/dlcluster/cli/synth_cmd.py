@@ -159,8 +159,8 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
-    from dlcluster.synth.compare import (fidelity, fidelity_over, has_users, predictability, prediction_rows,
-                                         without_users)
+    from dlcluster.synth.compare import (PREDICTION_ROWS, fidelity, fidelity_over, has_users, predictability,
+                                         prediction_rows, without_users)
     from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table, unreplayed
     from dlcluster.synth.fit import finished
 
@@ -206,6 +206,15 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
                          "submit time (running or pending when the trace was taken)")
             err_console.print(f"note: {notes[-1]}", soft_wrap=True)
 
+    def predicted(trace: Trace) -> dict[str, float]:
+        """:func:`predictability`, or no value (and a note) for a trace with nothing to predict."""
+        try:
+            return predictability(trace)
+        except InputError as exc:  # (no GPU job, or none with a run time: its rows are empty, the rest stands)
+            notes.append(f"--predict: {exc}")
+            err_console.print(f"note: {notes[-1]}", soft_wrap=True)
+            return dict.fromkeys((key for key, _ in PREDICTION_ROWS), float("nan"))
+
     # one generated trace in memory at a time: each leaves its table, its queueing and what the report draws of it
     for i, path in enumerate(generated_paths):
         generated = read(path, generated_format, "--generated-format",
@@ -220,9 +229,9 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
             if predict:
                 # a generated trace's users count as far as the real trace has users of its own
                 if real_predicted is None:
-                    real_predicted = predictability(real)
+                    real_predicted = predicted(real)
                 alike = generated if has_users(real) or not has_users(generated) else without_users(generated)
-                tables[-1] = pl.concat([tables[-1], prediction_rows(real_predicted, predictability(alike))])
+                tables[-1] = pl.concat([tables[-1], prediction_rows(real_predicted, predicted(alike))])
             if spec is not None:
                 runs.append(queueing_by_case(generated, spec, levels))
             if real_view is not None:
