@@ -63,6 +63,24 @@ def test_gpu_time_in_sweeps_by_hand_with_the_vc_as_submitter_when_one_trace_has_
     assert fidelity(alone, each).filter(pl.col("metric") == "jobs-per-user Gini")["generated"][0] == 0.0
 
 
+def test_a_trace_of_the_same_window_counts_its_empty_first_days() -> None:
+    # generated over the real window, a trace whose first three days drew no job starts its own window three days
+    # later: its rate and daily counts are taken over the window both share (its own would make its rate 48% higher);
+    # a trace of another window keeps its own
+    day = 86_400
+    real = _trace([d * day + 3_600 * h for d in range(10) for h in range(5)])
+    late = _trace([d * day + 3_600 * h for d in range(3, 10) for h in range(5)])
+    elsewhere = _trace([(100 + d) * day + 3_600 * h for d in range(3, 10) for h in range(5)])
+    rows = {r["metric"]: r for r in fidelity(real, late).iter_rows(named=True)}
+    days = 9 + 5 / 24  # (to the hour after the last submission)
+    assert (rows["jobs per day"]["real"], rows["jobs per day"]["generated"]) == (pytest.approx(50 / days),
+                                                                               pytest.approx(35 / days))
+    assert (rows["daily count min"]["generated"], rows["daily count max"]["generated"]) == (0.0, 5.0)
+    apart = {r["metric"]: r for r in fidelity(real, elsewhere).iter_rows(named=True)}
+    assert apart["jobs per day"]["generated"] == pytest.approx(35 / (6 + 5 / 24))
+    assert apart["daily count min"]["generated"] == 5.0
+
+
 def _seasons_trace(larger_per_week: list[int], vc: str = "a") -> Trace:
     """One VC, ten weeks of four multi-GPU batches (one job each, an hour apart): per week that many of 8 GPUs, the
     rest of 2."""

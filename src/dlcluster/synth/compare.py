@@ -37,10 +37,24 @@ def ks_distance(a: pl.Series, b: pl.Series) -> float:
     return float(ks_2samp(x, y).statistic)
 
 
-def jobs_per_day(trace: Trace) -> float:
-    """Submissions per day over the trace's window (first local midnight to the hour after the last submit)."""
-    _, days = window(trace.jobs["submit_time"], trace.timezone)
-    return trace.jobs.height / days
+def _window(trace: Trace, start: int | None) -> tuple[int, float]:
+    """The trace's window (see :func:`~dlcluster.synth.fit.window`), from ``start`` instead when given."""
+    first, days = window(trace.jobs["submit_time"], trace.timezone)
+    return (first, days) if start is None else (start, days + (first - start) / 86400)
+
+
+def shared_start(a: Trace, b: Trace) -> int | None:
+    """The earlier first local midnight of two traces whose windows overlap (generated over the other's window, one
+    may start later: its first days drew no job), else None (each keeps its own)."""
+    (start_a, days_a), (start_b, days_b) = (window(t.jobs["submit_time"], t.timezone) for t in (a, b))
+    overlap = start_a < start_b + days_b * 86400 and start_b < start_a + days_a * 86400
+    return min(start_a, start_b) if overlap else None
+
+
+def jobs_per_day(trace: Trace, start: int | None = None) -> float:
+    """Submissions per day over the trace's window (first local midnight, or ``start``, to the hour after the last
+    submit)."""
+    return trace.jobs.height / _window(trace, start)[1]
 
 
 def _profiles(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
@@ -61,11 +75,12 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 def closeness(reference: Trace, candidate: Trace) -> dict[str, float]:
     """Distances of ``candidate`` from ``reference``: smaller is closer, except the correlations."""
     ref, cand = (t.jobs.with_columns(bucket_expr(), pl.col("status").cast(pl.String)) for t in (reference, candidate))
+    common = shared_start(reference, candidate)
     out = {
         "ks_duration": ks_distance(ref["duration"], cand["duration"]),
         "tv_gpu_mix": total_variation(_mix(ref, "gpu_num"), _mix(cand, "gpu_num")),
         "tv_status_mix": total_variation(_mix(ref, "status"), _mix(cand, "status")),
-        "job_rate_rel_error": jobs_per_day(candidate) / jobs_per_day(reference) - 1.0,
+        "job_rate_rel_error": jobs_per_day(candidate, common) / jobs_per_day(reference, common) - 1.0,
     }
     for label, _, _ in BUCKETS:
         a = ref.filter(pl.col("bucket") == label)["duration"]
@@ -97,9 +112,9 @@ def same_second_share(trace: Trace) -> float:
     return float((gaps == 0).mean()) if len(gaps) else float("nan")
 
 
-def daily_counts(trace: Trace) -> np.ndarray:
-    """Submissions per day from the trace's first local midnight (whole days of 86,400 s)."""
-    start, days = window(trace.jobs["submit_time"], trace.timezone)
+def daily_counts(trace: Trace, start: int | None = None) -> np.ndarray:
+    """Submissions per day from the trace's first local midnight, or ``start`` (whole days of 86,400 s)."""
+    start, days = _window(trace, start)
     return np.bincount((trace.jobs["submit_time"].drop_nulls().to_numpy() - start) // 86400,
                        minlength=int(np.ceil(days)))
 
@@ -213,10 +228,11 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     real_b, generated_b = real, generated
     if has_users(real) != has_users(generated):
         real_b, generated_b = (without_users(t) if has_users(t) else t for t in (real, generated))
-    days_r, days_g = daily_counts(real), daily_counts(generated)
+    common = shared_start(real, generated)  # (a replayed calendar's empty first days count as days)
+    days_r, days_g = daily_counts(real, common), daily_counts(generated, common)
     rows = [
         _row("jobs", float(real.jobs.height), float(generated.jobs.height), "relative"),
-        _row("jobs per day", jobs_per_day(real), jobs_per_day(generated), "relative"),
+        _row("jobs per day", jobs_per_day(real, common), jobs_per_day(generated, common), "relative"),
         _row("duration KS distance", None, near["ks_duration"], "distance"),
         _row("GPU-count TV distance", None, near["tv_gpu_mix"], "distance"),
         _row("median duration s", real.jobs["duration"].median(), generated.jobs["duration"].median(), "relative"),
