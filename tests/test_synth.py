@@ -598,8 +598,8 @@ def test_cli_fit_takes_the_vc_sizes_of_a_trace_that_has_none(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     trace = read_trace(source)
     left = trace.jobs.filter(pl.col("vc") == list(preset.vcs)[-1]).height
-    assert left > 0 and f"note: {source}: {left:,} job(s) of 1 VC(s) that vcs.csv does not size are spread over its VCs" \
-        in done.stderr.replace("\n", " ")
+    note = f"note: {source}: {left:,} job(s) of 1 VC(s) that vcs.csv does not size are spread over its VCs"
+    assert left > 0 and note in done.stderr.replace("\n", " ")
     model = Model.from_json(model_json.read_text())
     assert model == fit(trace, cluster=read_cluster_spec(spec_file))
     assert set(model.vc_jobs) <= set(sized) and len(model.vc_jobs) > 1 and model.vcs == sized

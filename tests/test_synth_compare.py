@@ -22,7 +22,8 @@ from dlcluster.io.cluster_spec import read_cluster_spec
 from dlcluster.io.parquet import write as write_parquet
 from dlcluster.schema import conform
 from dlcluster.synth import generate, load_preset
-from dlcluster.synth.compare import FIDELITY_SCHEMA, fidelity, fidelity_over, gini, interarrival_cv, same_second_share, size_seasons, sweep_gpu_time
+from dlcluster.synth.compare import (FIDELITY_SCHEMA, fidelity, fidelity_over, gini, interarrival_cv,
+                                     same_second_share, size_seasons, sweep_gpu_time)
 from dlcluster.synth.compare_report import CDF_POINTS, sections, summarize
 from dlcluster.synth.compare_report import write as write_report
 from dlcluster.synth.downstream import downstream, markdown_over_seeds, over_seeds, seeds_table
@@ -401,7 +402,8 @@ def test_cli_compare_predict_adds_how_well_run_times_can_be_predicted(tmp_path: 
     done = subprocess.run([sys.executable, "-m", "dlcluster", "synth", "compare", str(real), str(gen), "--loads", "2",
                            "--predict"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
     assert done.returncode == 0, done.stderr
-    rows = {line.split("│")[1].strip(): line.split("│")[2:4] for line in done.stdout.splitlines() if line.count("│") > 3}
+    rows = {line.split("│")[1].strip(): line.split("│")[2:4] for line in done.stdout.splitlines()
+            if line.count("│") > 3}
     alone, given = predictability(read_trace(real)), predictability(without_users(read_trace(gen)))
     assert predictability(read_trace(gen)) != given  # (its users' histories would have told more)
     for key, label in PREDICTION_ROWS:

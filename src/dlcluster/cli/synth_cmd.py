@@ -46,8 +46,8 @@ if TYPE_CHECKING:
               "output's suffix).")
 @reading_options
 def synth(ctx: click.Context, output: Path | None, preset: str | None, fit_trace: Path | None, fit_format: str | None,
-          cluster_file: Path | None, model_file: Path | None, save_model: Path | None, days: float | None, load: float, seed: int,
-          calendar: str | None,
+          cluster_file: Path | None, model_file: Path | None, save_model: Path | None, days: float | None, load: float,
+          seed: int, calendar: str | None,
           fmt: str | None, lenient: bool, mapping: str | None, time_unit: str | None, tz: str | None) -> None:
     """Generate a synthetic job trace calibrated to a real cluster, and write it atomically.
 

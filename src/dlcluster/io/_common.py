@@ -32,7 +32,8 @@ from dlcluster.trace import local_datetime
 # The readers' own columns start with a space: a header's names are trimmed (Parquet's too, in the csv reader), so no
 # source column can take one (a column '_row' was an internal error, '_index' was replaced by row numbers).
 ROW = " row"  # 1-based physical line (CSV) or 0-based record index (JSON) of each row
-NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "-nan", "-NaN", "null", "NULL", "Unknown")  # (-nan: C printf of a negative NaN)
+# (-nan: C's printf of a negative NaN)
+NULL_TOKENS = ("", "None", "NA", "NaN", "nan", "-nan", "-NaN", "null", "NULL", "Unknown")
 
 # Documented input limits (docs/errors.md): a value outside them is a row error, never an overflow.
 MAX_COUNT = 2**31 - 1  # GPUs, CPUs, nodes of a job: the canonical table's int32

@@ -528,10 +528,10 @@ def _metric_items(stats: pl.DataFrame, settings: Settings, metrics: list[str]) -
     items = []
     for m in (m for m in TABLED if m in metrics):
         part = stats.filter(pl.col("metric") == m)
+        cut = ", cut at 0 (the metric is never negative)" if m in NON_NEGATIVE else ""
         definition = (f"{_label(m)}: the mean over the seeds of each setting, with n (successful cells behind the "
                       f"value) and the {CONFIDENCE:.0%} Student t confidence interval of that mean, "
-                      f"mean ± t(0.975, n−1)·s/√n" + (", cut at 0 (the metric is never negative)" if m in NON_NEGATIVE
-                                                       else "") + ". A setting with one seed has no interval.")
+                      f"mean ± t(0.975, n−1)·s/√n{cut}. A setting with one seed has no interval.")
         if part["n"].sum() == 0:
             items.append(Item(f"table-{m.replace('_', '-')}", _label(m), definition,
                               absent="no successful cell reports this metric."))

@@ -43,12 +43,16 @@ def _window(trace: Trace, start: int | None) -> tuple[int, float]:
     return (first, days) if start is None else (start, days + (first - start) / 86400)
 
 
+def overlap(a: tuple[int, float], b: tuple[int, float]) -> bool:
+    """Whether two windows (start, days) overlap."""
+    return a[0] < b[0] + b[1] * 86400 and b[0] < a[0] + a[1] * 86400
+
+
 def shared_start(a: Trace, b: Trace) -> int | None:
     """The earlier first local midnight of two traces whose windows overlap (generated over the other's window, one
     may start later: its first days drew no job), else None (each keeps its own)."""
-    (start_a, days_a), (start_b, days_b) = (window(t.jobs["submit_time"], t.timezone) for t in (a, b))
-    overlap = start_a < start_b + days_b * 86400 and start_b < start_a + days_a * 86400
-    return min(start_a, start_b) if overlap else None
+    windows = [window(t.jobs["submit_time"], t.timezone) for t in (a, b)]
+    return min(windows[0][0], windows[1][0]) if overlap(*windows) else None
 
 
 def jobs_per_day(trace: Trace, start: int | None = None) -> float:

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from dlcluster.report.html import write_report
 from dlcluster.report.model import Item, Section
 from dlcluster.report.plots import PANEL_H, PANEL_W, colour
-from dlcluster.synth.compare import daily_counts, size_medians
+from dlcluster.synth.compare import daily_counts, overlap, size_medians
 from dlcluster.synth.downstream import not_simulated
 from dlcluster.synth.fit import window
 from dlcluster.trace import Trace
@@ -110,9 +110,7 @@ def _bars(labels: list[str], real: list[float], median: list[float] | np.ndarray
 def on_one_calendar(real: Summary, generated: list[Summary]) -> bool:
     """Whether every generated trace's days overlap the real trace's (a trace generated over its source's window):
     then the days are drawn on one calendar, else each from its own first day."""
-    def end(s: Summary) -> int:
-        return s.first_day + len(s.daily) * 86_400
-    return all(g.first_day < end(real) and real.first_day < end(g) for g in generated)
+    return all(overlap((g.first_day, len(g.daily)), (real.first_day, len(real.daily))) for g in generated)
 
 
 def _daily(real: Summary, generated: list[Summary]) -> Figure:
