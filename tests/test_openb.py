@@ -36,6 +36,8 @@ def test_real_default_list_has_8152_pods_and_node_gpus(shared_data: Path) -> Non
     assert jobs.filter(pl.col("status") == "pending")["start_time"].null_count() == jobs.filter(
         pl.col("status") == "pending").height
     assert set(jobs["vc"].unique()) == set(raw["qos"].unique())
+    # docs/synth.md: "an openb pod list is three quarters such pods" (running or pending when it was taken)
+    assert round(jobs.filter(pl.col("status").is_in(["running", "pending"])).height / jobs.height, 2) == 0.75
     nodes = pl.read_csv(shared_data / OPENB / "openb_node_list_gpu_node.csv")
     assert trace.cluster is not None
     assert trace.cluster.total_gpus == nodes["gpu"].sum() == 6212
