@@ -326,6 +326,9 @@ def test_report_of_several_traces_draws_each_distribution_and_the_median_with_it
         assert isinstance(figure, Figure)
         return figure.axes[0]
 
+    # each cumulative distribution says what its shares count (the gaps' had said "share of jobs")
+    assert [axes(name).get_ylabel() for name in ("durations", "gaps")] == ["share of jobs ≤ x", "share of gaps ≤ x"]
+    assert [axes(name).get_xlabel() for name in ("gpu-mix", "size-medians")] == ["GPUs per job"] * 2
     for name in ("durations", "gaps"):  # the real trace and each generated one, thinner
         lines = axes(name).lines
         assert len(lines) == 1 + len(gens)

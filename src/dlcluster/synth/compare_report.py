@@ -64,7 +64,9 @@ def _generated_label(n: int) -> str:
     return "generated" if n == 1 else f"generated ({n} traces)"
 
 
-def _cdf(real: tuple[np.ndarray, np.ndarray], generated: list[tuple[np.ndarray, np.ndarray]], xlabel: str) -> Figure:
+def _cdf(real: tuple[np.ndarray, np.ndarray], generated: list[tuple[np.ndarray, np.ndarray]], xlabel: str,
+         of: str) -> Figure:
+    """Cumulative distributions of the real and the generated traces' values (``of``: what the shares count)."""
     fig, ax = _figure()
     ax.step(np.maximum(real[0], 1), real[1], where="post", color=colour(0), label=NAMES[0])
     many = len(generated) > 1
@@ -73,7 +75,7 @@ def _cdf(real: tuple[np.ndarray, np.ndarray], generated: list[tuple[np.ndarray, 
             len(generated)), linewidth=0.8 if many else None, alpha=0.5 if many else None)
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("share of jobs ≤ x")
+    ax.set_ylabel(f"share of {of} ≤ x")
     ax.legend()
     return fig
 
@@ -87,7 +89,7 @@ def _over(rows: list[list[float]]) -> tuple[np.ndarray, tuple[np.ndarray, np.nda
 
 def _bars(labels: list[str], real: list[float], median: list[float] | np.ndarray, ylabel: str, log: bool = False,
           spread: tuple[np.ndarray, np.ndarray] | tuple[list[float], list[float]] | None = None,
-          traces: int = 1) -> Figure | None:
+          traces: int = 1, xlabel: str | None = None) -> Figure | None:
     """Grouped bars, one group per label: the real value and the generated ones' median (with ``spread``, their
     least to greatest value of ``traces`` traces, as an error bar); None where a log scale has no positive value to
     draw."""
@@ -100,6 +102,8 @@ def _bars(labels: list[str], real: list[float], median: list[float] | np.ndarray
     ax.bar(pos + 0.2, median, width=0.4, color=colour(1), yerr=err, capsize=2,
            label=_generated_label(traces) if spread is None else f"generated: median and range of {traces}")
     ax.set_xticks(pos, labels, rotation=30 if len(labels) > 8 else 0)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
@@ -151,7 +155,7 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
     size_median, size_spread = _over([[s.size_medians.get(g, 0.0) for g in big] for s in generated])
     size_figure = _bars([str(g) for g in big], [real.size_medians.get(g, 0.0) for g in big], size_median,
-                        "median run time (s)", log=True, spread=size_spread, traces=n)
+                        "median run time (s)", log=True, spread=size_spread, traces=n, xlabel="GPUs per job")
     mix_median, mix_spread = _over([[s.gpu_mix.get(g, 0.0) for g in sizes] for s in generated])
     several = ("Several generated traces: the table shows their median, its relative error, their range and the "
                "share of them whose value is below the real one; the figures draw every trace (distributions) or "
@@ -164,10 +168,10 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
     marginals = Section("marginals", "Marginals", "Run time and GPU count of every job.", [
         Item("durations", "Run-time distribution", "Cumulative share of jobs with run time ≤ x seconds "
              "(log scale; 0 s drawn at 1 s).", figure=_cdf(real.durations, [g.durations for g in generated],
-                                                            "run time (s)")),
+                                                            "run time (s)", "jobs")),
         Item("gpu-mix", "GPU-count mix", "Share of jobs per GPU count (log scale).",
              figure=_bars([str(g) for g in sizes], [real.gpu_mix.get(g, 0.0) for g in sizes], mix_median,
-                          "share of jobs", log=True, spread=mix_spread, traces=n)),
+                          "share of jobs", log=True, spread=mix_spread, traces=n, xlabel="GPUs per job")),
         Item("size-medians", "Median run time per GPU count", "Median run time of the jobs of each GPU count "
              "with at least 200 real jobs.",
              figure=size_figure, absent=None if size_figure else "no GPU count has 200 real jobs"),
@@ -176,7 +180,7 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
                        "submissions per day.", [
         Item("gaps", "Inter-arrival gaps", "Cumulative share of gaps between consecutive submissions ≤ x seconds "
              "(log scale; same-second gaps drawn at 1 s).",
-             figure=_cdf(real.gaps, [g.gaps for g in generated], "gap (s)")),
+             figure=_cdf(real.gaps, [g.gaps for g in generated], "gap (s)", "gaps")),
         Item("daily", "Submissions per day", "Jobs submitted on each day: "
              + ("on one calendar, from the real trace's first local midnight (the traces' windows overlap)."
                 if on_one_calendar(real, generated) else
