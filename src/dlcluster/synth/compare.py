@@ -14,7 +14,7 @@ from scipy.stats import ks_2samp
 from dlcluster.synth.calendar import DAY, weekly_rates
 from dlcluster.synth.downstream import among
 from dlcluster.synth.fit import bucket_expr, window
-from dlcluster.synth.fit_batches import batch_column, batch_rows, session_kinds, sessions
+from dlcluster.synth.fit_batches import batch_column, batch_rows, has_users, session_kinds, sessions
 from dlcluster.synth.model import BUCKETS
 from dlcluster.trace import Trace
 
@@ -181,11 +181,6 @@ def sweep_gpu_time(trace: Trace) -> float:
     return swept / total if total else float("nan")
 
 
-def has_users(trace: Trace) -> bool:
-    """Whether any job of ``trace`` names its user."""
-    return "user" in trace.jobs.columns and trace.jobs["user"].null_count() < trace.jobs.height
-
-
 def without_users(trace: Trace) -> Trace:
     """``trace`` with no job naming its user."""
     return dataclasses.replace(trace, jobs=trace.jobs.with_columns(pl.lit(None, dtype=pl.String).alias("user")))
@@ -230,8 +225,8 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     # a batch is one submitter's; a trace without users stands its VC for the submitter, so the other must too
     # (a generated trace's users split its VCs' runs of jobs into more, smaller batches)
     real_b, generated_b = real, generated
-    if has_users(real) != has_users(generated):
-        real_b, generated_b = (without_users(t) if has_users(t) else t for t in (real, generated))
+    if has_users(real.jobs) != has_users(generated.jobs):
+        real_b, generated_b = (without_users(t) if has_users(t.jobs) else t for t in (real, generated))
     common = shared_start(real, generated)  # (a replayed calendar's empty first days count as days)
     days_r, days_g = daily_counts(real, common), daily_counts(generated, common)
     rows = [

@@ -117,10 +117,9 @@ def on_one_calendar(real: Summary, generated: list[Summary]) -> bool:
     return all(overlap((g.first_day, len(g.daily)), (real.first_day, len(real.daily))) for g in generated)
 
 
-def _daily(real: Summary, generated: list[Summary]) -> Figure:
-    """Submissions per day of the real and the generated traces; on one calendar (days from the real trace's first
-    local midnight) when :func:`on_one_calendar`."""
-    aligned = on_one_calendar(real, generated)
+def _daily(real: Summary, generated: list[Summary], aligned: bool) -> Figure:
+    """Submissions per day of the real and the generated traces; ``aligned`` (:func:`on_one_calendar`): on one
+    calendar, days from the real trace's first local midnight."""
     # (local midnights a DST change apart are 23 or 25 hours apart: rounded to whole days)
     offset = [round((g.first_day - real.first_day) / 86_400) if aligned else 0 for g in generated]
     fig, ax = _figure(2.2)
@@ -151,6 +150,7 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
     """The report's sections: the tables, the marginals, the arrival process and the queueing (``note``: said of
     the queueing, e.g. which generated traces never ran)."""
     n = len(generated)
+    aligned = on_one_calendar(real, generated)
     sizes = sorted(set(real.gpu_mix).union(*(g.gpu_mix for g in generated)))
     big = [int(r["metric"].rsplit(" ", 2)[1]) for r in table.iter_rows(named=True) if r["metric"].endswith(" GPU")]
     size_median, size_spread = _over([[s.size_medians.get(g, 0.0) for g in big] for s in generated])
@@ -183,9 +183,9 @@ def sections(real: Summary, generated: list[Summary], table: pl.DataFrame,
              figure=_cdf(real.gaps, [g.gaps for g in generated], "gap (s)", "gaps")),
         Item("daily", "Submissions per day", "Jobs submitted on each day: "
              + ("on one calendar, from the real trace's first local midnight (the traces' windows overlap)."
-                if on_one_calendar(real, generated) else
+                if aligned else
                 "each trace from its own first local midnight (their windows do not overlap)."),
-             figure=_daily(real, generated)),
+             figure=_daily(real, generated, aligned)),
     ])
     if queueing is None:
         downstream_items = [Item("queueing", "Queueing", "Simulated queueing delay.",

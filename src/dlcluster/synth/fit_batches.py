@@ -60,10 +60,14 @@ def _scores(by_size: dict[str, dict[int, Dist]]) -> pl.Expr:
     return ((rank - 0.5) / n).map_batches(lambda s: pl.Series(ndtri(s.to_numpy())), return_dtype=pl.Float64)
 
 
+def has_users(jobs: pl.DataFrame) -> bool:
+    """Whether any of ``jobs`` names its user (else a batch's submitter is its VC)."""
+    return "user" in jobs.columns and jobs["user"].null_count() < jobs.height
+
+
 def batch_column(jobs: pl.DataFrame, max_gap: int = MAX_GAP) -> pl.DataFrame:
     """``jobs`` in submit order with ``submitter`` and a ``batch`` number (see the module doc)."""
-    has_user = "user" in jobs.columns and jobs["user"].null_count() < jobs.height
-    who = pl.coalesce(pl.col("user").cast(pl.String), pl.lit("")) if has_user else pl.col("vc").cast(pl.String)
+    who = pl.coalesce(pl.col("user").cast(pl.String), pl.lit("")) if has_users(jobs) else pl.col("vc").cast(pl.String)
     df = jobs.with_columns(who.fill_null("").alias("submitter")).sort("submit_time", maintain_order=True)
     df = df.with_row_index("order").sort(["submitter", "submit_time", "order"])
     new = ((pl.col("submitter") != pl.col("submitter").shift()) | (pl.col("gpu_num") != pl.col("gpu_num").shift())
@@ -288,7 +292,7 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     shift = timed.group_by("vc", "gpu_num").agg(pl.col("z").mean(), pl.col("z").std(ddof=0).alias("sd"),
                                                 pl.col("z").alias("all"))
     user_sd = 0.0
-    if "user" in timed.columns and timed["user"].null_count() < timed.height:
+    if has_users(timed):
         user_mean = pl.col("r").mean().over("user")
         user_sd = math.sqrt(max(0.0, float(timed.select(user_mean.var()).item() or 0.0)))
         timed = timed.with_columns((pl.col("r") - user_mean).alias("r"))
