@@ -1,7 +1,7 @@
 """Generator fidelity downstream: the queueing of 240 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,024 CPU s on the 2-core
-development machine on 2026-12-05: the real table and 1,020 generated traces of ~80k jobs each — 240 seeds of the
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,024 and 1,148 CPU s on
+the 2-core development machine on 2026-12-05 and 2026-12-06: the real table and 1,020 generated traces of ~80k jobs each — 240 seeds of the
 philly preset with the source's calendar, the same 240 without sessions, without ``session_same`` and without the
 VC-hour part (SJF only), 60 with drawn days — each simulated per policy and load; too long for the test suite, which
 checks how the table is computed and, on 60 seeds, the load-3 rows). It prints the tables and its CPU seconds, then checks that every row of
