@@ -211,6 +211,39 @@ def test_a_vc_s_sessions_bring_its_multi_gpu_batches_together_and_are_fitted_bac
     assert refit.vc_jobs["a"].rate_sd < 0.15
 
 
+def test_a_vc_s_1_gpu_sessions_keep_their_own_pace_apart_from_its_multi_gpu_ones_and_are_fitted_back() -> None:
+    # VC a: 1-GPU jobs in sessions of five, each ten minutes after the one before (its own pauses; the cluster's are
+    # 50 to 70 minutes), and 4-GPU jobs in sessions of six (the cluster's pauses, 5 to 15 minutes)
+    ten = Dist(quantiles=(math.log1p(600.0),) * 11)
+    model = _sessions_of_a(one_gpu_session_gaps=Dist(quantiles=tuple(np.log1p(np.linspace(3000.0, 4200.0, 11)))))
+    a = VcJobs({1: 0.5, 4: 0.5}, session_sizes={6: 1.0}, one_gpu_session_sizes={5: 1.0}, one_gpu_session_gaps=ten)
+    model = dataclasses.replace(model, vc_jobs={**model.vc_jobs, "a": a})
+    assert Model.from_json(model.to_json()) == model
+    trace = generate(model, days=120, seed=5)
+    jobs = trace.jobs.filter(pl.col("vc") == "a")
+    # (the same seed without 1-GPU sessions: as many jobs of each size, the 1-GPU ones apart)
+    apart = generate(dataclasses.replace(model, vc_jobs={**model.vc_jobs, "a": dataclasses.replace(
+        a, one_gpu_session_sizes={})}), days=120, seed=5).jobs.filter(pl.col("vc") == "a")
+    assert dict(jobs.group_by("gpu_num").len().iter_rows()) == \
+        pytest.approx(dict(apart.group_by("gpu_num").len().iter_rows()), rel=0.02)
+
+    def pauses(part: pl.DataFrame, gpus: int) -> np.ndarray:
+        return part.filter(pl.col("gpu_num") == gpus).sort("submit_time")["submit_time"].diff().drop_nulls().to_numpy()
+    # four of a session's five 1-GPU jobs follow a pause of exactly ten minutes; five of six 4-GPU jobs one of 5 to 15
+    assert (pauses(jobs, 1) == 600).mean() == pytest.approx(4 / 5, abs=0.05)
+    assert (pauses(apart, 1) == 600).mean() < 0.01
+    four = pauses(jobs, 4)
+    assert ((four >= 300) & (four <= 900)).mean() == pytest.approx(5 / 6, abs=0.05)
+    refit = fit(trace, cluster=ClusterSpec(dict(model.vcs)))
+    own = refit.vc_jobs["a"]
+    # (the busiest user submits to b too: the fit's batch rule joins a few of its jobs in a to one in b a minute
+    # apart, and a's session then counts four)
+    assert own.session_sizes == {6: 1.0} and own.one_gpu_session_sizes[5] > 0.8
+    # (measured on the clock of the refitted hourly profile, which has some noise: within 3%)
+    assert own.one_gpu_session_gaps is not None and own.one_gpu_session_gaps.quantiles[50] == pytest.approx(
+        math.log1p(600.0), abs=0.03)
+
+
 def test_sessions_round_trip_and_a_model_without_them_generates_as_before() -> None:
     model = _sessions_of_a()
     assert Model.from_json(model.to_json()) == model
@@ -342,6 +375,17 @@ def test_fit_philly_bursts_and_batch_submissions(philly) -> None:
     assert float(np.median(cvs)) == pytest.approx(real_cv, rel=0.20)
 
 
+def test_docs_1_gpu_sessions_cost_the_inter_arrival_cv_some(philly) -> None:
+    from dlcluster.synth.compare import interarrival_cv
+
+    _, model, _ = philly
+    assert model.batches is not None
+    streamless = dataclasses.replace(model, batches=dataclasses.replace(model.batches, one_gpu_session_gaps=None))
+    median = float(np.median([interarrival_cv(generate(streamless, seed=s)) for s in SEEDS]))
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8").split())
+    assert f"(`one_gpu_session_gaps` removed) give a median of {median:.2f}, because" in doc
+
+
 def test_fit_philly_per_size_medians_and_marginals(philly) -> None:
     real, _, synthetic = philly
     sizes = real.jobs.group_by("gpu_num").agg(pl.len().alias("n"), pl.col("duration").median().alias("median"))
@@ -354,12 +398,37 @@ def test_fit_philly_per_size_medians_and_marginals(philly) -> None:
         near = closeness(real, trace)
         # (README quotes the fit of `synth --fit`, without the cluster spec: see the test below)
         assert 0.004 <= round(near["ks_duration"], 3) <= 0.005 and near["ks_duration_1"] < 0.02
-        assert near["tv_gpu_mix"] <= 0.001
+        # (a VC's streams of 1-GPU jobs move the mix by what is left of them when the window ends: seeds 1-5 0.0002 to
+        # 0.0012, 0.0006 to 0.0010 without 1-GPU sessions)
+        assert near["tv_gpu_mix"] <= 0.0013
         # the same span, so the same number of jobs (jobs per day over the submissions' own window would also count
         # when the first of the few jobs of the source's near-empty first days happens to fall)
         assert abs(trace.jobs.height / real.jobs.height - 1.0) < 0.02
         # bursts cost the hour-of-day profile some of its fidelity (plain model: r >= 0.998)
         assert near["daily_profile_corr"] > 0.6
+
+
+def test_docs_closeness_rows_of_the_batched_fit_and_the_preset(philly) -> None:
+    # docs/synth.md's "How close are they" rows for the batched fit (seeds 1-5) and the philly preset (seed 1)
+    from dlcluster.synth import load_preset
+
+    real, _, synthetic = philly
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "synth.md").read_text(encoding="utf-8")
+    keys = ("ks_duration", "ks_duration_1", "ks_duration_2-4", "ks_duration_5-8", "ks_duration_>8")
+
+    def span(values: list[float], fmt: str) -> str:
+        low, high = fmt.format(min(values)), fmt.format(max(values))
+        return low if low == high else f"{low}–{high}"
+    near = [closeness(real, t) for t in synthetic]
+    cells = [span([n[k] for n in near], "{:.3f}") for k in keys]
+    row = (f"| `fit` (batched, with the VC sizes) → `generate`, seeds 1–5 | {' | '.join(cells)} | "
+           f"≤ {max(n['tv_gpu_mix'] for n in near):.4f} | ≤ {max(abs(n['job_rate_rel_error']) for n in near):.1%} | "
+           f"{span([n['daily_profile_corr'] for n in near], '{:.2f}')} |")
+    assert row in doc, row
+    one = closeness(real, generate(load_preset("philly"), seed=1))
+    row = (f"| `philly` preset (batched), seed 1 | {' | '.join(f'{one[k]:.3f}' for k in keys)} | "
+           f"{one['tv_gpu_mix']:.4f} | {one['job_rate_rel_error']:+.1%} | {one['daily_profile_corr']:.2f} |")
+    assert row in doc, row
 
 
 def test_readme_synth_fit_of_the_philly_table_keeps_its_marginals() -> None:
@@ -460,16 +529,34 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
         batches_of[(vc, bucket_of(g))] = batches_of.get((vc, bucket_of(g)), 0) + n
     assert {(vc, b) for vc, v in own.items() for b in v.batch_sizes} == {k for k, n in batches_of.items() if n >= 30}
 
-    # sessions: own sizes for exactly the VCs with at least 30; busy days counted in independent arrivals
+    # sessions of each kind: own sizes for exactly the VCs with at least 30 batches in them, own pauses for those
+    # with at least 30 pauses; busy days counted in independent arrivals
     from dlcluster.synth.fit_batches import batch_rows, sessions, vc_rates
 
-    counted = sessions(batch_rows(batch_column(real.jobs))).group_by("vc").agg(pl.col("session").n_unique().alias("n"))
-    assert {vc for vc, v in own.items() if v.session_sizes} == {vc for vc, n in counted.iter_rows() if n >= 30}
+    def median(dist: Dist | None) -> int:
+        assert dist is not None
+        probs, q = dist.grid()
+        return round(float(np.expm1(np.interp(0.5, probs, q))))
+
+    per_batch = batch_rows(batch_column(real.jobs))
+    for sizes, gaps, one_gpu in (("session_sizes", "session_gaps", False),
+                                 ("one_gpu_session_sizes", "one_gpu_session_gaps", True)):
+        found = sessions(per_batch, one_gpu=one_gpu).filter(pl.col("vc").is_in(list(own)))
+        counted = found.group_by("vc").agg(pl.len().alias("n"), pl.col("pause").count().alias("pauses"))
+        assert {vc for vc, v in own.items() if getattr(v, sizes)} == {vc for vc, n, _ in counted.iter_rows() if n >= 30}
+        assert {vc for vc, v in own.items() if getattr(v, gaps)} == {vc for vc, _, k in counted.iter_rows() if k >= 30}
     means = {vc: round(mean_batch(v.session_sizes), 1) for vc, v in own.items() if v.session_sizes}
-    assert (means.pop("11cb48"), max(own["11cb48"].session_sizes), len(means)) == (18.9, 182, 8)
-    assert (min(means.values()), max(means.values())) == (1.9, 4.5)
-    probs, q = model.batches.session_gaps.grid()  # type: ignore[union-attr]
-    assert model.batches.session_gap == 10_800 and round(float(np.expm1(np.interp(0.5, probs, q)))) == 2_465
+    assert (means.pop("11cb48"), max(own["11cb48"].session_sizes), len(means)) == (18.9, 182, 9)
+    assert (min(means.values()), max(means.values())) == (1.5, 4.5)
+    # (pauses in seconds of the arrival clock)
+    assert model.batches.session_gap == 10_800 and median(model.batches.session_gaps) == 3_050
+    # 11cb48's 1-GPU jobs: a few streams of thousands of batches, one every ten minutes
+    streams = own["11cb48"].one_gpu_session_sizes
+    assert (round(mean_batch(streams)), max(streams), median(own["11cb48"].one_gpu_session_gaps)) == (2_484, 8_910, 601)
+    assert median(model.batches.one_gpu_session_gaps) == 662
+    others = [round(mean_batch(v.one_gpu_session_sizes), 1) for vc, v in own.items()
+              if v.one_gpu_session_sizes and vc != "11cb48"]
+    assert (min(others), max(others), len(others)) == (1.4, 20.8, 10)
     in_batches = vc_rates(firsts.select("vc", "submit_time"), model.start)
     assert (round(own["2869ce"].rate_sd, 2), round(in_batches["2869ce"][0], 2)) == (0.45, 0.77)
 
@@ -478,7 +565,7 @@ def test_docs_numbers_of_the_per_vc_fit(philly) -> None:
         counts = daily_counts(dataclasses.replace(trace, jobs=firsts))
         return round(float(counts.std() / counts.mean()), 2)
     cvs = [batch_days_cv(t) for t in synthetic[:3]]
-    assert (batch_days_cv(real), min(cvs), max(cvs)) == (0.61, 0.6, 0.61)
+    assert (batch_days_cv(real), min(cvs), max(cvs)) == (0.61, 0.63, 0.64)
 
 
 def test_docs_run_times_are_about_as_hard_to_predict_as_the_real_ones(philly) -> None:
@@ -495,7 +582,7 @@ def test_docs_run_times_are_about_as_hard_to_predict_as_the_real_ones(philly) ->
         row = f"| {label} | {fmt.format(got[0][key])} | {fmt.format(min(values))}–{fmt.format(max(values))} |"
         assert row in doc, row
     above = [g["mdape"] / got[0]["mdape"] - 1.0 for g in got[1:]]
-    assert (round(min(above), 2), round(max(above), 2)) == (0.03, 0.08)
+    assert (round(min(above), 2), round(max(above), 2)) == (0.0, 0.12)
 
 
 def test_docs_fidelity_table_is_regenerated_verbatim(philly) -> None:

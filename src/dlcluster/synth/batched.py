@@ -3,8 +3,8 @@
 Batches arrive as a Poisson process whose hourly rate is the weekly profile times a day
 multiplier (drawn per day, correlated from one day to the next, or the source's own
 calendar); each VC takes a share of a day's batches that follows its own busy days, and
-sizes them from its own batch sizes; a VC's multi-GPU batches come in sessions, hours
-apart at most; each batch's jobs follow its first one after sampled
+sizes them from its own batch sizes; a VC's multi-GPU batches, and apart from them its 1-GPU
+ones, come in sessions, hours apart at most; each batch's jobs follow its first one after sampled
 gaps and share GPU count, VC and user; durations are drawn by quantile from a normal score
 that adds VC, user, VC-day, batch and job parts.
 """
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from dlcluster.synth.calendar import DAY, HOUR, hour_bins
+from dlcluster.synth.calendar import DAY, HOUR, arrival_clock, hour_bins
 from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, TOO_LONG, Batches, Dist, Model, bucket_of
 
 
@@ -189,41 +189,58 @@ def _to_counts(kind: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> 
     return out
 
 
-def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarray, rng: np.random.Generator,
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Each batch's arrival once each VC's multi-GPU batches are grouped into sessions, and its session (the index of
-    the session's first batch; a batch outside sessions is its own).
+def _runs(arrival: np.ndarray, pause: np.ndarray, head: np.ndarray, run_of: np.ndarray,
+          clock: tuple[np.ndarray, np.ndarray], end: int) -> np.ndarray:
+    """The arrivals of runs of batches (each batch's run: ``run_of``; its first batches: ``head``): a run's first at
+    its run's ``arrival``, the others after their ``pause`` in ``clock`` seconds (0 at the heads), a run that would
+    pass ``end`` moved to end by it."""
+    since = np.cumsum(pause)
+    tick = np.interp(arrival, *clock)
+    # a run that would pass the window's end starts earlier: the window keeps its jobs, as many as its rate gives
+    start = np.maximum(np.minimum(tick, np.interp(end - 1, *clock) - np.add.reduceat(pause, head)), clock[1][0])
+    wall = np.rint(np.interp(start[run_of] + since - since[head][run_of], clock[1], clock[0])).astype(np.int64)
+    wall[head] = np.where(start == tick, arrival, wall[head])
+    return wall
 
-    A VC's multi-GPU batches, in arrival order, are cut into runs of drawn session sizes (its own; a VC without
-    them has none); a run's first batch keeps its arrival and the others follow it after drawn pauses, so sessions
-    start as often as the rate says and their batches come together.
+
+def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarray, rng: np.random.Generator,
+                clock: tuple[np.ndarray, np.ndarray], end: int, load: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Each batch's arrival once each VC's multi-GPU batches, and apart from them its 1-GPU ones, are grouped into
+    sessions, and its session (the index of the session's first batch; a batch outside sessions is its own).
+
+    A VC's batches of one kind, in arrival order, are cut into runs of drawn session sizes (its own; a VC without
+    them has none); a run's first batch keeps its arrival and the others follow it after drawn pauses (its own,
+    else the cluster's) on the arrival ``clock`` (:func:`~dlcluster.synth.calendar.arrival_clock`), ``load`` times
+    as fast: sessions start as often as the rate says, their batches come together, and they slow down through
+    quiet nights and days instead of filling a ramp-up's near-empty ones (the window's ``end``: :func:`_runs`).
     """
     batches = model.batches
     assert batches is not None
     session = np.arange(len(first))
-    if batches.session_gaps is None:
-        return first, session
     first = first.copy()
     names = list(model.vc_share)
     multi = gpus >= SESSION_MIN_GPUS
-    for v in np.unique(vc[multi]):
-        pmf = model.vc_jobs[names[v]].session_sizes if v >= 0 and names[v] in model.vc_jobs else {}
-        if not pmf:
-            continue
-        idx = np.flatnonzero(multi & (vc == v))
-        k = np.array(sorted(pmf))
-        p = p_norm([pmf[x] for x in k])
-        expected = math.ceil(len(idx) / float(k @ p))  # sessions
-        sizes = k[stratified(p, expected, rng)]
-        while sizes.sum() < len(idx):  # (a window's few long sessions may fall short of its batches)
-            sizes = np.concatenate([sizes, k[stratified(p, expected, rng)]])
-        run_of = np.repeat(np.arange(len(sizes)), sizes)[: len(idx)]
-        head = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
-        pause = quantile_draw(batches.session_gaps, rng.random(len(idx)))
-        pause[head] = 0
-        since = np.cumsum(pause)
-        first[idx] = first[idx[head]][run_of] + since - since[head][run_of]
-        session[idx] = idx[head][run_of]
+    for kind, pooled, field in ((multi, batches.session_gaps, "session_sizes"),
+                                (~multi, batches.one_gpu_session_gaps, "one_gpu_session_sizes")):
+        for v in np.unique(vc[kind]) if pooled is not None else ():
+            own = model.vc_jobs.get(names[v]) if v >= 0 else None
+            pmf = getattr(own, field) if own else {}
+            if not pmf:
+                continue
+            pauses = getattr(own, field.replace("sizes", "gaps")) or pooled
+            idx = np.flatnonzero(kind & (vc == v))
+            k = np.array(sorted(pmf))
+            p = p_norm([pmf[x] for x in k])
+            expected = math.ceil(len(idx) / float(k @ p))  # sessions
+            sizes = k[stratified(p, expected, rng)]
+            while sizes.sum() < len(idx):  # (a window's few long sessions may fall short of its batches)
+                sizes = np.concatenate([sizes, k[stratified(p, expected, rng)]])
+            run_of = np.repeat(np.arange(len(sizes)), sizes)[: len(idx)]
+            head = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
+            pause = quantile_draw(pauses, rng.random(len(idx))) / load
+            pause[head] = 0
+            first[idx] = _runs(first[idx[head]], pause, head, run_of, clock, end)
+            session[idx] = idx[head][run_of]
     return first, session
 
 
@@ -263,6 +280,25 @@ def same_sizes(model: Model, kind: np.ndarray, kind_vc: np.ndarray, session: np.
             total -= 1
             kind[b], prev = kinds[k], k
     return kind
+
+
+def after_overlaps(session: np.ndarray, first: np.ndarray, span: np.ndarray, min_gap: int) -> np.ndarray:
+    """Per batch, how much later it starts so that it begins at least ``min_gap`` seconds after the last job (``first``
+    + ``span``, as moved) of the batch before it in its ``session`` (by ``first``): a session's sweeps follow one
+    another, where overlapping they would be one batch; a batch with room to spare stays where it is."""
+    order = np.lexsort((np.arange(len(first)), first, session))
+    own = session[order]
+    heads = np.r_[True, own[1:] != own[:-1]] if len(order) else np.zeros(0, dtype=bool)
+    # moved start x_i = max(first_i, x_(i-1) + span_(i-1) + min_gap) = c_i + max over j <= i of (first_j - c_j), c the
+    # session's running sum of span + min_gap before i; a running maximum per session (offset apart) solves it
+    step = span[order] + min_gap
+    total = np.cumsum(step) - step
+    c = total - np.maximum.accumulate(np.where(heads, total, 0))
+    segment = np.cumsum(heads) * (4 * (int(np.abs(first).max()) + int(c.max())) + 1) if len(order) else 0
+    x = c + np.maximum.accumulate(first[order] - c + segment) - segment
+    out = np.empty_like(first)
+    out[order] = x - first[order]
+    return out
 
 
 class Arrivals(NamedTuple):
@@ -314,11 +350,11 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     if rate is not None:  # a VC's share of each day's batches follows its busy days, each kind as often as before
         by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
         kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
-    first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng)
-    kind = same_sizes(model, kind, kind_vc, session, first, rng)
-    # a session's later batches may fall past the window's end (their jobs are cut below): they count on its last day
-    day_b = np.minimum((first - t0) // DAY, len(mult) - 1)
-    hour_b = np.minimum((first - t0) // HOUR, len(mult) * 24 - 1)
+    clock = arrival_clock(starts, exposure, base * mult[day])
+    first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng, clock, t0 + round(days * DAY), load)
+    # (a 1-GPU session's batches are all of one kind: only the multi-GPU sessions' kinds are redealt)
+    kind = same_sizes(model, kind, kind_vc, np.where(kind_gpus[kind] >= SESSION_MIN_GPUS, session, np.arange(nb)),
+                      first, rng)
     size = np.ones(nb, dtype=np.int64)
     # the kinds that share a batch-size distribution (a bucket's, or a VC's own for it) take it stratified together:
     # large jobs come in small batches, and a small VC's in its own
@@ -337,6 +373,10 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     head = np.cumsum(size) - size  # (empty when no batch was drawn)
     gap[head] = 0  # a batch's first job is at the batch's arrival
     run = np.cumsum(gap)
+    first = first + after_overlaps(session, first, run[head + size - 1] - run[head], batches.max_gap + 1)
+    # a session's later batches may fall past the window's end (their jobs are cut below): they count on its last day
+    day_b = np.minimum((first - t0) // DAY, len(mult) - 1)
+    hour_b = np.minimum((first - t0) // HOUR, len(mult) * 24 - 1)
     submit = first[owner] + run - run[head][owner]
     keep = submit < t0 + round(days * DAY)  # a batch running past the window's end is cut there
     submit, owner = submit[keep], owner[keep]

@@ -44,3 +44,21 @@ def weekly_rates(submits: pl.Series, start: int, days: float, timezone: str) -> 
     counts = np.bincount(_hours_of_week(submits, timezone), minlength=168).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(exposed > 0, counts / exposed, np.nan)
+
+
+def arrival_clock(starts: np.ndarray, exposure: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knots (wall time, clock time) of a clock that runs at each hour bin's ``expected`` arrivals over the mean: a
+    window's hours hold as many clock seconds as wall seconds, a quiet hour fewer (map with ``np.interp``).
+
+    Past the window both run alike; a bin expecting nothing still ticks (at 1/1000 of the mean) so that clock time
+    maps back to one wall time.
+    """
+    seconds = exposure * HOUR
+    mean = expected.sum() / seconds.sum() if seconds.sum() > 0 else 0.0
+    speed = np.ones(len(starts))
+    if mean > 0:
+        speed = np.maximum(expected / np.where(seconds > 0, seconds, 1.0) / mean, 1e-3)
+    wall = np.append(starts, starts[-1] + seconds[-1]) if len(starts) else np.zeros(1, dtype=np.int64)
+    clock = np.concatenate([[0.0], np.cumsum(speed * seconds)]) + float(wall[0])
+    far = 100 * 365 * DAY  # (a session's later batches may run past the window's end: they are cut there)
+    return np.append(wall, wall[-1] + far).astype(float), np.append(clock, clock[-1] + far)

@@ -3,7 +3,8 @@
 A *batch* is a run of jobs from one submitter (the user, or the VC when the trace has no
 users) with one GPU count, each submitted at most ``max_gap`` seconds after the previous one.
 A *session* is a run of one submitter's multi-GPU batches in one VC, each at most
-``SESSION_GAP`` seconds after the previous one (a campaign of training runs).
+``SESSION_GAP`` seconds after the previous one (a campaign of training runs); a 1-GPU session
+the same of 1-GPU batches (a steady stream of small jobs).
 Durations are compared through normal scores: a job's rank in its size's distribution,
 mapped to a standard normal, so that shifts and spreads do not depend on the size's scale.
 """
@@ -17,16 +18,15 @@ import polars as pl
 from scipy.optimize import brentq
 from scipy.special import ndtri
 
-from dlcluster.synth.calendar import DAY, HOUR, hour_bins
+from dlcluster.synth.calendar import DAY, HOUR, arrival_clock, hour_bins
 from dlcluster.synth.fit_quantiles import log_quantiles
 from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Bucket, Dist, Queue, VcJobs
 
 MAX_GAP = 60  # seconds: a longer pause between one submitter's same-size jobs starts a new batch
 MIN_CELL = 200  # a GPU count needs this many timed jobs for a duration distribution of its own
 MIN_VC_CELL = 30  # a VC's GPU count needs this many timed jobs for score quantiles of its own
-MIN_VC_BATCHES = 30  # a VC's GPU bucket needs this many batches for batch sizes of its own
+MIN_VC_BATCHES = 30  # a VC needs this many batches of a GPU bucket (of a session kind) for its batch (session) sizes
 SESSION_GAP = 3 * 3600  # seconds: a longer pause between one submitter's multi-GPU batches in a VC ends a session
-MIN_VC_SESSIONS = 30  # a VC needs this many sessions for session sizes of its own
 SCORE_QUANTILES = 101
 DIGITS = 4
 
@@ -92,14 +92,44 @@ def batch_days(timed: pl.DataFrame, start: int, width: int = DAY) -> pl.DataFram
                                        ((pl.col("submit_time").min() - start) // width).alias("day"))
 
 
-def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP) -> pl.DataFrame:
-    """The multi-GPU batches of ``per_batch`` (one row per batch: ``vc``, ``submitter``, ``gpu_num``, ``first``, its
-    first submission) with a ``session`` number and the ``pause`` since their session's previous batch (null: the
-    session's first)."""
-    multi = per_batch.filter(pl.col("gpu_num") >= SESSION_MIN_GPUS).sort("vc", "submitter", "first", "batch")
-    pause = (pl.col("first") - pl.col("first").shift()).over("vc", "submitter")
-    new = pause.is_null() | (pause > gap)
-    return multi.with_columns(new.cum_sum().alias("session"), pl.when(new).then(None).otherwise(pause).alias("pause"))
+def sessions(per_batch: pl.DataFrame, gap: int = SESSION_GAP, one_gpu: bool = False,
+             clock: tuple[np.ndarray, np.ndarray] | None = None) -> pl.DataFrame:
+    """The multi-GPU (``one_gpu``: the 1-GPU) batches of ``per_batch`` (one row per batch: ``vc``, ``submitter``,
+    ``gpu_num``, ``first``, its first submission) with a ``session`` number and the ``pause`` since their session's
+    previous batch (null: the session's first), in seconds or, given an arrival ``clock`` (knots wall → clock), in
+    its seconds."""
+    multi = pl.col("gpu_num") >= SESSION_MIN_GPUS
+    kind = per_batch.filter(~multi if one_gpu else multi).sort("vc", "submitter", "first", "batch")
+    tick = pl.col("first").cast(pl.Float64)
+    if clock is not None:
+        tick = tick.map_batches(lambda t: pl.Series(np.interp(t.to_numpy(), *clock)))
+    after = (pl.col("first") - pl.col("first").shift()).over("vc", "submitter")
+    new = after.is_null() | (after > gap)
+    pause = (tick - tick.shift()).over("vc", "submitter")
+    return kind.with_columns(new.cum_sum().alias("session"), pl.when(new).then(None).otherwise(pause).alias("pause"))
+
+
+def _pauses(session: pl.DataFrame) -> Dist | None:
+    """Quantiles of the pauses within the sessions of ``session`` (from :func:`sessions`; None: no session of
+    several)."""
+    pauses = session["pause"].drop_nulls()
+    return _quantiles(pauses.to_numpy()) if pauses.len() else None
+
+
+def _own_pauses(session: pl.DataFrame) -> dict[str, Dist]:
+    """Quantiles of each VC's pauses within its sessions of ``session`` (from :func:`sessions`), for VCs with
+    ``MIN_VC_BATCHES`` of them."""
+    pauses = session.filter(pl.col("pause").is_not_null())
+    return {str(vc): _quantiles(part["pause"].to_numpy()) for (vc,), part in pauses.group_by("vc")
+            if part.height >= MIN_VC_BATCHES}
+
+
+def _own_sessions(session: pl.DataFrame) -> dict[str, dict[int, float]]:
+    """Each VC's shares of batches per session, of ``session`` (from :func:`sessions`), for VCs with
+    ``MIN_VC_BATCHES`` batches in it."""
+    per_session = session.group_by("session").agg(pl.len().alias("k"), pl.col("vc").first().cast(pl.String))
+    return {str(vc): _share_mix(part["k"]) for (vc,), part in per_session.group_by("vc")
+            if part["k"].sum() >= MIN_VC_BATCHES}
 
 
 def session_kinds(session: pl.DataFrame) -> tuple[float, float]:
@@ -309,18 +339,23 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
     day_var, day_corr = _less(day_effect, in_day)
     batch_var = max(0.0, float(timed["r"].var() or 0.0) - job_var - day_var - hour_var)
     # sessions need each batch's VC, so only a model with VC sizes has them
-    session = sessions(per_batch if vc_capacity else per_batch.clear())
-    per_session = session.group_by("session").agg(pl.len().alias("k"), pl.col("vc").first().cast(pl.String))
-    pauses = session["pause"].drop_nulls()
+    bins, exposure, how = hour_bins(start, days, timezone)
+    clock = arrival_clock(bins, exposure, np.asarray(profile)[how] * exposure
+                          * np.asarray(sequence)[(bins - start) // DAY])
+    session, one_gpu = (sessions(per_batch if vc_capacity else per_batch.clear(), one_gpu=x, clock=clock)
+                        for x in (False, True))
+    pauses, one_gpu_pauses = (_pauses(x) for x in (session, one_gpu))
     batches = Batches(_share_mix(sizes), gap_model, rates, corr, round(math.sqrt(batch_var), DIGITS),
                       round(math.sqrt(job_var), DIGITS), round(user_sd, DIGITS), MAX_GAP, dict(sorted(by_bucket.items())),
                       round(math.sqrt(day_var), DIGITS), round(day_corr, DIGITS), sequence,
-                      SESSION_GAP if pauses.len() else 0, _quantiles(pauses.to_numpy()) if pauses.len() else None,
-                      session_same(session), round(math.sqrt(hour_var), DIGITS), round(hour_corr, DIGITS))
+                      SESSION_GAP if pauses or one_gpu_pauses else 0, pauses, session_same(session),
+                      round(math.sqrt(hour_var), DIGITS), round(hour_corr, DIGITS), one_gpu_pauses)
 
-    # batches per session of the VCs with enough sessions; their busy days count what arrives independently: a
-    # session once, like a batch
-    own_sessions = {str(vc[0]): part["k"] for vc, part in per_session.group_by("vc") if part.height >= MIN_VC_SESSIONS}
+    # batches per session of the VCs with enough batches of the kind; their busy days count what arrives
+    # independently: a multi-GPU session once, like a batch (a 1-GPU session's batches one by one: its sessions'
+    # first batches alone are too few a day to tell a VC's busy days from Poisson noise)
+    own_sessions, own_one_gpu = _own_sessions(session), _own_sessions(one_gpu)
+    own_pauses, own_one_gpu_pauses = _own_pauses(session), _own_pauses(one_gpu)
     followers = session.filter(pl.col("pause").is_not_null() & pl.col("vc").is_in(list(own_sessions)))["batch"]
     units = per_batch.filter(~pl.col("batch").is_in(followers.implode())).select("vc", pl.col("first").alias("submit_time"))
     own_rate = vc_rates(units, start) if vc_capacity else {}
@@ -346,5 +381,6 @@ def fit_batches(jobs: pl.DataFrame, buckets: dict[str, Bucket], *, start: int, d
                                  if len(c["all"]) >= MIN_VC_CELL},
                 day_shift_sd=shift_sd, day_shift_corr=shift_corr, batch_sizes=dict(sorted(own_sizes.items())),
                 rate_sd=rate_sd, rate_corr=rate_corr, rate_score_corr=coupled.get(name, 0.0),
-                session_sizes=_share_mix(own_sessions[name]) if name in own_sessions else {})
+                session_sizes=own_sessions.get(name, {}), one_gpu_session_sizes=own_one_gpu.get(name, {}),
+                session_gaps=own_pauses.get(name), one_gpu_session_gaps=own_one_gpu_pauses.get(name))
     return buckets, batches, dict(sorted(vc_jobs.items()))

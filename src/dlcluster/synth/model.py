@@ -27,7 +27,7 @@ PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
 BUCKETS: tuple[tuple[str, int, int], ...] = (("0", 0, 0), ("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8),
                                              (">8", 9, 2**31 - 1))
-SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make sessions (see Batches)
+SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make multi-GPU sessions, the others 1-GPU ones (see Batches)
 # statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
@@ -166,7 +166,8 @@ class Batches:
     vc_day_corr: float = 0.0  # lag-1 correlation of a VC's consecutive days' shifts
     day_sequence: tuple[float, ...] = ()  # the source window's day multipliers in order (its calendar)
     # sessions: a submitter's multi-GPU batches in one VC, each at most ``session_gap`` seconds after the previous
-    # one (0: none fitted), come together (their count per session: ``VcJobs.session_sizes``) this many seconds apart
+    # one (0: none fitted), come together (their count per session: ``VcJobs.session_sizes``) this many seconds of the
+    # arrival clock apart (:func:`~dlcluster.synth.calendar.arrival_clock`; a VC's own: ``VcJobs.session_gaps``)
     session_gap: int = 0
     session_gaps: Dist | None = None
     # beyond the chance its VC's mix gives, the probability that a session's batch has the GPU count of the one before
@@ -175,6 +176,9 @@ class Batches:
     # over hours per VC with this spread and lag-1 correlation
     vc_hour_sd: float = 0.0
     vc_hour_corr: float = 0.0
+    # 1-GPU sessions, by the same rule (``VcJobs.one_gpu_session_sizes``), this many seconds apart: a submitter's
+    # steady stream of one small job every few minutes, for days
+    one_gpu_session_gaps: Dist | None = None
 
 
 @dataclass(frozen=True)
@@ -199,9 +203,15 @@ class VcJobs:
     rate_sd: float = 0.0
     rate_corr: float = 0.0
     rate_score_corr: float = 0.0
-    # its multi-GPU batches per session (VCs with enough sessions; else each batch is a session of its own): one VC's
-    # campaigns run to a hundred batches, another's to a few
+    # its multi-GPU batches per session (VCs with enough batches in sessions; else each batch is a session of its
+    # own): one VC's campaigns run to a hundred batches, another's to a few
     session_sizes: dict[int, float] = field(default_factory=dict)
+    # its 1-GPU batches per 1-GPU session, likewise
+    one_gpu_session_sizes: dict[int, float] = field(default_factory=dict)
+    # the pauses within its sessions of each kind (VCs with enough of them; else the cluster's): one VC's 1-GPU
+    # sessions are a cron job's one batch every ten minutes, another's come and go
+    session_gaps: Dist | None = None
+    one_gpu_session_gaps: Dist | None = None
 
 
 @dataclass(frozen=True)
@@ -298,8 +308,9 @@ class Model:
             if vc not in self.vc_share:
                 raise ConfigError(f"model {self.name!r}: vc_jobs names VC {vc!r} that has no vc_share")
             shares = {f"batch_sizes {bucket}": sizes for bucket, sizes in own.batch_sizes.items()}
-            if own.session_sizes:
-                shares["session_sizes"] = own.session_sizes
+            for what, sizes in (("session_sizes", own.session_sizes), ("one_gpu_session_sizes", own.one_gpu_session_sizes)):
+                if sizes:
+                    shares[what] = sizes
             for what, sizes in shares.items():
                 self._check_shares(f"vc_jobs {vc} {what}", sizes, verb="sum")
             for g, q in own.score_quantiles.items():
@@ -393,7 +404,7 @@ _OPTIONAL = frozenset({"batches", "vc_jobs", "by_size", "tail", "vc_day_sd", "vc
                        "day_shift_sd", "day_shift_corr", "batch_sizes",
                        "rate_sd", "rate_corr", "rate_score_corr", "day_sequence",
                        "session_gap", "session_gaps", "session_sizes", "session_same", "vc_hour_sd",
-                       "vc_hour_corr"})
+                       "vc_hour_corr", "one_gpu_session_gaps", "one_gpu_session_sizes"})
 _NULLABLE = frozenset({"day_shift_sd"})  # None is their default: a 0 is written
 
 
@@ -471,7 +482,9 @@ def _vc_jobs(raw: dict[str, Any]) -> dict[str, VcJobs]:
                        {b: {int(k): float(p) for k, p in m.items()} for b, m in v.get("batch_sizes", {}).items()},
                        float(v.get("rate_sd", 0.0)), float(v.get("rate_corr", 0.0)),
                        float(v.get("rate_score_corr", 0.0)),
-                       {int(k): float(p) for k, p in v.get("session_sizes", {}).items()})
+                       {int(k): float(p) for k, p in v.get("session_sizes", {}).items()},
+                       {int(k): float(p) for k, p in v.get("one_gpu_session_sizes", {}).items()},
+                       _dist(v.get("session_gaps")), _dist(v.get("one_gpu_session_gaps")))
             for vc, v in raw.items()}
 
 
@@ -496,7 +509,7 @@ def _batches(raw: dict[str, Any]) -> Batches:
                    float(raw.get("vc_day_sd", 0.0)), float(raw.get("vc_day_corr", 0.0)),
                    tuple(raw.get("day_sequence", ())), int(raw.get("session_gap", 0)), _dist(raw.get("session_gaps")),
                    float(raw.get("session_same", 0.0)), float(raw.get("vc_hour_sd", 0.0)),
-                   float(raw.get("vc_hour_corr", 0.0)))
+                   float(raw.get("vc_hour_corr", 0.0)), _dist(raw.get("one_gpu_session_gaps")))
 
 
 def preset_names() -> list[str]:
