@@ -244,6 +244,33 @@ def test_a_vc_s_1_gpu_sessions_keep_their_own_pace_apart_from_its_multi_gpu_ones
         math.log1p(600.0), abs=0.03)
 
 
+def test_the_arrival_clock_keeps_a_window_s_seconds_and_runs_slow_in_quiet_hours() -> None:
+    from dlcluster.synth.calendar import arrival_clock
+
+    starts = 10_000 + 3600 * np.arange(4)
+    wall, clock = arrival_clock(starts, np.array([1.0, 1.0, 1.0, 0.5]), np.array([1.0, 3.0, 0.0, 1.0]))
+    # the mean is 5 arrivals in 3.5 hours: the hours run at 0.7, 2.1, 0.001 (a floor: nothing expected) and 1.4
+    assert np.diff(clock)[:4] == pytest.approx(3600 * np.array([0.7, 2.1, 0.001, 0.7]))
+    assert clock[4] - clock[0] == pytest.approx(wall[4] - wall[0], abs=4.0)
+    t = np.array([10_000.0, 12_345.0, 19_000.0, 22_000.0, 30_000.0])
+    assert np.interp(np.interp(t, wall, clock), clock, wall) == pytest.approx(t)
+    assert np.interp(10**9, wall, clock) - np.interp(10**9 - 100, wall, clock) == pytest.approx(100)  # (past it)
+
+
+def test_a_session_s_batches_start_after_the_one_before_ends() -> None:
+    from dlcluster.synth.batched import after_overlaps
+
+    # session 0: the second batch starts 30 s into the first one's 50 s, the third well after; session 3: the second
+    # starts 10 s after the first, which runs 100 s; a batch of its own never moves
+    session = np.array([0, 0, 0, 3, 3, 5])
+    first = np.array([100, 130, 1000, 50, 60, 7])
+    span = np.array([50, 10, 0, 100, 0, 0])
+    assert after_overlaps(session, first, span, 61).tolist() == [0, 81, 0, 0, 151, 0]
+    # a moved batch pushes the next one only as far as it needs
+    assert after_overlaps(np.zeros(3, dtype=np.int64), np.array([0, 10, 200]), np.array([100, 100, 0]), 61).tolist() \
+        == [0, 151, 122]
+
+
 def test_sessions_round_trip_and_a_model_without_them_generates_as_before() -> None:
     model = _sessions_of_a()
     assert Model.from_json(model.to_json()) == model
