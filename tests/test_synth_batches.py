@@ -364,6 +364,7 @@ def test_a_vc_s_score_quantiles_keep_its_own_shape() -> None:
     (VcJobs({1: 1.0}, batch_sizes={"1": {1: 0.5}}), "vc_jobs a batch_sizes 1 sum to 0.5000, not 1"),
     (VcJobs({1: 1.0}, score_quantiles={1: (1.0, 0.5)}), "vc_jobs a score_quantiles 1 must be at least two"),
     (VcJobs({1: 1.0}, session_sizes={2: 0.5, 3: 0.4}), "vc_jobs a session_sizes sum to 0.9000, not 1"),
+    (VcJobs({1: 1.0}, one_gpu_session_sizes={2: 0.5, 3: 0.6}), "vc_jobs a one_gpu_session_sizes sum to 1.1000, not 1"),
 ])
 def test_a_vc_s_malformed_own_jobs_are_refused(own: VcJobs, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
