@@ -1,12 +1,13 @@
 """Generator fidelity downstream: the queueing of 240 generated Philly traces against the real table's (docs/synth.md).
 
-Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,464 CPU s, 24 minutes, on the
-2-core development machine on 2026-12-06: the real table and 1,260 generated traces of ~80k jobs each — 240 seeds of
-the philly preset with the source's calendar, the same 240 without sessions, without 1-GPU sessions, without
-``session_same`` and without the VC-hour part (SJF only), 60 with drawn days — each simulated per policy and load;
-too long for the test suite, which checks how the table is computed and, on 60 seeds, the load-3 rows). It prints the
-tables and its CPU seconds, then checks that every row of docs/synth.md's downstream table is the one just computed
-and that the claims the page makes about them hold; it exits with status 1 if one does not."""
+Run from the project root: ``.venv/bin/python -m benchmarks.bench_synth_fidelity`` (1,464 and 1,296 CPU s, 24 and 23
+minutes, in two runs on the 2-core development machine on 2026-12-06: the real table and 1,260 generated traces of
+~80k jobs each — 240 seeds of the philly preset with the source's calendar, the same 240 without sessions, without
+1-GPU sessions, without ``session_same`` and without the VC-hour part (SJF only), 60 with drawn days — each simulated
+per policy and load; too long for the test suite, which checks how the table is computed and, on 60 seeds, the
+load-3 rows). It prints the tables and its CPU seconds, then checks that every row of docs/synth.md's downstream
+table is the one just computed and that the claims the page makes about them hold; it exits with status 1 if one
+does not."""
 
 from __future__ import annotations
 
