@@ -427,7 +427,7 @@ def test_fit_philly_per_size_medians_and_marginals(philly) -> None:
         # (README quotes the fit of `synth --fit`, without the cluster spec: see the test below)
         assert 0.004 <= round(near["ks_duration"], 3) <= 0.005 and near["ks_duration_1"] < 0.02
         # (a VC's streams of 1-GPU jobs move the mix by what is left of them when the window ends: seeds 1-5 0.0002 to
-        # 0.0012, 0.0006 to 0.0010 without 1-GPU sessions)
+        # 0.0012; 0.0006 to 0.0010 before the model had 1-GPU sessions)
         assert near["tv_gpu_mix"] <= 0.0013
         # the same span, so the same number of jobs (jobs per day over the submissions' own window would also count
         # when the first of the few jobs of the source's near-empty first days happens to fall)
