@@ -159,11 +159,10 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
     from dlcluster.io.cluster_spec import read_cluster_spec
     from dlcluster.sim.prepare import check_load
     from dlcluster.synth import compare_report
-    from dlcluster.synth.compare import (PREDICTION_ROWS, fidelity, fidelity_over, predictability, prediction_rows,
-                                         without_users)
+    from dlcluster.synth.compare import (PREDICTION_ROWS, alike, fidelity, fidelity_over, predictability,
+                                         prediction_rows)
     from dlcluster.synth.downstream import never_ran, queueing_by_case, seeds_table, unreplayed
     from dlcluster.synth.fit import finished
-    from dlcluster.synth.fit_batches import has_users
 
     try:
         levels = [float(x) for x in loads.split(",") if x.strip()]
@@ -231,8 +230,8 @@ def compare(real_path: Path, generated_paths: tuple[Path, ...], output: Path | N
                 # a generated trace's users count as far as the real trace has users of its own
                 if real_predicted is None:
                     real_predicted = predicted(real)
-                alike = generated if has_users(real.jobs) or not has_users(generated.jobs) else without_users(generated)
-                tables[-1] = pl.concat([tables[-1], prediction_rows(real_predicted, predicted(alike))])
+                generated_alike = alike(real, generated)[1]
+                tables[-1] = pl.concat([tables[-1], prediction_rows(real_predicted, predicted(generated_alike))])
             if spec is not None:
                 runs.append(queueing_by_case(generated, spec, levels))
             if real_view is not None:

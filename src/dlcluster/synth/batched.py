@@ -15,6 +15,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import polars as pl
 from scipy.special import ndtr, ndtri
 
 from dlcluster.synth.calendar import DAY, HOUR, arrival_clock, hour_bins
@@ -220,14 +221,15 @@ def in_sessions(model: Model, vc: np.ndarray, gpus: np.ndarray, first: np.ndarra
     first = first.copy()
     names = list(model.vc_share)
     multi = gpus >= SESSION_MIN_GPUS
-    for kind, pooled, field in ((multi, batches.session_gaps, "session_sizes"),
-                                (~multi, batches.one_gpu_session_gaps, "one_gpu_session_sizes")):
+    for kind, pooled, sizes_field, gaps_field in (
+            (multi, batches.session_gaps, "session_sizes", "session_gaps"),
+            (~multi, batches.one_gpu_session_gaps, "one_gpu_session_sizes", "one_gpu_session_gaps")):
         for v in np.unique(vc[kind]) if pooled is not None else ():
             own = model.vc_jobs.get(names[v]) if v >= 0 else None
-            pmf = getattr(own, field) if own else {}
+            pmf = getattr(own, sizes_field) if own else {}
             if not pmf:
                 continue
-            pauses = getattr(own, field.replace("sizes", "gaps")) or pooled
+            pauses = getattr(own, gaps_field) or pooled
             idx = np.flatnonzero(kind & (vc == v))
             k = np.array(sorted(pmf))
             p = p_norm([pmf[x] for x in k])
@@ -286,19 +288,13 @@ def after_overlaps(session: np.ndarray, first: np.ndarray, span: np.ndarray, min
     """Per batch, how much later it starts so that it begins at least ``min_gap`` seconds after the last job (``first``
     + ``span``, as moved) of the batch before it in its ``session`` (by ``first``): a session's sweeps follow one
     another, where overlapping they would be one batch; a batch with room to spare stays where it is."""
-    order = np.lexsort((np.arange(len(first)), first, session))
-    own = session[order]
-    heads = np.r_[True, own[1:] != own[:-1]] if len(order) else np.zeros(0, dtype=bool)
     # moved start x_i = max(first_i, x_(i-1) + span_(i-1) + min_gap) = c_i + max over j <= i of (first_j - c_j), c the
-    # session's running sum of span + min_gap before i; a running maximum per session (offset apart) solves it
-    step = span[order] + min_gap
-    total = np.cumsum(step) - step
-    c = total - np.maximum.accumulate(np.where(heads, total, 0))
-    segment = np.cumsum(heads) * (4 * (int(np.abs(first).max()) + int(c.max())) + 1) if len(order) else 0
-    x = c + np.maximum.accumulate(first[order] - c + segment) - segment
-    out = np.empty_like(first)
-    out[order] = x - first[order]
-    return out
+    # session's running sum of span + min_gap before i
+    batches = pl.DataFrame({"i": np.arange(len(first)), "session": session, "first": first, "step": span + min_gap})
+    c = pl.col("step").cum_sum().over("session") - pl.col("step")
+    moved = batches.sort("session", "first", "i").with_columns(c.alias("c")).select(
+        "i", (pl.col("c") + (pl.col("first") - pl.col("c")).cum_max().over("session") - pl.col("first")).alias("by"))
+    return moved.sort("i")["by"].to_numpy()
 
 
 class Arrivals(NamedTuple):
@@ -340,7 +336,8 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     if (base * mult[day])[drawn].sum() > 0:
         # busy days landing on weekends rather than weekdays must not change the drawn days' expected total
         mult[known:] *= base[drawn].sum() / (base * mult[day])[drawn].sum()
-    counts = rng.poisson(base * mult[day])
+    expected = base * mult[day]  # batches per hour bin
+    counts = rng.poisson(expected)
     nb = int(counts.sum())
     first = np.repeat(starts, counts) + np.floor(rng.random(nb) * np.repeat(exposure, counts) * HOUR).astype(np.int64)
     first = np.sort(first)
@@ -348,9 +345,9 @@ def arrivals(model: Model, days: float, load: float, t0: int, rng: np.random.Gen
     kind = stratified(batch_share, nb, rng)
     rate = vc_rate_scores(model, len(mult), rng)
     if rate is not None:  # a VC's share of each day's batches follows its busy days, each kind as often as before
-        by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=base * mult[day]))
+        by_day = _day_shares(model, batch_share, kind_vc, rate, np.bincount(day, weights=expected))
         kind = _to_counts(_by_day(by_day, day_b, rng), np.bincount(kind, minlength=len(batch_share)), rng)
-    clock = arrival_clock(starts, exposure, base * mult[day])
+    clock = arrival_clock(starts, exposure, expected)
     first, session = in_sessions(model, kind_vc[kind], kind_gpus[kind], first, rng, clock, t0 + round(days * DAY), load)
     # (a 1-GPU session's batches are all of one kind: only the multi-GPU sessions' kinds are redealt)
     kind = same_sizes(model, kind, kind_vc, np.where(kind_gpus[kind] >= SESSION_MIN_GPUS, session, np.arange(nb)),

@@ -186,6 +186,15 @@ def without_users(trace: Trace) -> Trace:
     return dataclasses.replace(trace, jobs=trace.jobs.with_columns(pl.lit(None, dtype=pl.String).alias("user")))
 
 
+def alike(real: Trace, generated: Trace) -> tuple[Trace, Trace]:
+    """The two traces with users only if both have them: a batch is one submitter's, a trace without users stands
+    its VC for the submitter, so the other must too (a generated trace's users split its VCs' runs of jobs into
+    more, smaller batches)."""
+    if has_users(real.jobs) == has_users(generated.jobs):
+        return real, generated
+    return without_users(real), without_users(generated)
+
+
 # how well run times can be predicted at submission: (the metric of ``predict eval``, its row in the table)
 PREDICTION_ROWS = (("mdape", "LightGBM MdAPE"), ("within_100", "LightGBM within 100%"),
                    ("spearman", "LightGBM Spearman"))
@@ -222,11 +231,7 @@ def fidelity(real: Trace, generated: Trace) -> pl.DataFrame:
     """The fidelity table: marginals, arrival process, batch structure, per-size medians and per-user
     concentration."""
     near = closeness(real, generated)
-    # a batch is one submitter's; a trace without users stands its VC for the submitter, so the other must too
-    # (a generated trace's users split its VCs' runs of jobs into more, smaller batches)
-    real_b, generated_b = real, generated
-    if has_users(real.jobs) != has_users(generated.jobs):
-        real_b, generated_b = (without_users(t) if has_users(t.jobs) else t for t in (real, generated))
+    real_b, generated_b = alike(real, generated)
     common = shared_start(real, generated)  # (a replayed calendar's empty first days count as days)
     days_r, days_g = daily_counts(real, common), daily_counts(generated, common)
     rows = [

@@ -25,7 +25,9 @@ from dlcluster.synth.model import BUCKETS, SESSION_MIN_GPUS, Batches, Bucket, Di
 MAX_GAP = 60  # seconds: a longer pause between one submitter's same-size jobs starts a new batch
 MIN_CELL = 200  # a GPU count needs this many timed jobs for a duration distribution of its own
 MIN_VC_CELL = 30  # a VC's GPU count needs this many timed jobs for score quantiles of its own
-MIN_VC_BATCHES = 30  # a VC needs this many batches of a GPU bucket (of a session kind) for its batch (session) sizes
+# a VC needs this many batches of a GPU bucket for batch sizes of its own, and this many in sessions of a kind (or
+# pauses between them) for session sizes (pauses) of its own
+MIN_VC_BATCHES = 30
 SESSION_GAP = 3 * 3600  # seconds: a longer pause between one submitter's multi-GPU batches in a VC ends a session
 SCORE_QUANTILES = 101
 DIGITS = 4

@@ -27,7 +27,8 @@ PRESET_DIR = Path(__file__).with_name("presets")
 # GPU-count buckets: (label, smallest, largest) inclusive
 BUCKETS: tuple[tuple[str, int, int], ...] = (("0", 0, 0), ("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8),
                                              (">8", 9, 2**31 - 1))
-SESSION_MIN_GPUS = 2  # batches of this many GPUs or more make multi-GPU sessions, the others 1-GPU ones (see Batches)
+# batches of this many GPUs or more make multi-GPU sessions, the others (1 GPU, or none) 1-GPU ones (see Batches)
+SESSION_MIN_GPUS = 2
 # statuses a finished-job model can produce; running/pending are snapshot artefacts, not outcomes
 OUTCOMES = ("completed", "failed", "cancelled", "timeout", "node_fail", "other")
 ANY = "any"  # duration key used for statuses without a distribution of their own
